@@ -1,0 +1,31 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test install certs bench clean
+
+run: install certs
+	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml
+
+test: install
+	$(PY) -m pytest -ra $(PYTEST_ARGS)
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install-system-deps.sh
+	./scripts/install-system-deps.sh
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test,demo]'
+	touch $(STAMP)
+
+certs: install
+	$(VENV)/bin/hms-gateway certs --out certs
+
+bench: install
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build var .pytest_cache

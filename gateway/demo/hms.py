@@ -1,0 +1,337 @@
+"""An embedded Apache Hive Metastore 2.3.10, run from the jars that the PyPI ``pyspark`` wheel ships.
+
+The launch follows the Hive 2.3 metastore admin guide (``hive-site.xml`` with a Derby
+``javax.jdo.option.ConnectionURL``, ``datanucleus.schema.autoCreateAll``) and is described in
+``/work/shared/NOTES.md`` §1. Layout under ``workdir``::
+
+    conf/hive-site.xml   written by start()
+    metastore_db/        Derby database (kept between runs)
+    warehouse/           hive.metastore.warehouse.dir (kept between runs)
+    hms.log              the JVM's stdout and stderr (HMS logs to the console)
+    hms.pid              pid of the running JVM, to explain a clash on the same workdir
+
+Readiness means: the port accepts connections AND a strict TBinaryProtocol ``get_all_databases``
+call (framed when ``framed=True``) gets a REPLY header back.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+import weakref
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+__all__ = ["EmbeddedHMS", "HMSStartError", "PortInUseError", "probe_get_all_databases", "pyspark_jars_dir"]
+
+_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+_VERSION_1 = 0x80010000  # strict binary header: version mask | message type
+_CALL, _REPLY, _EXCEPTION = 1, 2, 3
+_LOG_TAIL_LINES = 40
+_LOG4J2_PROPERTIES = """\
+status = ERROR
+name = EmbeddedHMS
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{ISO8601} %5p [%t] %c{2}: %m%n
+logger.datanucleus.name = DataNucleus
+logger.datanucleus.level = WARN
+logger.datanucleus2.name = org.datanucleus
+logger.datanucleus2.level = WARN
+rootLogger.level = INFO
+rootLogger.appenderRefs = console
+rootLogger.appenderRef.console.ref = console
+"""
+
+
+class HMSStartError(RuntimeError):
+    """The metastore JVM could not be started or did not become ready; the message holds the log tail."""
+
+
+class PortInUseError(HMSStartError):
+    """Something already listens on the requested port (nothing was started)."""
+
+
+def pyspark_jars_dir() -> Path:
+    """Return the ``pyspark/jars`` directory (holds hive-metastore-2.3.10.jar, Derby, DataNucleus).
+
+    Raises RuntimeError when pyspark is not installed (``pip install 'hms-gateway[demo]'``).
+    """
+    try:
+        import pyspark
+    except ImportError as exc:  # the demo extra is optional for the gateway itself
+        raise RuntimeError("pyspark is not installed: pip install -e '.[demo]'") from exc
+    jars = Path(pyspark.__file__).parent / "jars"
+    if not any(jars.glob("hive-metastore-*.jar")):
+        raise RuntimeError(f"no hive-metastore jar in {jars}; is this a full pyspark wheel?")
+    return jars
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("connection closed by the metastore")
+        buf += chunk
+    return buf
+
+
+def probe_get_all_databases(host: str, port: int, *, framed: bool = False, timeout: float = 5.0) -> None:
+    """Send one strict-binary ``get_all_databases`` CALL and check that a REPLY header answers.
+
+    Wire format: Thrift TBinaryProtocol strict message header (``0x80010001``, name, seqid), an
+    empty args struct (``T_STOP``), optionally a 4-byte big-endian frame length (TFramedTransport).
+    Raises OSError/ConnectionError on network trouble, ValueError on an unexpected reply header.
+    """
+    name = b"get_all_databases"
+    message = struct.pack("!Ii", _VERSION_1 | _CALL, len(name)) + name + struct.pack("!ib", 1, 0)
+    if framed:
+        message = struct.pack("!i", len(message)) + message
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(message)
+        if framed:
+            _recv_exact(sock, 4)
+        (header,) = struct.unpack("!I", _recv_exact(sock, 4))
+        (name_len,) = struct.unpack("!i", _recv_exact(sock, 4))
+        reply_name = _recv_exact(sock, name_len) if 0 <= name_len < 256 else b""
+    if header & 0xFFFF0000 != _VERSION_1 or header & 0xFF not in (_REPLY, _EXCEPTION) or reply_name != name:
+        raise ValueError(f"unexpected reply header 0x{header:08x} {reply_name!r}")
+
+
+def _port_in_use(port: int) -> bool:
+    # SO_REUSEADDR makes a TIME_WAIT socket not count; a listener (of any address) still does.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return True
+    return False
+
+
+def _derby_locked_by_live_process(db_dir: Path) -> bool:
+    # Derby holds a POSIX lock on dbex.lck while a JVM has the database booted; a JVM that died
+    # releases it, and Derby then boots over the stale db.lck by itself.
+    lock = db_dir / "dbex.lck"
+    if not lock.exists():
+        return False
+    with open(lock, "rb+") as fh:
+        try:
+            fcntl.lockf(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.lockf(fh, fcntl.LOCK_UN)
+    return False
+
+
+def _kill_group(proc: subprocess.Popen, grace: float) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+
+
+class EmbeddedHMS:
+    """One Hive Metastore 2.3.10 JVM (Derby-backed, unsecured, strict binary Thrift on ``port``).
+
+    ``workdir`` is created if missing; its Derby database and warehouse survive stop/start, so a
+    second run sees the first run's catalog. ``framed=True`` sets
+    ``hive.metastore.thrift.framed.transport.enabled``. Use as a context manager or call
+    start()/stop(); the JVM runs in its own process group and is also stopped when the Python
+    interpreter exits.
+    """
+
+    def __init__(self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False):
+        self.workdir = Path(workdir).resolve()
+        self.port = int(port)
+        self.host = "127.0.0.1"
+        self.java = java
+        self.heap_mb = heap_mb
+        self.framed = framed
+        self._proc: subprocess.Popen | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def uri(self) -> str:
+        """``thrift://127.0.0.1:PORT``, the value for ``hive.metastore.uris``."""
+        return f"thrift://{self.host}:{self.port}"
+
+    @property
+    def warehouse_dir(self) -> Path:
+        return self.workdir / "warehouse"
+
+    @property
+    def metastore_db(self) -> Path:
+        return self.workdir / "metastore_db"
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "hms.log"
+
+    @property
+    def pid(self) -> int | None:
+        """Pid of the running JVM, or None."""
+        return self._proc.pid if self.running else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _hive_site(self) -> str:
+        props = {
+            "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={self.metastore_db};create=true",
+            "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
+            "hive.metastore.warehouse.dir": self.warehouse_dir.as_uri(),
+            "datanucleus.schema.autoCreateAll": "true",
+            "hive.metastore.schema.verification": "false",
+            "hive.async.log.enabled": "false",  # else NoClassDefFoundError com/lmax/disruptor
+            "hive.metastore.thrift.framed.transport.enabled": "true" if self.framed else "false",
+        }
+        body = "".join(
+            f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()
+        )
+        return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return "(no log)"
+        return "\n".join(lines[-_LOG_TAIL_LINES:])
+
+    def _previous_pid(self) -> int | None:
+        # hms.pid outlives a run whose Python process was killed; the JVM may still be up.
+        try:
+            pid = int((self.workdir / "hms.pid").read_text().strip())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return None
+        return pid
+
+    def _check_preconditions(self) -> str:
+        java = shutil.which(self.java)
+        if java is None:
+            raise RuntimeError(
+                f"Java not found ({self.java!r}): the embedded Hive Metastore needs a JRE; "
+                "run scripts/install-system-deps.sh (installs default-jre-headless)"
+            )
+        if _port_in_use(self.port):
+            hint = ""
+            owner = self._previous_pid()
+            if owner is not None:
+                hint = f" (a metastore from an earlier run of this workdir is still alive: pid {owner})"
+            raise PortInUseError(
+                f"port {self.port} is already in use; cannot start the Hive Metastore on it{hint}"
+            )
+        if _derby_locked_by_live_process(self.metastore_db):
+            owner = self._previous_pid() or "unknown"
+            raise HMSStartError(
+                f"Derby database {self.metastore_db} is in use by another process (pid {owner}); "
+                "stop that metastore or use another workdir"
+            )
+        return java
+
+    def start(self, timeout: float = 120) -> None:
+        """Start the JVM and block until a Thrift call answers.
+
+        ``timeout`` is in seconds. Raises RuntimeError when Java is missing, HMSStartError when the
+        port is taken (PortInUseError), the Derby database is held by a live process, the JVM exits, or ``timeout``
+        passes (the JVM is then killed); HMSStartError messages carry the tail of ``hms.log``.
+        """
+        if self.running:
+            return
+        java = self._check_preconditions()
+        conf = self.workdir / "conf"
+        conf.mkdir(parents=True, exist_ok=True)
+        self.warehouse_dir.mkdir(parents=True, exist_ok=True)
+        (conf / "hive-site.xml").write_text(self._hive_site())
+        # Hive looks this name up on the classpath (conf/ comes first); without it HMS logs to
+        # $TMPDIR/$USER/hive.log, shared by every metastore on the machine.
+        (conf / "hive-log4j2.properties").write_text(_LOG4J2_PROPERTIES)
+        classpath = f"{conf}{os.pathsep}{pyspark_jars_dir() / '*'}"
+        cmd = [
+            java,
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",  # two cores: fewer GC threads, faster start
+            "-Dhive.async.log.enabled=false",
+            f"-Dderby.system.home={self.workdir}",  # derby.log goes here, not into the cwd
+            "-cp",
+            classpath,
+            _MAIN_CLASS,
+            "-p",
+            str(self.port),
+        ]
+        with open(self.log_path, "ab") as log:
+            log.write(f"\n=== starting Hive Metastore on port {self.port} ===\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                cmd, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: stop() signals the whole group
+            )
+        (self.workdir / "hms.pid").write_text(f"{self._proc.pid}\n")
+        self._finalizer = weakref.finalize(self, _kill_group, self._proc, 10.0)
+        try:
+            self._wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            code = self._proc.poll()
+            if code is not None:
+                raise HMSStartError(
+                    f"Hive Metastore exited with code {code} during start-up; tail of {self.log_path}:\n"
+                    f"{self._log_tail()}"
+                )
+            try:
+                probe_get_all_databases(self.host, self.port, framed=self.framed, timeout=10)
+                return
+            except (OSError, ValueError) as exc:
+                last_error = exc
+            time.sleep(0.5)
+        raise HMSStartError(
+            f"Hive Metastore not ready on port {self.port} after {timeout:.0f} s (last probe error: {last_error}); "
+            f"tail of {self.log_path}:\n{self._log_tail()}"
+        )
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM the process group, SIGKILL it after ``grace`` seconds; waits for the exit. Idempotent."""
+        if self._proc is None:
+            return
+        _kill_group(self._proc, grace)
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._proc = None
+        (self.workdir / "hms.pid").unlink(missing_ok=True)
+
+    def __enter__(self) -> "EmbeddedHMS":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"EmbeddedHMS(workdir={str(self.workdir)!r}, port={self.port}, framed={self.framed}, pid={self.pid})"

@@ -1,0 +1,69 @@
+"""Prometheus metrics of the gateway, named by Prometheus conventions (``_total``, ``_seconds``).
+
+All live in :data:`REGISTRY`, served by the management listener at ``/metrics``. Label values are
+bounded: ``method`` is an IDL method or ``other`` (see :func:`method_label`).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from gateway import __version__
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+# From 1 ms to about 1 min: HMS calls range from sub-millisecond to tens of seconds.
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+REQUESTS = Counter(
+    "hms_gateway_requests", "Requests handled, by outcome.",
+    ["topology", "service", "method", "outcome"], registry=REGISTRY,
+)
+REQUEST_DURATION = Histogram(
+    "hms_gateway_request_duration_seconds", "Time from request received to response sent.",
+    ["topology", "service", "method"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+UPSTREAM_REQUESTS = Counter(
+    "hms_gateway_upstream_requests", "Calls dispatched to an upstream HMS, by outcome.",
+    ["upstream", "outcome"], registry=REGISTRY,
+)
+UPSTREAM_DURATION = Histogram(
+    "hms_gateway_upstream_duration_seconds", "Time of one upstream call, request sent to reply read.",
+    ["upstream"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+)
+UPSTREAM_UP = Gauge(
+    "hms_gateway_upstream_up", "1 when the last call or probe of the upstream succeeded.",
+    ["upstream"], registry=REGISTRY,
+)
+UPSTREAM_POOL = Gauge(
+    "hms_gateway_upstream_pool_connections", "Upstream connections by state.",
+    ["upstream", "state"], registry=REGISTRY,
+)
+REQUEST_BYTES = Counter(
+    "hms_gateway_request_bytes", "Request body bytes received.",
+    ["topology", "service"], registry=REGISTRY,
+)
+RESPONSE_BYTES = Counter(
+    "hms_gateway_response_bytes", "Response body bytes sent.",
+    ["topology", "service"], registry=REGISTRY,
+)
+AUTHENTICATION = Counter(
+    "hms_gateway_authentication", "Authentication attempts by provider and outcome.",
+    ["topology", "provider", "outcome"], registry=REGISTRY,
+)
+CONFIG_RELOADS = Counter(
+    "hms_gateway_config_reloads", "Topology reloads by outcome.", ["outcome"], registry=REGISTRY,
+)
+CERTIFICATE_EXPIRY = Gauge(
+    "hms_gateway_tls_certificate_expiry_timestamp_seconds",
+    "Expiry of the listener's TLS certificate, Unix time.", ["listener"], registry=REGISTRY,
+)
+BUILD_INFO = Gauge(
+    "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"], registry=REGISTRY,
+)
+BUILD_INFO.labels(version=__version__).set(1)
+
+
+def method_label(name: str, known: frozenset[str]) -> str:
+    """``name`` when the IDL defines it, else ``"other"``: a client cannot grow the label set."""
+    return name if name in known else "other"

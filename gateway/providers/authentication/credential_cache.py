@@ -1,0 +1,54 @@
+"""A short-lived cache of verified credentials, so a burst of requests costs one slow check.
+
+Entries are keyed by an HMAC-SHA256 of user and password under a per-process random key: the
+password itself is never stored (the approach of Apache ``mod_authn_socache`` and Knox's LDAP
+authentication cache).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+
+
+class CredentialCache:
+    """``ttl_seconds`` lifetime, at most ``max_entries`` (least recently used evicted)."""
+
+    def __init__(self, ttl_seconds: float = 300.0, max_entries: int = 10_000):
+        self._key = secrets.token_bytes(32)
+        self._ttl = ttl_seconds
+        self._max = max_entries
+        self._entries: OrderedDict[bytes, tuple[float, object]] = OrderedDict()
+
+    def _digest(self, user: str, password: str) -> bytes:
+        msg = user.encode() + b"\x00" + password.encode()
+        return hmac.new(self._key, msg, hashlib.sha256).digest()
+
+    def get(self, user: str, password: str) -> object | None:
+        """The value stored for these credentials if still fresh, else None."""
+        if self._ttl <= 0:
+            return None
+        key = self._digest(user, password)
+        hit = self._entries.get(key)
+        if hit is None:
+            return None
+        expires, value = hit
+        if expires < time.monotonic():
+            del self._entries[key]
+            return None
+        self._entries.move_to_end(key)
+        return value
+
+    def put(self, user: str, password: str, value: object) -> None:
+        """Remember that these credentials verified, with ``value`` (e.g. the principal)."""
+        if self._ttl <= 0:
+            return
+        self._entries[self._digest(user, password)] = (time.monotonic() + self._ttl, value)
+        while len(self._entries) > self._max:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()

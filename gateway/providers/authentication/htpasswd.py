@@ -1,0 +1,79 @@
+"""HTTP Basic authentication against an Apache ``htpasswd`` users file.
+
+The file is read with ``passlib.apache.HtpasswdFile`` (the maintained ``libpass`` fork), so
+``htpasswd -B`` (bcrypt) manages it; it is re-read when its modification time changes. bcrypt
+checks run in a worker thread and verified credentials are cached (see ``credential_cache``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+from aiohttp import hdrs, web
+from passlib.apache import HtpasswdFile
+from passlib.hash import bcrypt
+
+from gateway.config import HtpasswdProvider
+from gateway.providers.authentication.base import Principal
+from gateway.providers.authentication.basic import basic_credentials
+from gateway.providers.authentication.credential_cache import CredentialCache
+
+log = logging.getLogger(__name__)
+
+# Checked against when the user does not exist, so that the answer takes as long either way.
+_DUMMY_HASH = bcrypt.using(rounds=10).hash("not-a-password")
+_RELOAD_CHECK_SECONDS = 1.0
+
+
+class HtpasswdAuthenticator:
+    """Basic (RFC 7617) against ``users_file``; 401 challenge ``Basic realm="<realm>"``."""
+
+    name = "htpasswd"
+
+    def __init__(self, config: HtpasswdProvider, cache: CredentialCache | None = None):
+        self.realm = config.realm
+        self._path = Path(config.users_file)
+        self._file = HtpasswdFile(str(self._path))
+        self._checked = time.monotonic()
+        self._cache = cache if cache is not None else CredentialCache()
+
+    def challenge(self) -> str:
+        return f'Basic realm="{self.realm}", charset="UTF-8"'
+
+    def _reload_if_changed(self) -> None:
+        now = time.monotonic()
+        if now - self._checked < _RELOAD_CHECK_SECONDS:
+            return
+        self._checked = now
+        try:
+            if self._file.load_if_changed():
+                self._cache.clear()
+                log.info("reloaded users file %s", self._path)
+        except (OSError, ValueError) as exc:
+            log.error("cannot reload users file %s (%s); keeping the previous one", self._path, exc)
+
+    def _verify(self, user: str, password: str) -> bool:
+        ok = self._file.check_password(user, password)
+        if ok is None:  # unknown user: spend the same time as a real check
+            bcrypt.verify(password, _DUMMY_HASH)
+            return False
+        return bool(ok)
+
+    async def authenticate(self, request: web.Request) -> Principal | None:
+        creds = basic_credentials(request.headers.get(hdrs.AUTHORIZATION))
+        if creds is None:
+            return None
+        user, password = creds
+        self._reload_if_changed()
+        cached = self._cache.get(user, password)
+        if isinstance(cached, Principal):
+            return cached
+        ok = await asyncio.get_running_loop().run_in_executor(None, self._verify, user, password)
+        if not ok:
+            return None
+        principal = Principal(name=user, provider=self.name)
+        self._cache.put(user, password, principal)
+        return principal

