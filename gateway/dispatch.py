@@ -1,11 +1,13 @@
-"""One request's path: route → authentication → Thrift decode → dispatch to upstream → encode.
+"""One request's path: route → authentication → identity assertion → authorization
+→ Thrift decode → dispatch to upstream → encode.
 
 Status codes (MS-HMSHTTP 3.1.5 and the gateway's own contract):
 
 * 200 with a TJSON REPLY, or a TJSON EXCEPTION (``TApplicationException``) for a method the
   service does not expose;
-* 400 malformed TJSON, 401 no valid credentials (every challenge of the topology), 404 unknown
-  topology or service, 405 not POST, 413 body over the limit;
+* 400 malformed TJSON, 401 no valid credentials (every challenge of the topology), 403 denied
+  by identity assertion or authorization, 404 unknown topology or service, 405 not POST,
+  413 body over the limit;
 * 502 upstream unreachable or its reply malformed, 504 upstream too slow.
 
 Error bodies are one line of plain text; no credentials or payloads are logged.
@@ -21,20 +23,16 @@ from aiohttp import hdrs, web
 
 from gateway.observability import metrics
 from gateway.providers.authentication.base import Principal
+from gateway.providers.identity import Identity
+from gateway.thrift.codec import Codec, detect_codec
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
-from gateway.thrift.translate import (
-    UNKNOWN_METHOD,
-    binary_reply_to_tjson,
-    tapplication_exception_tjson,
-    tjson_call_to_binary,
-)
+from gateway.thrift.translate import UNKNOWN_METHOD
 from gateway.topology import Router, Service, Topology
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger(__name__)
 
-TJSON_CONTENT_TYPE = "application/vnd.apache.thrift.json"
 _ONEWAY = 4
 _REPLY, _EXCEPTION = 2, 3
 
@@ -109,29 +107,31 @@ class Dispatcher:
             raise _Outcome(self._too_large(), "too_large")
 
         principal = await self._authenticate(request, topology)
+        identity = self._assert_identity(request, topology, service, principal)
         body = await self._read_body(request)
         metrics.REQUEST_BYTES.labels(topology.name, service.path).inc(len(body))
 
         try:
-            header, call = tjson_call_to_binary(body, self.schema)
+            codec = detect_codec(body, request.content_type)
+            header, call = codec.decode_call(body, self.schema)
         except ProtocolError as exc:
             log.info("400 %s/%s from %s: %s", topology.name, service.path, request.remote, exc.reason)
-            raise _Outcome(_text(400, f"malformed TJSON message: {exc.reason}"), "bad_request")
+            raise _Outcome(_text(400, f"malformed Thrift message: {exc.reason}"), "bad_request")
 
         if header.name not in service.methods:
             log.info(
                 "method %s not exposed by %s/%s (user %s)",
-                header.name[:100], topology.name, service.path, principal.name,
+                header.name[:100], topology.name, service.path, identity.user,
             )
-            body_out = tapplication_exception_tjson(
+            body_out = codec.application_exception(
                 header.name, header.seqid,
                 f"method {header.name} is not exposed by this service", UNKNOWN_METHOD,
             )
-            return self._tjson(body_out, topology, service), header.name, "not_exposed"
+            return self._reply(body_out, codec, topology, service), header.name, "not_exposed"
 
         oneway = header.type == _ONEWAY
         try:
-            reply = await service.upstream.call(call, expect_reply=not oneway)
+            reply = await service.upstream.call(call, expect_reply=not oneway, identity=identity)
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, topology.name, service.path, header.name, exc)
             outcome = "upstream_timeout" if isinstance(exc, UpstreamTimeout) else "upstream_unavailable"
@@ -139,13 +139,28 @@ class Dispatcher:
         if reply is None:
             return web.Response(status=200), header.name, "ok"
         try:
-            body_out = binary_reply_to_tjson(reply, self.schema, seqid=header.seqid)
+            body_out = codec.encode_reply(reply, self.schema, header.seqid)
         except ProtocolError as exc:
             log.warning("502 %s/%s %s: bad upstream reply: %s",
                         topology.name, service.path, header.name, exc.reason)
             return (_text(502, f"upstream sent a malformed reply: {exc.reason}"),
                     header.name, "upstream_unavailable")
-        return self._tjson(body_out, topology, service), header.name, reply_outcome(reply)
+        return self._reply(body_out, codec, topology, service), header.name, reply_outcome(reply)
+
+    @staticmethod
+    def _assert_identity(
+        request: web.Request, topology: Topology, service: Service, principal: Principal
+    ) -> Identity:
+        try:
+            identity = topology.identity.assert_identity(principal, request)
+        except PermissionError as exc:
+            log.info("403 %s: identity assertion refused %s: %s", topology.name, principal.name, exc)
+            raise _Outcome(_text(403, f"forbidden: {exc}"), "forbidden")
+        reason = service.authorizer.deny_reason(identity, request.remote)
+        if reason is not None:
+            log.info("403 %s/%s: %s denied: %s", topology.name, service.path, identity.user, reason)
+            raise _Outcome(_text(403, f"forbidden: {reason}"), "forbidden")
+        return identity
 
     def _too_large(self) -> web.Response:
         return _text(413, f"request body larger than {self.max_request_bytes} bytes")
@@ -175,6 +190,6 @@ class Dispatcher:
         return b"".join(chunks)
 
     @staticmethod
-    def _tjson(body: bytes, topology: Topology, service: Service) -> web.Response:
+    def _reply(body: bytes, codec: Codec, topology: Topology, service: Service) -> web.Response:
         metrics.RESPONSE_BYTES.labels(topology.name, service.path).inc(len(body))
-        return web.Response(body=body, content_type=TJSON_CONTENT_TYPE)
+        return web.Response(body=body, content_type=codec.content_type)

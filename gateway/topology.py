@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from gateway.config import GatewayConfig, HtpasswdProvider, ServiceConfig, TopologyConfig
 from gateway.providers.authentication.base import AuthenticationProvider
 from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
+from gateway.providers.authorization import Authorizer
+from gateway.providers.identity import IdentityAsserter
 from gateway.upstream.pool import Upstream, UpstreamPool
 
 
@@ -23,6 +25,7 @@ class Service:
     config: ServiceConfig
     methods: frozenset[str]
     upstream: Upstream
+    authorizer: Authorizer
 
     @property
     def path(self) -> str:
@@ -33,6 +36,7 @@ class Service:
 class Topology:
     name: str
     authentication: tuple[AuthenticationProvider, ...]
+    identity: IdentityAsserter
     services: dict[str, Service]
 
     def challenges(self) -> list[str]:
@@ -62,9 +66,11 @@ def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
             )
             for url in up.urls
         ]
-        services[svc.path] = Service(config.name, svc, frozenset(svc.methods), Upstream(pools))
+        services[svc.path] = Service(
+            config.name, svc, frozenset(svc.methods), Upstream(pools), Authorizer()
+        )
     providers = tuple(_authentication_provider(p) for p in config.providers.authentication)
-    return Topology(config.name, providers, services)
+    return Topology(config.name, providers, IdentityAsserter(), services)
 
 
 class Router:

@@ -10,6 +10,9 @@ The launch follows the Hive 2.3 metastore admin guide (``hive-site.xml`` with a 
     hms.log              the JVM's stdout and stderr (HMS logs to the console)
     hms.pid              pid of the running JVM, to explain a clash on the same workdir
 
+HMS 2.3 has no bind-address setting: it listens on all interfaces, unauthenticated. Keep the
+port firewalled on shared hosts; the gateway is the authenticated way in.
+
 Readiness means: the port accepts connections AND a strict TBinaryProtocol ``get_all_databases``
 call (framed when ``framed=True``) gets a REPLY header back.
 """
@@ -133,7 +136,9 @@ def _derby_locked_by_live_process(db_dir: Path) -> bool:
     return False
 
 
-def _kill_group(proc: subprocess.Popen, grace: float) -> None:
+def _kill_group(proc: subprocess.Popen, grace: float, pidfile: Path | None = None) -> None:
+    if pidfile is not None:
+        pidfile.unlink(missing_ok=True)
     if proc.poll() is not None:
         return
     try:
@@ -287,8 +292,9 @@ class EmbeddedHMS:
                 cmd, cwd=self.workdir, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: stop() signals the whole group
             )
-        (self.workdir / "hms.pid").write_text(f"{self._proc.pid}\n")
-        self._finalizer = weakref.finalize(self, _kill_group, self._proc, 10.0)
+        pidfile = self.workdir / "hms.pid"
+        pidfile.write_text(f"{self._proc.pid}\n")
+        self._finalizer = weakref.finalize(self, _kill_group, self._proc, 10.0, pidfile)
         try:
             self._wait_ready(timeout)
         except BaseException:
@@ -320,11 +326,10 @@ class EmbeddedHMS:
         """SIGTERM the process group, SIGKILL it after ``grace`` seconds; waits for the exit. Idempotent."""
         if self._proc is None:
             return
-        _kill_group(self._proc, grace)
+        _kill_group(self._proc, grace, self.workdir / "hms.pid")
         if self._finalizer is not None:
             self._finalizer.detach()
         self._proc = None
-        (self.workdir / "hms.pid").unlink(missing_ok=True)
 
     def __enter__(self) -> "EmbeddedHMS":
         self.start()

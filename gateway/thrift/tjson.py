@@ -78,16 +78,23 @@ def parse_key(text: str) -> object:
     return _loads(text)
 
 
+def _int_or_negative_zero(token: str) -> int | float:
+    # Python's writer writes the double -0.0 as "-0"; json would read it as int 0.
+    return -0.0 if token == "-0" else int(token)
+
+
 def _loads(text: str) -> object:
+    # strict=False: raw control characters in strings, as Python's writer emits them.
+    parse_int = _int_or_negative_zero if "-0" in text else None
     try:
-        return json.loads(text, strict=False)  # raw control chars: Python writer emits them
+        return json.loads(text, strict=False, parse_int=parse_int)
     except json.JSONDecodeError as exc:
         first_error = exc
     except (ValueError, RecursionError):
         raise ProtocolError("invalid JSON number or nesting") from None
     try:
         strict, _ = _normalise(text, 0, 0, single=False)
-        return json.loads(strict, strict=False)
+        return json.loads(strict, strict=False, parse_int=parse_int)
     except ProtocolError:
         raise
     except json.JSONDecodeError:

@@ -15,6 +15,7 @@ import time
 from urllib.parse import urlsplit
 
 from gateway.observability import metrics
+from gateway.providers.identity import Identity
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.translate import BinaryMessageScanner
 from gateway.upstream.errors import (
@@ -105,8 +106,12 @@ class UpstreamPool:
         else:
             self._idle.append(conn)
 
-    async def call(self, request: bytes, *, expect_reply: bool = True) -> bytes | None:
+    async def call(
+        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+    ) -> bytes | None:
         """Send one strict-binary message; return the whole reply message (None for oneway).
+
+        ``identity`` is the effective user the call acts for (not yet propagated upstream).
 
         Raises :class:`UpstreamUnavailable` (cannot connect, connection lost),
         :class:`UpstreamTimeout` (no complete reply within ``timeout``) or
@@ -209,12 +214,14 @@ class Upstream:
     def __init__(self, pools: list[UpstreamPool]):
         self.pools = pools
 
-    async def call(self, request: bytes, *, expect_reply: bool = True) -> bytes | None:
+    async def call(
+        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+    ) -> bytes | None:
         """As :meth:`UpstreamPool.call`, over the URLs in order. Raises the last error."""
         last: UpstreamConnectFailed | None = None
         for pool in self.pools:
             try:
-                return await pool.call(request, expect_reply=expect_reply)
+                return await pool.call(request, expect_reply=expect_reply, identity=identity)
             except UpstreamConnectFailed as exc:
                 last = exc
         assert last is not None

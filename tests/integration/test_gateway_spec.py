@@ -324,7 +324,7 @@ def test_malformed_bodies_get_400_and_never_reach_hms(gateway, body):
     status, headers, text = post(gateway, body)
     assert status == 400, text
     assert headers["Content-Type"].startswith("text/plain")
-    assert text.startswith(b"malformed TJSON message: ")
+    assert text.startswith(b"malformed Thrift message: ")
     assert upstream_calls(gateway) == before
 
 

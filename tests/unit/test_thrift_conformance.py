@@ -264,3 +264,9 @@ def test_generated_stats_and_partitions(apache_hms, schema, data):
     parts = s.get_partitions_result(success=[t.Partition(values, data.draw(text), "tbl", data.draw(i32), 0, None, data.draw(st.dictionaries(text, text, max_size=3)))])
     _, back = read_tjson(binary_reply_to_tjson(fastbinary("get_partitions", REPLY, 3, parts), schema), type(parts))
     assert back == parts
+
+
+def test_negative_zero_double_from_python_writer(schema):
+    body = b'[1,"x",1,1,{"1":{"dbl":-0},"2":{"i32":0},"3":{"str":"2024-01-01"}}]'
+    _, message = tjson_call_to_binary(body, schema)
+    assert b"\x04\x00\x01\x80" + b"\x00" * 7 in message  # -0.0 keeps its sign
