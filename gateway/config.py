@@ -12,12 +12,21 @@ as :class:`ConfigError` naming the file, the key and the reason.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union
 from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gateway.providers.authentication.settings import (
+    FailureThrottle,
+    JwtProvider,
+    KerberosProvider,
+    LdapProvider,
+)
+from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
 
 #: The nine read methods of MS-HMSHTTP section 3.1.5, exposed when a service lists none.
 SPEC_METHODS: tuple[str, ...] = (
@@ -43,6 +52,100 @@ class ConfigError(Exception):
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- identity assertion, authorization, audit (Knox providers) ------------------------------
+
+
+def _is_address_pattern(value: str) -> str:
+    """``*``, an IP address or a CIDR network (host bits allowed); returns it unchanged."""
+    if value != "*":
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(f"{value!r} is not '*', an IP address or a CIDR network") from None
+    return value
+
+
+class ProxyUserRule(_Model):
+    """Who a proxy user may impersonate (Hadoop ``hadoop.proxyuser.<user>.users|groups|hosts``).
+
+    ``users``/``groups``: the impersonated user must be listed or be in a listed group (``*``:
+    anyone); ``hosts``: the client address must match one entry (``*``, IP or CIDR).
+    """
+
+    users: list[str] = []
+    groups: list[str] = []
+    hosts: list[str] = Field(min_length=1)
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, hosts: list[str]) -> list[str]:
+        return [_is_address_pattern(h) for h in hosts]
+
+
+class ImpersonationConfig(_Model):
+    """``doAs`` (Knox/Hadoop): ``?doAs=<user>`` acts as another user, only as ``proxy_users`` allow."""
+
+    enabled: bool = False
+    #: Authenticated (mapped) user name → what it may impersonate.
+    proxy_users: dict[str, ProxyUserRule] = {}
+
+
+class IdentityAssertionConfig(_Model):
+    """Knox ``Default`` identity assertion: principal mapping, group mapping, impersonation."""
+
+    #: Authenticated principal → effective user; Knox string ``"guest,alice=hdfs;mary=alice2"``
+    #: or a mapping ``{guest: hdfs, ...}``.
+    principal_mapping: dict[str, str] = {}
+    #: User (``*``: everyone) → extra groups; Knox string ``"*=users;alice,bob=admins"`` or a
+    #: mapping ``{alice: [admins], "*": [users]}``.
+    group_mapping: dict[str, list[str]] = {}
+    impersonation: ImpersonationConfig = ImpersonationConfig()
+
+    @field_validator("principal_mapping", mode="before")
+    @classmethod
+    def _principal_mapping(cls, value: Any) -> Any:
+        return parse_principal_mapping(value) if isinstance(value, str) else value
+
+    @field_validator("group_mapping", mode="before")
+    @classmethod
+    def _group_mapping(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_group_mapping(value)
+        if isinstance(value, dict):  # a single group may be written without a list
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+
+class AuthorizationConfig(_Model):
+    """Per-service ACL (Knox ``AclsAuthorizationFilter``: ``users;groups;ipaddrs`` + ``acl.mode``).
+
+    ``*`` (the default of each list) matches anyone. ``AND``: user, group and client address
+    must all match; ``OR``: one listed (non-``*``) part matching is enough.
+    """
+
+    users: list[str] = ["*"]
+    groups: list[str] = ["*"]
+    ips: list[str] = ["*"]
+    mode: Literal["AND", "OR"] = "AND"
+
+    @field_validator("ips")
+    @classmethod
+    def _ips(cls, ips: list[str]) -> list[str]:
+        return [_is_address_pattern(ip) for ip in ips]
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, mode: Any) -> Any:
+        return mode.upper() if isinstance(mode, str) else mode
+
+
+class AuditConfig(_Model):
+    """The audit log: one JSON line per request. ``path`` None writes to stderr."""
+
+    enabled: bool = True
+    path: Path | None = None
 
 
 # --- gateway file ---------------------------------------------------------------------------
@@ -73,12 +176,34 @@ class Limits(_Model):
     max_request_bytes: int = Field(default=1024 * 1024, gt=0)
     #: Largest accepted upstream reply in bytes; larger gets 502.
     max_reply_bytes: int = Field(default=1024 * 1024 * 1024, gt=0)
+    #: Time a new connection has to deliver its first request's headers (slow-loris guard).
+    client_header_timeout_seconds: float = Field(default=10.0, gt=0)
+    #: Time an idle keep-alive connection is kept open between requests.
+    client_idle_timeout_seconds: float = Field(default=60.0, gt=0)
+    #: Time allowed to receive a request body once its headers arrived.
+    client_body_timeout_seconds: float = Field(default=30.0, gt=0)
+
+
+class Reload(_Model):
+    #: How often the topology directory is checked for added, changed or removed files.
+    interval_seconds: float = Field(default=2.0, gt=0)
+
+
+class Shutdown(_Model):
+    """On SIGTERM: ``/readyz`` turns unready, then after ``drain_delay_seconds`` the listener
+    closes and requests in flight get up to ``grace_seconds`` to finish."""
+
+    drain_delay_seconds: float = Field(default=0.0, ge=0)
+    grace_seconds: float = Field(default=30.0, ge=0)
 
 
 class GatewayConfig(_Model):
     listeners: Listeners = Listeners()
     tls: TLSConfig
     limits: Limits = Limits()
+    reload: Reload = Reload()
+    shutdown: Shutdown = Shutdown()
+    audit: AuditConfig = AuditConfig()
     topologies_dir: Path = Path("topologies")
     #: The file this was read from (set by :func:`load_gateway_config`).
     source: Path | None = None
@@ -95,11 +220,17 @@ class HtpasswdProvider(_Model):
     users_file: Path
 
 
-AuthenticationProvider = Annotated[Union[HtpasswdProvider], Field(discriminator="type")]
+AuthenticationProvider = Annotated[
+    Union[HtpasswdProvider, LdapProvider, JwtProvider, KerberosProvider],
+    Field(discriminator="type"),
+]
 
 
 class Providers(_Model):
     authentication: list[AuthenticationProvider] = Field(min_length=1)
+    #: Slow-down then 429 for addresses whose credentials keep failing.
+    failure_throttle: FailureThrottle = FailureThrottle()
+    identity_assertion: IdentityAssertionConfig = IdentityAssertionConfig()
 
 
 class UpstreamConfig(_Model):
@@ -112,14 +243,33 @@ class UpstreamConfig(_Model):
     timeout_seconds: float = Field(default=60.0, gt=0)
     #: Idle connections kept per upstream URL.
     pool_size: int = Field(default=8, ge=0)
+    #: Identities (user + groups, each its own ``set_ugi`` connections) kept idle, LRU.
+    max_identities: int = Field(default=16, ge=1)
+    #: HA (Knox semantics): upstreams tried per call, pause between tries, probing of a down
+    #: upstream, and round-robin instead of ordered failover.
+    max_failover_attempts: int = Field(default=3, ge=1)
+    failover_sleep_seconds: float = Field(default=0.1, ge=0)
+    probe_interval_seconds: float = Field(default=5.0, gt=0)
+    round_robin: bool = False
 
     @field_validator("urls")
     @classmethod
     def _thrift_urls(cls, urls: list[str]) -> list[str]:
+        # thrift://host:port: binary Thrift on TCP; http(s)://host[:port]/path: a Hive 4 HMS in
+        # HTTP mode (binary Thrift in POST bodies, gateway.upstream.http). ``transport`` only
+        # applies to thrift:// URLs.
         for url in urls:
-            parts = urlsplit(url)
-            if parts.scheme != "thrift" or not parts.hostname or not parts.port:
-                raise ValueError(f"{url!r} is not a thrift://host:port URL")
+            try:
+                parts = urlsplit(url)
+                port = parts.port
+            except ValueError:
+                raise ValueError(f"{url!r} is not a valid URL") from None
+            if parts.scheme in ("http", "https") and parts.hostname and not parts.username:
+                continue
+            if parts.scheme != "thrift" or not parts.hostname or not port:
+                raise ValueError(
+                    f"{url!r} is neither a thrift://host:port nor an http(s)://host[:port]/path URL"
+                )
         return urls
 
 
@@ -129,6 +279,10 @@ class ServiceConfig(_Model):
     path: str
     upstream: UpstreamConfig
     methods: list[str] = Field(default_factory=lambda: list(SPEC_METHODS), min_length=1)
+    #: Who may use this service (Knox ACL); None lets every authenticated identity in.
+    authorization: AuthorizationConfig | None = None
+    #: Requests served at once; beyond it, 503 with ``Retry-After``. None: no limit.
+    max_concurrent_requests: int | None = Field(default=None, ge=1)
 
     @field_validator("path")
     @classmethod
@@ -181,7 +335,7 @@ def _key(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("htpasswd",):  # discriminator tags pydantic inserts in the location
+        elif part in ("htpasswd", "ldap", "jwt", "kerberos", "mtls"):  # discriminator tags pydantic inserts in the location
             continue
         else:
             out += f".{part}" if out else str(part)
@@ -215,6 +369,9 @@ def load_gateway_config(path: Path | str) -> GatewayConfig:
             "private_key": _resolve(base, cfg.tls.private_key),
         }
     )
+    if cfg.audit.path is not None:
+        audit = cfg.audit.model_copy(update={"path": _resolve(base, cfg.audit.path)})
+        cfg = cfg.model_copy(update={"audit": audit})
     return cfg.model_copy(
         update={"tls": tls, "topologies_dir": _resolve(base, cfg.topologies_dir), "source": path}
     )
@@ -240,6 +397,12 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
                     path, f"providers.authentication[{i}].users_file", f"no such file: {users}"
                 )
             provider = provider.model_copy(update={"users_file": users})
+        elif hasattr(provider, "with_base"):  # resolves and checks the provider's own files
+            try:
+                provider = provider.with_base(base)
+            except ValueError as exc:
+                field, _, reason = str(exc).partition(": ")
+                raise ConfigError(path, f"providers.authentication[{i}].{field}", reason) from None
         providers.append(provider)
     return cfg.model_copy(
         update={

@@ -7,29 +7,50 @@ Status codes (MS-HMSHTTP 3.1.5 and the gateway's own contract):
   service does not expose;
 * 400 malformed TJSON, 401 no valid credentials (every challenge of the topology), 403 denied
   by identity assertion or authorization, 404 unknown topology or service, 405 not POST,
-  413 body over the limit;
-* 502 upstream unreachable or its reply malformed, 504 upstream too slow.
+  413 body over the limit, 429 too many failed authentications from one address
+  (``Retry-After``);
+* 408 body not received within ``limits.client_body_timeout_seconds``;
+* 502 upstream unreachable or its reply malformed, 503 (``Retry-After``) the service's
+  ``max_concurrent_requests`` reached, 504 upstream too slow.
 
 Error bodies are one line of plain text; no credentials or payloads are logged.
 """
 
 from __future__ import annotations
 
+import asyncio
+import asyncio
 import logging
 import struct
 import time
 
 from aiohttp import hdrs, web
 
+from gateway.config import Limits
 from gateway.observability import metrics
-from gateway.providers.authentication.base import Principal
+from gateway.observability.audit import (
+    REQUEST_ID_HEADER,
+    AuditEvent,
+    AuditLog,
+    begin,
+    call_objects,
+    event_of,
+)
+from gateway.providers.authentication.base import (
+    RESPONSE_HEADERS,
+    Principal,
+    presented_credentials,
+)
 from gateway.providers.identity import Identity
 from gateway.thrift.codec import Codec, detect_codec
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.streaming import reply_translator
 from gateway.thrift.translate import UNKNOWN_METHOD
 from gateway.topology import Router, Service, Topology
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
+from gateway.upstream.failover import is_read_only
+from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken, expecting
 
 log = logging.getLogger(__name__)
 
@@ -72,28 +93,48 @@ def reply_outcome(message: bytes) -> str:
 class Dispatcher:
     """The aiohttp handler for ``/gateway/{topology}/{path}``."""
 
-    def __init__(self, router: Router, schema: ServiceSchema, max_request_bytes: int):
+    def __init__(
+        self, router: Router, schema: ServiceSchema, limits: Limits, audit: AuditLog | None = None
+    ):
         self.router = router
+        self.audit = audit
         self.schema = schema
-        self.max_request_bytes = max_request_bytes
+        self.max_request_bytes = limits.max_request_bytes
+        self.body_timeout = limits.client_body_timeout_seconds
         self.known_methods = frozenset(schema.methods)
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        event = begin(request)
         route = self.router.resolve(request.match_info["topology"], request.match_info["path"])
         if route is None:
-            return _text(404, "no such topology or service")
+            return self._audited(event, _text(404, "no such topology or service"), "not_found")
         topology, service = route
+        event.topology, event.service = topology.name, service.path
         method = "unknown"
-        try:
-            response, method, outcome = await self._handle(request, topology, service)
-        except _Outcome as early:
-            response, outcome = early.response, early.outcome
+        if not service.limiter.try_acquire():
+            response, outcome = _text(503, "too many requests in flight", **{hdrs.RETRY_AFTER: "1"}), "overloaded"
+        else:
+            try:
+                response, method, outcome = await self._handle(request, topology, service)
+            except _Outcome as early:
+                response, outcome = early.response, early.outcome
+            finally:
+                service.limiter.release()
         label = metrics.method_label(method, self.known_methods) if method != "unknown" else "other"
         metrics.REQUESTS.labels(topology.name, service.path, label, outcome).inc()
         metrics.REQUEST_DURATION.labels(topology.name, service.path, label).observe(
             time.perf_counter() - started
         )
+        for name, value in request.get(RESPONSE_HEADERS, ()):
+            response.headers.add(name, value)
+        return self._audited(event, response, outcome)
+
+    def _audited(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> web.StreamResponse:
+        """Echo the request id and write the request's audit line."""
+        response.headers[REQUEST_ID_HEADER] = event.request_id
+        if self.audit is not None:
+            self.audit.write(event, outcome, response.status)
         return response
 
     async def _handle(
@@ -116,8 +157,12 @@ class Dispatcher:
             header, call = codec.decode_call(body, self.schema)
         except ProtocolError as exc:
             log.info("400 %s/%s from %s: %s", topology.name, service.path, request.remote, exc.reason)
+            event_of(request).reason = exc.reason
             raise _Outcome(_text(400, f"malformed Thrift message: {exc.reason}"), "bad_request")
 
+        event = event_of(request)
+        event.method = header.name
+        event.database, event.table = call_objects(call, self.schema)
         if header.name not in service.methods:
             log.info(
                 "method %s not exposed by %s/%s (user %s)",
@@ -130,14 +175,37 @@ class Dispatcher:
             return self._reply(body_out, codec, topology, service), header.name, "not_exposed"
 
         oneway = header.type == _ONEWAY
+        sink = None if oneway else self._reply_sink(request, codec, call, header.seqid)
         try:
-            reply = await service.upstream.call(call, expect_reply=not oneway, identity=identity)
+            with expecting(sink):
+                reply = await service.upstream.call(
+                    call, expect_reply=not oneway, identity=identity, read_only=is_read_only(header.name)
+                )
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, topology.name, service.path, header.name, exc)
             outcome = "upstream_timeout" if isinstance(exc, UpstreamTimeout) else "upstream_unavailable"
+            event.reason = str(exc)
+            if sink is not None and sink.response is not None:  # reply partly sent: cut it
+                sink.abort()
+                return sink.response, header.name, outcome
             return _text(exc.status, str(exc)), header.name, outcome
+        except (ClientGone, StreamBroken) as exc:
+            log.warning("%s/%s %s: reply stream cut: %s", topology.name, service.path, header.name, exc)
+            event.reason = str(exc)
+            assert sink is not None
+            sink.abort()
+            return sink.response or _text(502, str(exc)), header.name, "upstream_unavailable"
         if reply is None:
             return web.Response(status=200), header.name, "ok"
+        if sink is not None and sink.done:
+            try:
+                response = await sink.finish()
+            except ClientGone as exc:
+                log.warning("%s/%s %s: client went away: %s", topology.name, service.path, header.name, exc)
+                sink.abort()
+                return sink.response, header.name, "upstream_unavailable"  # type: ignore[return-value]
+            metrics.RESPONSE_BYTES.labels(topology.name, service.path).inc(sink.sent)
+            return response, header.name, reply_outcome(reply)
         try:
             body_out = codec.encode_reply(reply, self.schema, header.seqid)
         except ProtocolError as exc:
@@ -147,17 +215,39 @@ class Dispatcher:
                     header.name, "upstream_unavailable")
         return self._reply(body_out, codec, topology, service), header.name, reply_outcome(reply)
 
+    def _reply_sink(self, request: web.Request, codec: Codec, call: bytes, seqid: int) -> ReplySink | None:
+        """A sink that streams the TJSON translation of the reply (:mod:`gateway.upstream.streaming`);
+        other codecs get the whole reply."""
+        if codec.name != "tjson":
+            return None
+        event = event_of(request)
+
+        def prepare(response: web.StreamResponse) -> None:
+            for name, value in request.get(RESPONSE_HEADERS, ()):
+                response.headers.add(name, value)
+            response.headers[REQUEST_ID_HEADER] = event.request_id
+
+        return ReplySink(
+            call, request, lambda max_bytes: reply_translator(self.schema, max_bytes, seqid),
+            codec.content_type, prepare,
+        )
+
     @staticmethod
     def _assert_identity(
         request: web.Request, topology: Topology, service: Service, principal: Principal
     ) -> Identity:
+        event = event_of(request)
+        event.user = principal.name
         try:
             identity = topology.identity.assert_identity(principal, request)
         except PermissionError as exc:
             log.info("403 %s: identity assertion refused %s: %s", topology.name, principal.name, exc)
+            event.reason = str(exc)
             raise _Outcome(_text(403, f"forbidden: {exc}"), "forbidden")
+        event.effective_user, event.impersonator = identity.user, identity.impersonator
         reason = service.authorizer.deny_reason(identity, request.remote)
         if reason is not None:
+            event.reason = reason
             log.info("403 %s/%s: %s denied: %s", topology.name, service.path, identity.user, reason)
             raise _Outcome(_text(403, f"forbidden: {reason}"), "forbidden")
         return identity
@@ -166,6 +256,14 @@ class Dispatcher:
         return _text(413, f"request body larger than {self.max_request_bytes} bytes")
 
     async def _authenticate(self, request: web.Request, topology: Topology) -> Principal:
+        throttle, address = topology.throttle, request.remote or "unknown"
+        retry_after = throttle.retry_after(address) if throttle else None
+        if retry_after is not None:
+            log.warning("429 %s: too many failed authentications from %s", topology.name, address)
+            raise _Outcome(
+                _text(429, "too many failed authentications", **{hdrs.RETRY_AFTER: str(retry_after)}),
+                "throttled",
+            )
         for provider in topology.authentication:
             principal = await provider.authenticate(request)
             outcome = "success" if principal else "failure"
@@ -174,6 +272,10 @@ class Dispatcher:
             if principal is not None:
                 return principal
         log.info("401 %s from %s", topology.name, request.remote)
+        if throttle and presented_credentials(request):
+            delay = throttle.record_failure(address)
+            if delay:
+                await asyncio.sleep(delay)
         response = _text(401, "authentication required")
         for challenge in topology.challenges():
             response.headers.add(hdrs.WWW_AUTHENTICATE, challenge)
@@ -182,11 +284,15 @@ class Dispatcher:
     async def _read_body(self, request: web.Request) -> bytes:
         # Chunked bodies have no Content-Length: count while reading and stop at the limit.
         chunks, size = [], 0
-        async for chunk in request.content.iter_chunked(64 * 1024):
-            size += len(chunk)
-            if size > self.max_request_bytes:
-                raise _Outcome(self._too_large(), "too_large")
-            chunks.append(chunk)
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                async for chunk in request.content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > self.max_request_bytes:
+                        raise _Outcome(self._too_large(), "too_large")
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise _Outcome(_text(408, "request body not received in time"), "bad_request") from None
         return b"".join(chunks)
 
     @staticmethod

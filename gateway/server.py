@@ -1,19 +1,29 @@
-"""The gateway process: the HTTPS gateway listener and the plain-HTTP management listener."""
+"""The gateway process: the HTTPS gateway listener and the plain-HTTP management listener.
+
+Lifecycle: ``start()`` binds both listeners and starts the topology reloader; ``SIGHUP`` forces
+a reload; ``SIGTERM``/``SIGINT`` drain: ``/readyz`` turns unready first, then the gateway
+listener stops accepting and requests in flight get ``shutdown.grace_seconds`` to finish, then
+upstream connections close.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 from typing import Callable
 
 from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from gateway.certs import certificate_not_after
 from gateway.config import GatewayConfig, TopologyConfig
 from gateway.dispatch import Dispatcher
 from gateway.observability import metrics
+from gateway.observability.audit import AuditLog
 from gateway.observability.management import management_app
+from gateway.reload import TopologyReloader
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.translate import encode_binary_call
 from gateway.tls import server_ssl_context
@@ -24,6 +34,31 @@ log = logging.getLogger(__name__)
 
 _PROBE = encode_binary_call("get_all_databases", 0, [])
 _PROBE_TIMEOUT_SECONDS = 3.0
+
+
+class _HeaderDeadline:
+    """Wraps aiohttp's protocol factory: a connection that has not sent a complete request
+    header within ``timeout`` seconds of being accepted is closed (slow-loris guard; aiohttp
+    itself only bounds idle time between requests)."""
+
+    def __init__(self, server: web.Server, timeout: float):
+        self._server, self._timeout = server, timeout
+
+    def __call__(self) -> RequestHandler:
+        handler = self._server()
+        # RequestHandler has __slots__ without __weakref__: the timer holds it until it fires.
+        asyncio.get_running_loop().call_later(self._timeout, self._expire, handler)
+        return handler
+
+    @staticmethod
+    def _expire(handler: RequestHandler) -> None:
+        if handler.transport is not None and handler._request_count == 0:
+            log.info("closing a connection that sent no request header in time")
+            handler.force_close()
+            handler.transport.close()
+
+    def __getattr__(self, name: str):
+        return getattr(self._server, name)
 
 
 class Gateway:
@@ -41,13 +76,19 @@ class Gateway:
     ):
         self.config = config
         self.schema = schema or load_schema()
-        self.router = Router({name: build_topology(t, config) for name, t in topologies.items()})
+        build = functools.partial(build_topology, gateway=config)
+        self.router = Router({name: build(t) for name, t in topologies.items()})
+        self.reloader = TopologyReloader(config.topologies_dir, self.router, topologies, build)
         self.ssl_context = server_ssl_context(config.tls)
-        self._runners: list[web.AppRunner] = []
+        self.audit = AuditLog(config.audit)
+        self.draining = False
+        self._gateway_runner: web.AppRunner | None = None
+        self._management_runner: web.AppRunner | None = None
+        self._reload_task: asyncio.Task | None = None
         self.gateway_port = self.management_port = 0
 
     def gateway_app(self) -> web.Application:
-        dispatcher = Dispatcher(self.router, self.schema, self.config.limits.max_request_bytes)
+        dispatcher = Dispatcher(self.router, self.schema, self.config.limits, self.audit)
         # The dispatcher enforces the body limit itself (413), streaming; aiohttp's must not win.
         app = web.Application(client_max_size=self.config.limits.max_request_bytes + 1)
         app.router.add_route("*", "/gateway/{topology}/{path:.+}", dispatcher)
@@ -57,8 +98,10 @@ class Gateway:
         """Empty when an upstream HMS answers a Thrift call, else what failed for every service.
 
         One answering service is enough: a pod whose other upstreams are down still serves the
-        services that work, and stays in the Kubernetes Service.
+        services that work, and stays in the Kubernetes Service. Draining is never ready.
         """
+        if self.draining:
+            return ["shutting down"]
 
         async def probe(service) -> str | None:
             try:
@@ -72,41 +115,71 @@ class Gateway:
         return [] if None in results else [r for r in results if r]
 
     async def start(self) -> None:
-        listeners = self.config.listeners
-        gw = web.AppRunner(self.gateway_app(), access_log=None)
+        listeners, limits = self.config.listeners, self.config.limits
+        gw = web.AppRunner(
+            self.gateway_app(),
+            access_log=None,
+            keepalive_timeout=limits.client_idle_timeout_seconds,
+            shutdown_timeout=self.config.shutdown.grace_seconds,
+        )
         await gw.setup()
+        # aiohttp has no public hook for a header deadline; wrap its protocol factory.
+        gw._server = _HeaderDeadline(gw._server, limits.client_header_timeout_seconds)
         await web.TCPSite(
             gw, listeners.gateway.host, listeners.gateway.port, ssl_context=self.ssl_context
         ).start()
-        self._runners.append(gw)
-        mgmt = web.AppRunner(management_app(self.readiness), access_log=None)
+        self._gateway_runner = gw
+        mgmt = web.AppRunner(management_app(self.readiness), access_log=None, shutdown_timeout=1)
         await mgmt.setup()
         await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
-        self._runners.append(mgmt)
+        self._management_runner = mgmt
         self.gateway_port = gw.addresses[0][1]
         self.management_port = mgmt.addresses[0][1]
         expiry = certificate_not_after(self.config.tls.certificate)
         metrics.CERTIFICATE_EXPIRY.labels(listener="gateway").set(expiry.timestamp())
+        self._reload_task = asyncio.get_running_loop().create_task(
+            self.reloader.run(self.config.reload.interval_seconds)
+        )
         log.info(
             "gateway listening on https://%s:%d, management on http://%s:%d",
             listeners.gateway.host, self.gateway_port, listeners.management.host, self.management_port,
         )
 
+    async def reload(self) -> None:
+        """Re-read every topology file now (``SIGHUP``)."""
+        await self.reloader.reload(force=True)
+
     async def stop(self) -> None:
-        for runner in reversed(self._runners):
-            await runner.cleanup()
-        self._runners.clear()
+        """Drain and release everything; see the module docstring for the order."""
+        self.draining = True
+        if self._reload_task is not None:
+            self._reload_task.cancel()
+        delay = self.config.shutdown.drain_delay_seconds
+        if delay and self._gateway_runner is not None:
+            log.info("draining: unready for %g s before closing the listener", delay)
+            await asyncio.sleep(delay)
+        if self._gateway_runner is not None:
+            await self._gateway_runner.cleanup()  # stop accepting; wait for in-flight requests
+            self._gateway_runner = None
         await self.router.close()
+        self.audit.close()
+        if self._management_runner is not None:
+            await self._management_runner.cleanup()
+            self._management_runner = None
 
 
 async def run_until_signalled(
     gateway: Gateway, on_started: Callable[[Gateway], None] | None = None
 ) -> None:
-    """Start ``gateway``, call ``on_started(gateway)``, serve until SIGINT or SIGTERM, stop."""
+    """Start ``gateway``, call ``on_started(gateway)``, serve until SIGINT or SIGTERM, stop.
+
+    SIGHUP reloads the topologies without stopping.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(gateway.reload()))
     await gateway.start()
     try:
         if on_started:

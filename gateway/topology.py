@@ -10,11 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.config import GatewayConfig, HtpasswdProvider, ServiceConfig, TopologyConfig
+from gateway.limits import ConcurrencyLimiter
 from gateway.providers.authentication.base import AuthenticationProvider
+from gateway.providers.authentication.factory import build_provider
 from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
+from gateway.providers.authentication.throttle import AuthFailureThrottle
 from gateway.providers.authorization import Authorizer
 from gateway.providers.identity import IdentityAsserter
-from gateway.upstream.pool import Upstream, UpstreamPool
+from gateway.upstream.failover import Upstream
+from gateway.upstream.http import HttpUpstream
+from gateway.upstream.pool import UpstreamPool
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,7 @@ class Service:
     methods: frozenset[str]
     upstream: Upstream
     authorizer: Authorizer
+    limiter: ConcurrencyLimiter
 
     @property
     def path(self) -> str:
@@ -38,6 +44,8 @@ class Topology:
     authentication: tuple[AuthenticationProvider, ...]
     identity: IdentityAsserter
     services: dict[str, Service]
+    #: Repeated-failure slow-down and 429 (None: off).
+    throttle: AuthFailureThrottle | None = None
 
     def challenges(self) -> list[str]:
         """Every ``WWW-Authenticate`` challenge this topology offers, in provider order."""
@@ -47,6 +55,9 @@ class Topology:
 def _authentication_provider(config: object) -> AuthenticationProvider:
     if isinstance(config, HtpasswdProvider):
         return HtpasswdAuthenticator(config)
+    provider = build_provider(config)
+    if provider is not None:
+        return provider
     raise TypeError(f"unsupported authentication provider {config!r}")
 
 
@@ -56,21 +67,42 @@ def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
     for svc in config.services:
         up = svc.upstream
         pools = [
-            UpstreamPool(
+            HttpUpstream(
                 url,
-                framed=up.transport == "framed",
                 connect_timeout=up.connect_timeout_seconds,
                 timeout=up.timeout_seconds,
                 pool_size=up.pool_size,
                 max_reply_bytes=gateway.limits.max_reply_bytes,
             )
+            if url.lower().startswith(("http://", "https://"))
+            else UpstreamPool(
+                url,
+                framed=up.transport == "framed",
+                connect_timeout=up.connect_timeout_seconds,
+                timeout=up.timeout_seconds,
+                pool_size=up.pool_size,
+                max_identities=up.max_identities,
+                max_reply_bytes=gateway.limits.max_reply_bytes,
+            )
             for url in up.urls
         ]
         services[svc.path] = Service(
-            config.name, svc, frozenset(svc.methods), Upstream(pools), Authorizer()
+            config.name,
+            svc,
+            frozenset(svc.methods),
+            Upstream(
+                pools,
+                max_failover_attempts=up.max_failover_attempts,
+                failover_sleep=up.failover_sleep_seconds,
+                probe_interval=up.probe_interval_seconds,
+                round_robin=up.round_robin,
+            ),
+            Authorizer(svc.authorization),
+            ConcurrencyLimiter(svc.max_concurrent_requests),
         )
     providers = tuple(_authentication_provider(p) for p in config.providers.authentication)
-    return Topology(config.name, providers, IdentityAsserter(), services)
+    throttle = AuthFailureThrottle(config.providers.failure_throttle)
+    return Topology(config.name, providers, IdentityAsserter(config.providers.identity_assertion), services, throttle)
 
 
 class Router:

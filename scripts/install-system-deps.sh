@@ -6,6 +6,13 @@ declare -A want=(
   [java]=default-jre-headless
   [thrift]=thrift-compiler
   [htpasswd]=apache2-utils
+  [krb5-config]=libkrb5-dev
+  [krb5kdc]=krb5-kdc
+  [kadmin.local]=krb5-admin-server
+  [kinit]=krb5-user
+  [slapd]=slapd
+  [ldapadd]=ldap-utils
+  [curl]=curl
 )
 missing=()
 for cmd in "${!want[@]}"; do

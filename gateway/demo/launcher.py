@@ -29,13 +29,16 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
        {url}
 
   curl -s http://localhost:{mgmt_port}/metrics | grep hms_gateway_requests_total
+
+  The embedded Hive Metastore listens on port 9083 of every interface without authentication
+  (Hive 2.3 has no bind-address setting): firewall it on a shared machine.
 """
 
 
 def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
     """Run the whole demo in the foreground; returns the process exit code."""
     from gateway.demo.hms import EmbeddedHMS
-    from gateway.demo.pipeline import catalog_exists, run_pipeline
+    from gateway.demo.pipeline import catalog_exists, run_pipeline_in_subprocess
     from gateway.server import Gateway, run_until_signalled
 
     config = load_gateway_config(config_path)
@@ -50,8 +53,9 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
         if catalog_exists(hms.uri):
             print("sample catalog already present", flush=True)
         else:
-            print("creating the sample catalog with PySpark (about a minute) ...", flush=True)
-            run_pipeline(hms.uri, hms.warehouse_dir)
+            print("creating the sample catalog with PySpark (about 30 s) ...", flush=True)
+            # In a child process: Spark's JVM must not live as long as the gateway.
+            run_pipeline_in_subprocess(hms.uri, hms.warehouse_dir, log_path=workdir / "pipeline.log")
         ca = config.tls.certificate.parent / "ca.crt"
         asyncio.run(run_until_signalled(
             Gateway(config, topologies),

@@ -90,7 +90,6 @@ def _sql_string(value: str) -> str:
 
 def _statements(warehouse_dir: Path) -> list[str]:
     external = _sql_string((warehouse_dir / "external" / "web_logs").as_uri())
-    db, key, value = CATALOG_MARKER
     return [
         f"CREATE DATABASE IF NOT EXISTS {SAMPLE_DB} COMMENT 'MS-HMSHTTP sample database'",
         f"""CREATE TABLE IF NOT EXISTS {SAMPLE_DB}.{SAMPLE_TABLE} (name STRING, age INT)
@@ -124,7 +123,9 @@ def run_pipeline(metastore_uri: str, warehouse_dir: Path, *, many_partitions: in
     """Create the demo catalog in the metastore at ``metastore_uri`` (``thrift://host:port``).
 
     ``warehouse_dir`` must be the metastore's ``hive.metastore.warehouse.dir`` (a local path).
-    The catalog-complete marker (see ``catalog_exists``) is written last. Raises whatever PySpark
+    The catalog-complete marker (see ``catalog_exists``) is written last. Runs Spark in this
+    process (sets ``PYSPARK_PYTHON``/``SPARK_LOCAL_IP`` if unset; the py4j JVM stays until the
+    process exits): a long-lived caller wants ``run_pipeline_in_subprocess``. Raises whatever PySpark
     raises (``pyspark.errors.AnalysisException`` and friends) or thriftpy2's errors from the bulk
     partition step.
     """

@@ -9,8 +9,27 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import struct
+
+from gateway.thrift.binary import (
+    CALL,
+    EXCEPTION,
+    FIELD_HEADER,
+    I32,
+    ONEWAY,
+    REPLY,
+    BinaryMessageScanner,
+    read_message_header,
+    write_message_header,
+)
+from gateway.thrift.compact import (
+    PROTOCOL_ID,
+    binary_message_to_compact,
+    compact_application_exception,
+    compact_message_to_binary,
+)
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.schema import ServiceSchema, TType
 from gateway.thrift.translate import (
     MessageHeader,
     binary_reply_to_tjson,
@@ -54,17 +73,98 @@ class TJSONCodec:
         return tapplication_exception_tjson(name, seqid, message, type_code)
 
 
+def _check_call_type(header: MessageHeader) -> None:
+    if header.type not in (CALL, ONEWAY):
+        raise ProtocolError(f"message type must be CALL(1) or ONEWAY(4), got {header.type}")
+
+
+def _check_reply(message: bytes) -> tuple[MessageHeader, int]:
+    header, pos = read_message_header(message)
+    if header.type not in (REPLY, EXCEPTION):
+        raise ProtocolError(f"expected a REPLY or EXCEPTION message, got type {header.type}")
+    return header, pos
+
+
+class BinaryCodec:
+    """Strict TBinaryProtocol over HTTP, as Hive 4's HTTP-mode client and Trino send it.
+
+    The body must be exactly one complete, well-formed strict message (version word
+    ``0x8001``; old-style non-strict messages are refused); it goes upstream unchanged,
+    and the upstream's reply comes back unchanged except for the client's seqid.
+    """
+
+    name = "binary"
+    content_type = "application/x-thrift"
+
+    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        data = bytes(body)
+        header, _ = read_message_header(data)
+        _check_call_type(header)
+        end = BinaryMessageScanner(len(data)).feed(data)
+        if end is None:
+            raise ProtocolError("binary message truncated")
+        if end != len(data):
+            raise ProtocolError(f"{len(data) - end} bytes after the end of the binary message")
+        return header, data
+
+    def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
+        header, pos = _check_reply(message)
+        if header.seqid == seqid:
+            return bytes(message)
+        return bytes(message[: pos - 4]) + I32.pack(seqid) + bytes(message[pos:])
+
+    def application_exception(self, name: str, seqid: int, message: str, type_code: int) -> bytes:
+        out = bytearray()
+        write_message_header(out, name, EXCEPTION, seqid)
+        text = message.encode("utf-8", "replace")
+        out += FIELD_HEADER.pack(TType.STRING, 1) + I32.pack(len(text)) + text
+        out += FIELD_HEADER.pack(TType.I32, 2) + I32.pack(type_code)
+        out.append(TType.STOP)
+        return bytes(out)
+
+
+class CompactCodec:
+    """Apache Thrift TCompactProtocol over HTTP (first byte ``0x82``); see :mod:`.compact`."""
+
+    name = "compact"
+    content_type = "application/vnd.apache.thrift.compact"
+
+    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        header, binary = compact_message_to_binary(body)
+        _check_call_type(header)
+        return header, binary
+
+    def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
+        _check_reply(message)
+        try:
+            return binary_message_to_compact(message, seqid)
+        except struct.error:
+            raise ProtocolError("binary message truncated") from None
+
+    def application_exception(self, name: str, seqid: int, message: str, type_code: int) -> bytes:
+        return compact_application_exception(name, seqid, message, type_code)
+
+
 TJSON = TJSONCodec()
-_BY_FIRST_BYTE: dict[int, Codec] = {ord("["): TJSON}
+BINARY = BinaryCodec()
+COMPACT = CompactCodec()
+_BY_FIRST_BYTE: dict[int, Codec] = {ord("["): TJSON, 0x80: BINARY, PROTOCOL_ID: COMPACT}
 
 
 def detect_codec(body: bytes, content_type: str | None = None) -> Codec:
-    """The codec for ``body``, chosen by its first non-blank byte.
+    """The codec for ``body``, chosen by its first byte: ``[`` (after blanks) TJSON, ``0x80``
+    strict binary, ``0x82`` compact. ``content_type`` only words the error.
 
     Raises ``ProtocolError`` when no supported protocol starts that way.
     """
-    start = body.lstrip(b" \t\r\n")[:1]
-    codec = _BY_FIRST_BYTE.get(start[0]) if start else None
+    codec = _BY_FIRST_BYTE.get(body[0]) if body else None
     if codec is None:
-        raise ProtocolError("body is not a TJSON message (it must start with '[')")
+        start = body.lstrip(b" \t\r\n")[:1]
+        codec = TJSON if start == b"[" else None
+    if codec is None:
+        hint = f" (Content-Type {content_type[:60]})" if content_type else ""
+        raise ProtocolError(
+            "body is neither TJSON (starts with '['), strict binary (0x80) nor compact (0x82)"
+            + hint
+        )
     return codec

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 
+from . import accel
 from .binary import (
     CALL,
     EXCEPTION,
@@ -82,6 +83,9 @@ def tjson_call_to_binary(body: bytes, schema: ServiceSchema) -> tuple[MessageHea
     ``schema`` translate too (every ``str`` as string); exposure is the caller's call.
     Raises ``ProtocolError`` for anything malformed (see :mod:`gateway.thrift.to_binary`).
     """
+    fast = accel.tjson_call_to_binary(body, schema)
+    if fast is not None:
+        return MessageHeader(fast[0], fast[1], fast[2]), fast[3]
     tree = parse_tjson(body)
     if type(tree) is not list or len(tree) != 5:
         raise ProtocolError("message must be [1, name, type, seqid, {struct}]")
@@ -115,6 +119,13 @@ def binary_reply_to_tjson(message: bytes, schema: ServiceSchema, seqid: int | No
     another message type, or bytes after the message.
     """
     data = bytes(message)
+    translator = accel.reply_translator(schema, max(len(data), 1), seqid)
+    if translator is not None:
+        try:
+            if translator.feed(data) == len(data):
+                return translator.take()
+        except ProtocolError:
+            pass  # the Python code below gives the canonical reason
     header, pos = read_message_header(data)
     if header.type == REPLY:
         method = schema.methods.get(header.name)

@@ -24,6 +24,16 @@ from gateway.upstream.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from gateway.upstream.streaming import ReplySink, sink_for
+from gateway.upstream.identity_pool import (
+    UgiKey,
+    UpstreamIdentityRefused,
+    check_set_ugi_reply,
+    set_ugi_call,
+    take_idle,
+    trim_idle,
+    ugi_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +41,14 @@ _READ_CHUNK = 256 * 1024
 
 
 class _Connection:
-    __slots__ = ("reader", "writer")
+    __slots__ = ("reader", "writer", "ugi")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ugi: UgiKey = None
+    ):
         self.reader, self.writer = reader, writer
+        #: The identity HMS was told with ``set_ugi`` on this connection (None: none sent).
+        self.ugi = ugi
 
     def usable(self) -> bool:
         # An idle connection the server closed (HMS restarted) has seen EOF already.
@@ -49,7 +63,8 @@ class UpstreamPool:
 
     ``timeout`` (seconds) bounds one call from sending the request to reading the last reply
     byte; ``connect_timeout`` bounds opening a connection; at most ``pool_size`` idle
-    connections are kept; replies larger than ``max_reply_bytes`` are refused.
+    connections are kept, of at most ``max_identities`` identities (LRU, see
+    :mod:`gateway.upstream.identity_pool`); replies larger than ``max_reply_bytes`` are refused.
     """
 
     def __init__(
@@ -61,6 +76,7 @@ class UpstreamPool:
         timeout: float = 60.0,
         pool_size: int = 8,
         max_reply_bytes: int = 1 << 30,
+        max_identities: int = 16,
     ):
         parts = urlsplit(url)
         self.host, self.port = parts.hostname or "localhost", parts.port or 9083
@@ -68,6 +84,7 @@ class UpstreamPool:
         self.framed = framed
         self.connect_timeout, self.timeout = connect_timeout, timeout
         self.pool_size, self.max_reply_bytes = pool_size, max_reply_bytes
+        self.max_identities = max_identities
         self._idle: list[_Connection] = []
         self._busy = 0
         self._closed = False
@@ -78,12 +95,10 @@ class UpstreamPool:
         self._gauge_idle.set(len(self._idle))
         self._gauge_busy.set(self._busy)
 
-    async def _checkout(self) -> _Connection:
-        while self._idle:
-            conn = self._idle.pop()
-            if conn.usable():
-                return conn
-            conn.close()
+    async def _checkout(self, key: UgiKey = None) -> _Connection:
+        conn = take_idle(self._idle, key)
+        if conn is not None:
+            return conn
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
@@ -98,24 +113,37 @@ class UpstreamPool:
             raise UpstreamConnectFailed(
                 f"cannot connect to upstream {self.label}: {exc.strerror or exc}"
             ) from None
-        return _Connection(reader, writer)
+        conn = _Connection(reader, writer, key)
+        if key is not None:
+            try:
+                async with asyncio.timeout(self.timeout):
+                    reply = await self._exchange(conn, set_ugi_call(key), True)
+                check_set_ugi_reply(reply or b"", self.label)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
 
     def _checkin(self, conn: _Connection) -> None:
-        if self._closed or len(self._idle) >= self.pool_size or not conn.usable():
+        if self._closed or not conn.usable():
             conn.close()
-        else:
-            self._idle.append(conn)
+            return
+        self._idle.append(conn)
+        for evicted in trim_idle(self._idle, self.pool_size, self.max_identities):
+            evicted.close()
 
     async def call(
         self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
     ) -> bytes | None:
         """Send one strict-binary message; return the whole reply message (None for oneway).
 
-        ``identity`` is the effective user the call acts for (not yet propagated upstream).
+        ``identity`` is the effective user the call acts for: the call goes over a connection
+        on which HMS was told that identity with ``set_ugi`` (None: a connection without).
 
         Raises :class:`UpstreamUnavailable` (cannot connect, connection lost),
         :class:`UpstreamTimeout` (no complete reply within ``timeout``) or
-        :class:`UpstreamBadReply` (malformed or oversized reply).
+        :class:`UpstreamBadReply` (malformed or oversized reply) or
+        :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
         """
         started = time.perf_counter()
         outcome = "ok"
@@ -123,7 +151,7 @@ class UpstreamPool:
         self._update_gauges()
         conn: _Connection | None = None
         try:
-            conn = await self._checkout()
+            conn = await self._checkout(ugi_key(identity))
             async with asyncio.timeout(self.timeout):
                 reply = await self._exchange(conn, request, expect_reply)
             self._checkin(conn)
@@ -141,6 +169,9 @@ class UpstreamPool:
             raise
         except UpstreamBadReply:
             outcome = "bad_reply"
+            raise
+        except UpstreamIdentityRefused:
+            outcome = "identity_refused"
             raise
         except (OSError, asyncio.IncompleteReadError) as exc:
             outcome = "unavailable"
@@ -169,8 +200,37 @@ class UpstreamPool:
             (size,) = struct.unpack("!i", await conn.reader.readexactly(4))
             if size <= 0 or size > self.max_reply_bytes:
                 raise UpstreamBadReply(f"upstream {self.label} sent a frame of {size} bytes")
+            sink = sink_for(request)
+            if sink is not None:
+                return await self._stream(conn.reader, sink, size)
             return await conn.reader.readexactly(size)
+        sink = sink_for(request)
+        if sink is not None:
+            return await self._stream(conn.reader, sink, None)
         return await self._read_unframed(conn.reader)
+
+    async def _stream(self, reader: asyncio.StreamReader, sink: ReplySink, size: int | None) -> bytes:
+        """Feed the reply (``size`` bytes if framed) to ``sink`` chunk by chunk, flushing its
+        output to the client as it goes (:mod:`gateway.upstream.streaming`); return the
+        reply's first bytes (header and first field)."""
+        sink.begin(self.max_reply_bytes)
+        fed = 0
+        while True:
+            chunk = await reader.read(_READ_CHUNK if size is None else min(_READ_CHUNK, size - fed))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", None)
+            fed += len(chunk)
+            try:
+                end = sink.feed(chunk)
+            except ProtocolError as exc:
+                raise UpstreamBadReply(f"upstream {self.label} sent {exc.reason}") from None
+            if end is not None:
+                if end != fed:
+                    raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
+                return sink.head
+            if size is not None and fed >= size:
+                raise UpstreamBadReply(f"upstream {self.label} sent binary message truncated")
+            await sink.flush()
 
     async def _read_unframed(self, reader: asyncio.StreamReader) -> bytes:
         scanner = BinaryMessageScanner(self.max_reply_bytes)
@@ -203,30 +263,3 @@ class UpstreamPool:
                 pass
         self._update_gauges()
 
-
-class Upstream:
-    """The upstream HMS list of one service: ordered failover on connection failure only.
-
-    A call moves to the next URL only when the current one could not be connected to, so the
-    request was never sent and nothing can have changed upstream (Knox HA dispatch semantics).
-    """
-
-    def __init__(self, pools: list[UpstreamPool]):
-        self.pools = pools
-
-    async def call(
-        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
-    ) -> bytes | None:
-        """As :meth:`UpstreamPool.call`, over the URLs in order. Raises the last error."""
-        last: UpstreamConnectFailed | None = None
-        for pool in self.pools:
-            try:
-                return await pool.call(request, expect_reply=expect_reply, identity=identity)
-            except UpstreamConnectFailed as exc:
-                last = exc
-        assert last is not None
-        raise last
-
-    async def close(self) -> None:
-        for pool in self.pools:
-            await pool.close()

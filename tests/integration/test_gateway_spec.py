@@ -12,7 +12,6 @@ import re
 import socket
 import ssl
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +21,8 @@ from thrift.protocol import TJSONProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import THttpClient
 
-from tests.support.gateway import RunningGateway, free_port, service, start_gateway
+from tests.support.gateway import RunningGateway, free_port, post, service, start_gateway
+from tests.support.relay import TcpRelay
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 pytestmark = pytest.mark.integration
@@ -44,59 +44,6 @@ class BlackHole:
         self.sock.close()
 
 
-class Forwarder:
-    """A plain TCP relay to the real HMS that the test can take down and bring back."""
-
-    def __init__(self, port: int, target: tuple[str, int]):
-        self.port, self.target = port, target
-        self.server: socket.socket | None = None
-        self.conns: list[socket.socket] = []
-
-    def start(self):
-        self.server = socket.create_server(("127.0.0.1", self.port), reuse_port=True)
-        threading.Thread(target=self._accept, args=(self.server,), daemon=True).start()
-
-    def _accept(self, server: socket.socket):
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            self.conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket):
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def stop(self):
-        if self.server:
-            try:
-                self.server.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-            except OSError:
-                pass
-            self.server.close()
-        for s in self.conns:
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-                s.close()
-            except OSError:
-                pass
-        self.conns.clear()
-
-
 @pytest.fixture(scope="module")
 def black_hole():
     bh = BlackHole()
@@ -106,7 +53,7 @@ def black_hole():
 
 @pytest.fixture(scope="module")
 def forwarder(hms):
-    fw = Forwarder(free_port(), ("127.0.0.1", hms.port))
+    fw = TcpRelay(("127.0.0.1", hms.port), free_port())
     yield fw
     fw.stop()
 
@@ -145,24 +92,6 @@ def http_client(gw: RunningGateway, topology: str = "default", auth=(USER, PASSW
         token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
         transport.setCustomHeaders({"Authorization": f"Basic {token}"})
     return service_mod.Client(TJSONProtocol.TJSONProtocol(transport)), transport
-
-
-def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None, auth=(USER, PASSWORD),
-         method="POST", headers=None):
-    """A raw HTTPS request; returns (status, headers, body bytes)."""
-    url = gw.url(topology) if path is None else gw.url(topology, path)
-    data = body.encode() if isinstance(body, str) else body
-    req = urllib.request.Request(url, data=data if method == "POST" else None, method=method)
-    req.add_header("Content-Type", "application/vnd.apache.thrift.json")
-    for k, v in (headers or {}).items():
-        req.add_header(k, v)
-    if auth:
-        req.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
-    try:
-        with urllib.request.urlopen(req, context=gw.ssl_context(), timeout=30) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
 
 
 # --- the nine methods, through Apache's THttpClient, equal to direct binary calls -------------

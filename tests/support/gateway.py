@@ -12,6 +12,8 @@ import ssl
 import subprocess
 import sys
 import time
+import base64
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +70,19 @@ def service(urls: list[str], methods: list[str] | None = None, **upstream) -> di
     return svc
 
 
+def write_topology(workdir: Path, name: str, topology: dict) -> Path:
+    """Write ``topologies/<name>.yaml`` atomically; without providers, Basic against the
+    gateway's users file is added."""
+    topology = {"providers": {"authentication": [
+        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}]},
+        **topology}
+    path = workdir / "topologies" / f"{name}.yaml"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(topology))
+    tmp.replace(path)  # readers see the old file or the new one, never half of it
+    return path
+
+
 def start_gateway(
     workdir: Path,
     topologies: dict[str, dict],
@@ -88,9 +103,7 @@ def start_gateway(
     topo_dir = workdir / "topologies"
     topo_dir.mkdir(exist_ok=True)
     for name, topo in topologies.items():
-        topo = {"providers": {"authentication": [
-            {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(users_file)}]}, **topo}
-        (topo_dir / f"{name}.yaml").write_text(yaml.safe_dump(topo))
+        write_topology(workdir, name, topo)
     port, mport = free_port(), free_port()
     config = {
         "listeners": {"gateway": {"host": "127.0.0.1", "port": port},
@@ -119,3 +132,21 @@ def start_gateway(
             time.sleep(0.1)
     gw.stop()
     raise RuntimeError(f"gateway did not start within {timeout} s:\n{gw.log()}")
+
+
+def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None, auth=("admin", "admin-password"),
+         method="POST", headers=None):
+    """A raw HTTPS request; returns (status, headers, body bytes)."""
+    url = gw.url(topology) if path is None else gw.url(topology, path)
+    data = body.encode() if isinstance(body, str) else body
+    req = urllib.request.Request(url, data=data if method == "POST" else None, method=method)
+    req.add_header("Content-Type", "application/vnd.apache.thrift.json")
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    if auth:
+        req.add_header("Authorization", "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode())
+    try:
+        with urllib.request.urlopen(req, context=gw.ssl_context(), timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()

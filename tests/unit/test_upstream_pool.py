@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import struct
-
 import pytest
 
 from gateway.upstream.errors import (
@@ -13,83 +11,8 @@ from gateway.upstream.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
-from gateway.upstream.pool import Upstream, UpstreamPool
-
-
-def binary_message(name: str, mtype: int, seqid: int, struct_body: bytes) -> bytes:
-    head = struct.pack("!I", 0x80010000 | mtype) + struct.pack("!i", len(name)) + name.encode()
-    return head + struct.pack("!i", seqid) + struct_body
-
-
-def list_of_strings_reply(name: str, seqid: int, items: list[str]) -> bytes:
-    # result struct: field 0, type LIST(15) of STRING(11), then STOP
-    body = b"\x0f" + struct.pack("!h", 0) + b"\x0b" + struct.pack("!i", len(items))
-    for item in items:
-        body += struct.pack("!i", len(item)) + item.encode()
-    return binary_message(name, 2, seqid, body + b"\x00")
-
-
-CALL = binary_message("get_all_databases", 1, 1, b"\x00")
-REPLY = list_of_strings_reply("get_all_databases", 1, ["default", "x" * 5000])
-
-
-class FakeHMS:
-    """Reads one request per turn (by length of the known CALL) and answers per ``behaviour``."""
-
-    def __init__(self, behaviour: str = "ok", framed: bool = False):
-        self.behaviour, self.framed = behaviour, framed
-        self.connections = 0
-        self.requests = 0
-        self.writers: list[asyncio.StreamWriter] = []
-
-    async def __aenter__(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self.server.sockets[0].getsockname()[1]
-        self.url = f"thrift://127.0.0.1:{self.port}"
-        return self
-
-    async def __aexit__(self, *exc):
-        for w in self.writers:
-            w.close()
-        self.server.close()
-
-    async def _serve(self, reader, writer):
-        self.connections += 1
-        self.writers.append(writer)
-        try:
-            while True:
-                if self.framed:
-                    (n,) = struct.unpack("!i", await reader.readexactly(4))
-                    await reader.readexactly(n)
-                else:
-                    await reader.readexactly(len(CALL))
-                self.requests += 1
-                if self.behaviour == "ok":
-                    if self.framed:
-                        writer.write(struct.pack("!i", len(REPLY)) + REPLY)
-                    else:
-                        for i in range(0, len(REPLY), 7):  # dribble: many small chunks
-                            writer.write(REPLY[i:i + 7])
-                            await writer.drain()
-                    await writer.drain()
-                elif self.behaviour == "silent":
-                    await asyncio.sleep(3600)
-                elif self.behaviour == "garbage":
-                    writer.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
-                    await writer.drain()
-                elif self.behaviour == "trailing":
-                    writer.write(REPLY + b"\x00\x01")
-                    await writer.drain()
-                elif self.behaviour == "huge-frame":
-                    writer.write(struct.pack("!i", 1 << 30))
-                    await writer.drain()
-                elif self.behaviour == "half-then-close":
-                    writer.write(REPLY[: len(REPLY) // 2])
-                    await writer.drain()
-                    writer.close()
-                    return
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+from gateway.upstream.pool import UpstreamPool
+from tests.support.fake_hms import CALL, REPLY, FakeHMS
 
 
 async def test_unframed_reply_in_many_chunks_and_connection_reuse():
@@ -167,18 +90,3 @@ async def test_idle_connection_closed_by_server_is_replaced():
         assert await pool.call(CALL) == REPLY
         assert hms.connections == 2
         await pool.close()
-
-
-async def test_failover_only_when_the_request_was_not_sent():
-    async with FakeHMS() as good:
-        async with FakeHMS() as closed:
-            dead_url = closed.url
-        up = Upstream([UpstreamPool(dead_url), UpstreamPool(good.url)])
-        assert await up.call(CALL) == REPLY
-        async with FakeHMS("silent") as silent:
-            up2 = Upstream([UpstreamPool(silent.url, timeout=0.2), UpstreamPool(good.url)])
-            with pytest.raises(UpstreamTimeout):  # sent once: never retried elsewhere
-                await up2.call(CALL)
-            assert good.requests == 1
-            await up2.close()
-        await up.close()

@@ -33,3 +33,18 @@ class AuthenticationProvider(Protocol):
         Must not raise for bad credentials; must not log them.
         """
         ...
+
+
+#: Request key under which providers leave headers for the response (SPNEGO mutual-auth token,
+#: session ``Set-Cookie``); the dispatcher copies them onto whatever response it sends.
+RESPONSE_HEADERS = "gateway.authentication.response_headers"
+
+
+def add_response_header(request: web.Request, name: str, value: str) -> None:
+    """Ask the dispatcher to send ``name: value`` with this request's response."""
+    request.setdefault(RESPONSE_HEADERS, []).append((name, value))
+
+
+def presented_credentials(request: web.Request) -> bool:
+    """Whether the request carries something that claims to be credentials (header or cookie)."""
+    return bool(request.headers.get("Authorization") or request.cookies)

@@ -27,6 +27,10 @@ class CredentialCache:
         msg = user.encode() + b"\x00" + password.encode()
         return hmac.new(self._key, msg, hashlib.sha256).digest()
 
+    def key(self, user: str, password: str) -> bytes:
+        """The keyed digest that stands for these credentials (safe to hold; not reversible)."""
+        return self._digest(user, password)
+
     def get(self, user: str, password: str) -> object | None:
         """The value stored for these credentials if still fresh, else None."""
         if self._ttl <= 0:

@@ -1,0 +1,257 @@
+"""The audit log: one JSON object per line per request, after Knox's gateway audit log.
+
+Fields of every line (``null`` when not known at the point the request ended):
+
+``time`` (RFC 3339 UTC, milliseconds), ``request_id``, ``topology``, ``service``, ``client``
+(remote IP address), ``user`` (authenticated principal), ``effective_user`` (after principal
+mapping and ``doAs``), ``impersonator`` (the user that asked for ``doAs``), ``method`` (Thrift
+method), ``database``, ``table`` (when the call names them), ``outcome`` (``allowed``, ``denied``
+or ``failed``), ``detail`` (the metrics outcome: ``ok``, ``exception``, ``forbidden`` ...),
+``status`` (HTTP), ``duration_ms``, ``reason`` (why denied or failed; never a secret).
+
+Nothing secret is written: no header values, no passwords or tokens, no request bodies; names
+are truncated to 256 characters. ``audit.path`` in the gateway file sends the lines to a file
+(reopened when rotated away, ``logging.handlers.WatchedFileHandler``), else to stderr;
+``audit.enabled: false`` turns the log off. Lines are written by a background thread so a slow
+disk never stalls the event loop.
+
+The request id is the client's ``X-Request-Id`` when it is 1 to 128 characters of
+``[A-Za-z0-9._:-]``, else a new UUID 4; the response echoes it in ``X-Request-Id``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import logging.handlers
+import queue
+import re
+import struct
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from aiohttp import web
+
+from gateway.config import AuditConfig
+from gateway.thrift.binary import FIXED_SIZES, read_message_header
+from gateway.thrift.errors import MAX_DEPTH, ProtocolError
+from gateway.thrift.schema import ServiceSchema, StructSchema, TType
+
+REQUEST_ID_HEADER = "X-Request-Id"
+#: Key of the request's :class:`AuditEvent` in aiohttp's per-request storage.
+AUDIT_EVENT: web.RequestKey["AuditEvent"] = web.RequestKey("hms_gateway.audit_event", "AuditEvent")
+
+_SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_MAX_NAME = 256
+
+#: Metrics outcomes (see docs/architecture.md) that count as a refusal; the rest but
+#: ``ok``/``exception`` are failures.
+_ALLOWED = frozenset({"ok", "exception"})
+_DENIED = frozenset({"unauthenticated", "forbidden", "not_exposed", "throttled"})
+
+
+def request_id(request: web.Request) -> str:
+    """The client's ``X-Request-Id`` if sane, else a new UUID 4."""
+    given = request.headers.get(REQUEST_ID_HEADER, "")
+    return given if _SANE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+
+
+def audit_outcome(detail: str) -> str:
+    """``allowed``, ``denied`` or ``failed`` for a metrics outcome label."""
+    if detail in _ALLOWED:
+        return "allowed"
+    return "denied" if detail in _DENIED else "failed"
+
+
+def _clip(value: str | None) -> str | None:
+    return None if value is None else value[:_MAX_NAME]
+
+
+@dataclass
+class AuditEvent:
+    """What is known about one request so far; the dispatch fills it in as it goes."""
+
+    request_id: str
+    client: str | None
+    topology: str | None = None
+    service: str | None = None
+    user: str | None = None
+    effective_user: str | None = None
+    impersonator: str | None = None
+    method: str | None = None
+    database: str | None = None
+    table: str | None = None
+    reason: str | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def record(self, detail: str, status: int) -> dict:
+        """The audit line's fields for a request that ended with ``status`` / ``detail``."""
+        return {
+            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "request_id": self.request_id,
+            "topology": _clip(self.topology),
+            "service": _clip(self.service),
+            "client": self.client,
+            "user": _clip(self.user),
+            "effective_user": _clip(self.effective_user),
+            "impersonator": _clip(self.impersonator),
+            "method": _clip(self.method),
+            "database": _clip(self.database),
+            "table": _clip(self.table),
+            "outcome": audit_outcome(detail),
+            "detail": detail,
+            "status": status,
+            "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
+            "reason": _clip(self.reason),
+        }
+
+
+def begin(request: web.Request) -> AuditEvent:
+    """Start the audit event of ``request`` and keep it in the request's storage."""
+    event = AuditEvent(request_id(request), request.remote)
+    request[AUDIT_EVENT] = event
+    return event
+
+
+def event_of(request: web.Request) -> AuditEvent | None:
+    """The request's :class:`AuditEvent`, if :func:`begin` ran."""
+    return request.get(AUDIT_EVENT)
+
+
+class AuditLog:
+    """Writes audit lines as configured by ``audit`` in the gateway file. ``close()`` flushes."""
+
+    def __init__(self, config: AuditConfig | None = None):
+        config = config or AuditConfig()
+        self.enabled = config.enabled
+        self._listener: logging.handlers.QueueListener | None = None
+        # An unregistered logger: nothing else's handlers or levels reach the audit lines.
+        self._logger = logging.Logger("hms_gateway.audit", logging.INFO)
+        self._logger.propagate = False
+        if not self.enabled:
+            return
+        if config.path is not None:
+            config.path.parent.mkdir(parents=True, exist_ok=True)
+            target: logging.Handler = logging.handlers.WatchedFileHandler(config.path, encoding="utf-8")
+        else:
+            target = logging.StreamHandler(sys.stderr)
+        target.setFormatter(logging.Formatter("%(message)s"))
+        lines: queue.SimpleQueue = queue.SimpleQueue()
+        self._logger.addHandler(logging.handlers.QueueHandler(lines))
+        self._listener = logging.handlers.QueueListener(lines, target)
+        self._listener.start()
+
+    def write(self, event: AuditEvent, detail: str, status: int) -> None:
+        """Queue one line for ``event``, which ended with ``status`` (metrics outcome ``detail``)."""
+        if self.enabled:
+            self._logger.info(json.dumps(event.record(detail, status), separators=(",", ":")))
+
+    def close(self) -> None:
+        """Write what is queued and release the file. Idempotent."""
+        if self._listener is not None:
+            self._listener.stop()
+            for handler in self._listener.handlers:
+                handler.close()
+            self._listener = None
+            self.enabled = False
+
+
+# --- database and table named by a call --------------------------------------------------
+
+_DB_FIELDS = frozenset({"db_name", "dbname", "dbName", "databaseName", "db"})
+_TABLE_FIELDS = frozenset({"tbl_name", "table_name", "tableName", "tblName", "tbl"})
+#: Values walked before giving up: the audit never costs more than this per request.
+_BUDGET = 20_000
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def call_objects(message: bytes, schema: ServiceSchema) -> tuple[str | None, str | None]:
+    """``(database, table)`` a strict-binary CALL names, from its arguments' schema names.
+
+    Looks at string arguments named like ``db_name``/``tbl_name`` (IDL spellings vary:
+    ``dbname``, ``dbName``, ``tableName`` ...), ``name`` in ``*database*`` methods, and the same
+    names one struct deep (``create_table(Table)``, ``create_database(Database)``, request
+    structs). Stops after a fixed number of values; returns Nones when the message is
+    malformed (the audit must never fail a request).
+    """
+    try:
+        header, pos = read_message_header(message)
+    except ProtocolError:
+        return None, None
+    method = schema.methods.get(header.name)
+    if method is None:
+        return None, None
+    found: dict[str, str] = {}
+    budget = [_BUDGET]
+    try:
+        _scan(message, pos, method.args, found, budget, 0, "database" in header.name)
+    except (IndexError, struct.error, UnicodeDecodeError, _OutOfBudget, RecursionError):
+        pass
+    return found.get("database"), found.get("table")
+
+
+def _scan(data: bytes, pos: int, schema: StructSchema | None, found: dict, budget: list,
+          depth: int, name_is_db: bool) -> int:
+    """Walk one struct from ``pos``; record names; return the position after its STOP."""
+    while True:
+        ftype = data[pos]
+        if ftype == TType.STOP:
+            return pos + 1
+        (fid,) = struct.unpack_from("!h", data, pos + 1)
+        pos += 3
+        fschema = schema.fields.get(fid) if schema is not None else None
+        if fschema is not None and ftype == TType.STRING:
+            name = fschema.name
+            key = ("database" if name in _DB_FIELDS or (name == "name" and name_is_db)
+                   else "table" if name in _TABLE_FIELDS else None)
+            if key is not None:
+                (length,) = struct.unpack_from("!i", data, pos)
+                found.setdefault(key, data[pos + 4 : pos + 4 + min(length, _MAX_NAME)].decode("utf-8", "replace"))
+        if (fschema is not None and ftype == TType.STRUCT and depth == 0
+                and isinstance(fschema.spec, StructSchema)):
+            inner_is_db = fschema.spec.name == "Database"
+            pos = _scan(data, pos, fschema.spec, found, budget, 1, inner_is_db)
+        else:
+            pos = _skip(data, pos, ftype, budget, depth + 1)
+        if "database" in found and "table" in found:
+            return pos
+
+
+def _skip(data: bytes, pos: int, ttype: int, budget: list, depth: int) -> int:
+    budget[0] -= 1
+    if budget[0] < 0 or depth > MAX_DEPTH:
+        raise _OutOfBudget
+    size = FIXED_SIZES.get(ttype)
+    if size is not None:
+        return pos + size
+    if ttype == TType.STRING:
+        (length,) = struct.unpack_from("!i", data, pos)
+        if length < 0:
+            raise _OutOfBudget
+        return pos + 4 + length
+    if ttype == TType.STRUCT:
+        while data[pos] != TType.STOP:
+            pos = _skip(data, pos + 3, data[pos], budget, depth + 1)
+        return pos + 1
+    if ttype in (TType.LIST, TType.SET):
+        etype, count = data[pos], struct.unpack_from("!i", data, pos + 1)[0]
+        pos += 5
+        if etype in FIXED_SIZES:
+            return pos + FIXED_SIZES[etype] * max(count, 0)
+        for _ in range(count):
+            pos = _skip(data, pos, etype, budget, depth + 1)
+        return pos
+    if ttype == TType.MAP:
+        ktype, vtype, count = data[pos], data[pos + 1], struct.unpack_from("!i", data, pos + 2)[0]
+        pos += 6
+        for _ in range(count):
+            pos = _skip(data, pos, ktype, budget, depth + 1)
+            pos = _skip(data, pos, vtype, budget, depth + 1)
+        return pos
+    raise _OutOfBudget

@@ -1,0 +1,135 @@
+"""High availability over a service's upstream HMS list (Knox HA dispatch semantics).
+
+* Upstreams are tried in order (or round-robin), at most ``max_failover_attempts`` in one call,
+  sleeping ``failover_sleep`` seconds between attempts.
+* An upstream that fails is marked down, skipped, and probed in the background every
+  ``probe_interval`` seconds until it answers again. When every upstream is down, all are tried.
+* A call moves to another upstream only when that cannot repeat a change: when the request was
+  never sent (the connection could not be opened), or when the method only reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Protocol
+
+from gateway.observability import metrics
+from gateway.providers.identity import Identity
+from gateway.thrift.translate import encode_binary_call
+from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError
+
+log = logging.getLogger(__name__)
+
+# HMS methods that only read (Hive's naming: get_*, fetch, show_*, ... and fb303's getters).
+_READ_PREFIXES = ("get", "fetch_", "show_", "list_", "partition_name_", "check_", "aliveSince")
+_PROBE = encode_binary_call("get_all_databases", 0, [])
+
+
+def is_read_only(method: str) -> bool:
+    """True when the HMS method ``method`` cannot change anything, so a retry is harmless."""
+    return method.startswith(_READ_PREFIXES)
+
+
+class Dispatchable(Protocol):
+    """One upstream endpoint (a TCP pool or an HTTP-mode client)."""
+
+    label: str
+
+    async def call(
+        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+    ) -> bytes | None: ...
+
+    async def close(self) -> None: ...
+
+
+class Upstream:
+    """The upstream list of one service; see the module docstring for the semantics."""
+
+    def __init__(
+        self,
+        pools: list[Dispatchable],
+        *,
+        max_failover_attempts: int = 3,
+        failover_sleep: float = 0.1,
+        probe_interval: float = 5.0,
+        round_robin: bool = False,
+    ):
+        self.pools = pools
+        self.max_attempts = max(1, max_failover_attempts)
+        self.failover_sleep = failover_sleep
+        self.probe_interval = probe_interval
+        self.round_robin = round_robin
+        self._down: set[str] = set()
+        self._probes: dict[str, asyncio.Task] = {}
+        self._next = itertools.count()
+
+    def _order(self) -> list[Dispatchable]:
+        pools = self.pools
+        if self.round_robin and len(pools) > 1:
+            start = next(self._next) % len(pools)
+            pools = pools[start:] + pools[:start]
+        up = [p for p in pools if p.label not in self._down]
+        return up or list(pools)  # all down: try them all rather than fail without trying
+
+    async def call(
+        self,
+        request: bytes,
+        *,
+        expect_reply: bool = True,
+        identity: Identity | None = None,
+        read_only: bool = False,
+    ) -> bytes | None:
+        """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
+        was sent. Raises the last upstream's error when every attempt failed."""
+        last: UpstreamError | None = None
+        for attempt, pool in enumerate(self._order()[: self.max_attempts]):
+            if attempt and self.failover_sleep:
+                await asyncio.sleep(self.failover_sleep)
+            try:
+                reply = await pool.call(request, expect_reply=expect_reply, identity=identity)
+            except UpstreamBadReply:
+                raise  # the upstream answered: another one would not answer better
+            except UpstreamError as exc:
+                self._mark_down(pool, exc)
+                last = exc
+                if not (read_only or isinstance(exc, UpstreamConnectFailed)):
+                    raise
+                continue
+            self._down.discard(pool.label)
+            return reply
+        assert last is not None
+        raise last
+
+    def _mark_down(self, pool: Dispatchable, exc: Exception) -> None:
+        if len(self.pools) < 2 or pool.label in self._down:
+            return
+        log.warning("upstream %s marked down: %s", pool.label, exc)
+        self._down.add(pool.label)
+        metrics.UPSTREAM_UP.labels(upstream=pool.label).set(0)
+        task = self._probes.get(pool.label)
+        if task is None or task.done():
+            self._probes[pool.label] = asyncio.get_running_loop().create_task(self._probe(pool))
+
+    async def _probe(self, pool: Dispatchable) -> None:
+        while pool.label in self._down:
+            await asyncio.sleep(self.probe_interval)
+            try:
+                await pool.call(_PROBE)
+            except UpstreamError:
+                continue
+            self._down.discard(pool.label)
+            metrics.UPSTREAM_UP.labels(upstream=pool.label).set(1)
+            log.info("upstream %s answers again", pool.label)
+
+    def is_down(self, label: str) -> bool:
+        return label in self._down
+
+    async def close(self) -> None:
+        for task in self._probes.values():
+            task.cancel()
+        await asyncio.gather(*self._probes.values(), return_exceptions=True)
+        self._probes.clear()
+        for pool in self.pools:
+            await pool.close()

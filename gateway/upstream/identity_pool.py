@@ -1,0 +1,153 @@
+"""One identity per upstream connection: the ``set_ugi`` handshake and the idle-connection LRU.
+
+HMS (``hive.metastore.execute.setugi=true``, the default since Hive 2.3) acts, for the rest of
+an unsecured binary connection, as the user named by the first ``set_ugi`` call
+(``list<string> set_ugi(1:string user_name, 2:list<string> group_names)
+throws (1:MetaException o1)``, MS-HMSHTTP Appendix A). So a connection is opened for one
+identity, ``set_ugi`` is sent right after connecting, and the pool only hands the connection
+to calls of that same identity. Hive 4's HTTP transport takes the user from the
+``x-actor-username`` header instead (:func:`actor_headers`).
+
+The idle list is ordered by check-in time; at most ``pool_size`` connections and
+``max_identities`` distinct identities are kept, the least recently used going first.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Protocol, Sequence
+
+from gateway.providers.identity import Identity
+from gateway.thrift.binary import EXCEPTION, REPLY, encode_binary_call, read_message_header
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.schema import TType
+from gateway.upstream.errors import UpstreamError
+
+#: What a connection is bound to: (user, sorted groups); None for the gateway's own calls
+#: (readiness probe), which send no ``set_ugi``.
+UgiKey = tuple[str, tuple[str, ...]] | None
+
+SET_UGI = "set_ugi"
+#: Header Hive 4's HTTP-mode metastore reads the acting user from.
+ACTOR_HEADER = "x-actor-username"
+
+
+class UpstreamIdentityRefused(UpstreamError):
+    """HMS answered ``set_ugi`` with an exception, or not as a ``set_ugi`` reply (502)."""
+
+    status = 502
+
+
+class _Pooled(Protocol):
+    ugi: UgiKey
+
+    def usable(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def ugi_key(identity: Identity | None) -> UgiKey:
+    """The pooling key of ``identity``: effective user and its groups, sorted."""
+    if identity is None:
+        return None
+    return identity.user, tuple(sorted(identity.groups))
+
+
+def set_ugi_call(key: tuple[str, tuple[str, ...]], seqid: int = 0) -> bytes:
+    """The strict-binary ``set_ugi(user, groups)`` CALL for ``key``."""
+    user, groups = key
+    return encode_binary_call(SET_UGI, seqid, [(1, TType.STRING, user), (2, TType.LIST, groups)])
+
+
+def check_set_ugi_reply(reply: bytes, upstream: str) -> None:
+    """Return if ``reply`` is a successful ``set_ugi`` REPLY (result field 0 or empty).
+
+    Raises :class:`UpstreamIdentityRefused` naming HMS's message for a ``MetaException``
+    (result field 1) or a ``TApplicationException``, or when the reply is something else.
+    """
+    try:
+        header, pos = read_message_header(reply)
+    except ProtocolError as exc:
+        raise UpstreamIdentityRefused(f"upstream {upstream} answered set_ugi with {exc.reason}") from None
+    if header.name != SET_UGI or header.type not in (REPLY, EXCEPTION):
+        raise UpstreamIdentityRefused(f"upstream {upstream} did not answer set_ugi")
+    try:
+        if header.type == REPLY:
+            ftype = reply[pos]
+            if ftype == TType.STOP:
+                return
+            (fid,) = struct.unpack_from("!h", reply, pos + 1)
+            if fid == 0:
+                return
+            if ftype != TType.STRUCT:
+                raise UpstreamIdentityRefused(f"upstream {upstream} refused set_ugi")
+            pos += 3  # the MetaException struct: message is field 1
+        message = _string_field_1(reply, pos)
+    except (IndexError, struct.error, UnicodeDecodeError):
+        raise UpstreamIdentityRefused(f"upstream {upstream} sent a malformed set_ugi reply") from None
+    raise UpstreamIdentityRefused(f"upstream {upstream} refused set_ugi: {message[:200]}")
+
+
+def _string_field_1(data: bytes, pos: int) -> str:
+    # Exceptions here (MetaException, TApplicationException) carry the message as field 1,
+    # written first by every Apache Thrift writer; anything else reads as "no message".
+    ftype = data[pos]
+    if ftype != TType.STRING:
+        return "no message"
+    (fid,) = struct.unpack_from("!h", data, pos + 1)
+    (length,) = struct.unpack_from("!i", data, pos + 3)
+    if fid != 1 or not 0 <= length <= len(data):
+        return "no message"
+    return data[pos + 7 : pos + 7 + length].decode("utf-8")
+
+
+def take_idle(idle: list[_Pooled], key: UgiKey) -> _Pooled | None:
+    """Remove and return the most recently checked-in usable connection bound to ``key``.
+
+    Unusable connections of that key met on the way are closed and dropped. None if none.
+    """
+    for i in range(len(idle) - 1, -1, -1):
+        conn = idle[i]
+        if conn.ugi != key:
+            continue
+        del idle[i]
+        if conn.usable():
+            return conn
+        conn.close()
+    return None
+
+
+def trim_idle(idle: list[_Pooled], pool_size: int, max_identities: int) -> list[_Pooled]:
+    """Drop, and return for closing, what exceeds the bounds: whole identities least recently
+    used first until at most ``max_identities`` remain, then the oldest connections down to
+    ``pool_size``. ``idle`` is ordered oldest check-in first."""
+    evicted: list[_Pooled] = []
+    last_use: dict[UgiKey, int] = {}
+    for i, conn in enumerate(idle):
+        last_use[conn.ugi] = i
+    if len(last_use) > max_identities:
+        stale = set(sorted(last_use, key=last_use.__getitem__)[: len(last_use) - max_identities])
+        evicted += [c for c in idle if c.ugi in stale]
+        idle[:] = [c for c in idle if c.ugi not in stale]
+    if len(idle) > pool_size:
+        cut = len(idle) - pool_size
+        evicted += idle[:cut]
+        del idle[:cut]
+    return evicted
+
+
+def actor_headers(identity: Identity | None) -> dict[str, str]:
+    """HTTP headers naming the acting user for a Hive 4 HTTP-mode metastore."""
+    return {} if identity is None else {ACTOR_HEADER: identity.user}
+
+
+__all__: Sequence[str] = (
+    "UgiKey",
+    "UpstreamIdentityRefused",
+    "ugi_key",
+    "set_ugi_call",
+    "check_set_ugi_reply",
+    "take_idle",
+    "trim_idle",
+    "actor_headers",
+)

@@ -1,0 +1,124 @@
+"""The audit log: request ids, outcomes, database/table extraction, JSON lines, no secrets."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from gateway.config import AuditConfig, ConfigError, load_gateway_config
+from gateway.observability.audit import (
+    AuditEvent,
+    AuditLog,
+    audit_outcome,
+    begin,
+    call_objects,
+    event_of,
+    request_id,
+)
+from gateway.thrift.schema import TType
+from gateway.thrift.translate import encode_binary_call, tjson_call_to_binary
+
+
+@pytest.mark.parametrize("given, kept", [
+    ("abc-123_X.y:z", True),
+    ("x" * 128, True),
+    ("x" * 129, False),
+    ("has space", False),
+    ("", False),
+    ("a\"b", False),
+])
+def test_request_id_from_client_only_when_sane(given, kept):
+    req = make_mocked_request("POST", "/", headers={"X-Request-Id": given} if given else {})
+    rid = request_id(req)
+    if kept:
+        assert rid == given
+    else:
+        assert str(uuid.UUID(rid)) == rid and rid != given
+
+
+def test_begin_keeps_the_event_on_the_request():
+    req = make_mocked_request("POST", "/")
+    event = begin(req)
+    assert event_of(req) is event
+
+
+@pytest.mark.parametrize("detail, outcome", [
+    ("ok", "allowed"), ("exception", "allowed"), ("forbidden", "denied"),
+    ("unauthenticated", "denied"), ("not_exposed", "denied"), ("throttled", "denied"),
+    ("bad_request", "failed"), ("upstream_timeout", "failed"), ("not_found", "failed"),
+])
+def test_outcomes(detail, outcome):
+    assert audit_outcome(detail) == outcome
+
+
+def call(method: str, *strings: str) -> bytes:
+    return encode_binary_call(method, 1, [(i + 1, TType.STRING, s) for i, s in enumerate(strings)])
+
+
+def test_call_objects_from_arguments(schema):
+    assert call_objects(call("get_table", "db1", "t1"), schema) == ("db1", "t1")
+    assert call_objects(call("get_database", "db1"), schema) == ("db1", None)
+    assert call_objects(call("drop_database", "db1"), schema) == ("db1", None)
+    assert call_objects(call("get_all_databases"), schema) == (None, None)
+    assert call_objects(call("get_databases", "pattern*"), schema) == (None, None)  # a pattern
+    assert call_objects(call("no_such_method", "x"), schema) == (None, None)
+    _, create_table = tjson_call_to_binary(
+        b'[1,"create_table",1,1,{"1":{"rec":{"1":{"str":"t9"},"2":{"str":"d9"},'
+        b'"9":{"map":["str","str",1,{"k":"v"}]}}}}]', schema)
+    assert call_objects(create_table, schema) == ("d9", "t9")
+    _, create_db = tjson_call_to_binary(
+        b'[1,"create_database",1,1,{"1":{"rec":{"1":{"str":"newdb"}}}}]', schema)
+    assert call_objects(create_db, schema) == ("newdb", None)
+
+
+def test_call_objects_never_raises_on_bad_bytes(schema):
+    good = call("get_table", "db1", "t1")
+    for cut in range(len(good)):
+        call_objects(good[:cut], schema)  # truncated: no exception
+    assert call_objects(b"\x00garbage", schema) == (None, None)
+
+
+def test_long_names_are_clipped(schema):
+    db, _ = call_objects(call("get_database", "d" * 5000), schema)
+    assert db == "d" * 256
+
+
+def test_audit_log_writes_one_json_object_per_line(tmp_path):
+    path = tmp_path / "logs" / "audit.jsonl"
+    log = AuditLog(AuditConfig(path=path))
+    event = AuditEvent("rid-1", "10.0.0.1", topology="t", service="s", user="alice",
+                       effective_user="bob", impersonator="alice", method="get_table",
+                       database="d\nx", table="t")
+    log.write(event, "ok", 200)
+    log.write(AuditEvent("rid-2", None, reason="user zed is not in the service ACL"), "forbidden", 403)
+    log.close()
+    log.write(AuditEvent("after-close", None), "ok", 200)  # ignored, never raises
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2
+    first, second = map(json.loads, lines)
+    assert first["request_id"] == "rid-1" and first["database"] == "d\nx"  # escaped, one line
+    assert (first["outcome"], first["status"], first["effective_user"]) == ("allowed", 200, "bob")
+    assert set(first) == {"time", "request_id", "topology", "service", "client", "user",
+                          "effective_user", "impersonator", "method", "database", "table",
+                          "outcome", "detail", "status", "duration_ms", "reason"}
+    assert (second["outcome"], second["reason"]) == ("denied", "user zed is not in the service ACL")
+
+
+def test_disabled_audit_log_writes_nothing(tmp_path):
+    log = AuditLog(AuditConfig(enabled=False, path=tmp_path / "a.jsonl"))
+    log.write(AuditEvent("r", None), "ok", 200)
+    log.close()
+    assert not (tmp_path / "a.jsonl").exists()
+
+
+def test_audit_path_resolves_against_the_gateway_file(tmp_path):
+    cfg = tmp_path / "gateway.yaml"
+    cfg.write_text("tls: {certificate: c.pem, private_key: k.pem}\naudit: {path: logs/audit.jsonl}\n")
+    assert load_gateway_config(cfg).audit.path == tmp_path / "logs" / "audit.jsonl"
+    cfg.write_text("tls: {certificate: c.pem, private_key: k.pem}\naudit: {file: x}\n")
+    with pytest.raises(ConfigError) as err:
+        load_gateway_config(cfg)
+    assert err.value.key == "audit.file"
