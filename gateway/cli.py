@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import sys
 from pathlib import Path
 
 from gateway.config import ConfigError, GatewayConfig, TopologyConfig, load_gateway_config, load_topologies
-
-log = logging.getLogger("gateway")
 
 DEFAULT_CONFIG = Path("config/gateway.yaml")
 
@@ -38,9 +35,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.observability.log_format import configure_logging
     from gateway.server import Gateway, run_until_signalled
 
     config, topologies = _check(args.config)
+    configure_logging(config.logging.format, args.log_level or config.logging.level)
     asyncio.run(run_until_signalled(Gateway(config, topologies)))
     return 0
 
@@ -63,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="hms-gateway", description="Authenticating HTTPS gateway for the Hive Metastore."
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    parser.add_argument(
+        "--log-level", help="DEBUG, INFO, WARNING or ERROR (default: the gateway file's logging.level)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve", help="serve the gateway")
@@ -86,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_demo)
 
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from gateway.observability.log_format import configure_logging
+
+    configure_logging("text", args.log_level or "INFO")  # until a gateway file says otherwise
     try:
         return args.func(args)
     except ConfigError as exc:

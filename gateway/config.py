@@ -184,6 +184,13 @@ class Limits(_Model):
     client_body_timeout_seconds: float = Field(default=30.0, gt=0)
 
 
+class LoggingConfig(_Model):
+    """The process log on stderr (the audit log is configured apart)."""
+
+    format: Literal["json", "text"] = "json"
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
 class Reload(_Model):
     #: How often the topology directory is checked for added, changed or removed files.
     interval_seconds: float = Field(default=2.0, gt=0)
@@ -203,6 +210,7 @@ class GatewayConfig(_Model):
     limits: Limits = Limits()
     reload: Reload = Reload()
     shutdown: Shutdown = Shutdown()
+    logging: LoggingConfig = LoggingConfig()
     audit: AuditConfig = AuditConfig()
     topologies_dir: Path = Path("topologies")
     #: The file this was read from (set by :func:`load_gateway_config`).

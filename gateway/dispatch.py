@@ -19,7 +19,6 @@ Error bodies are one line of plain text; no credentials or payloads are logged.
 from __future__ import annotations
 
 import asyncio
-import asyncio
 import logging
 import struct
 import time
@@ -28,6 +27,7 @@ from aiohttp import hdrs, web
 
 from gateway.config import Limits
 from gateway.observability import metrics
+from gateway.observability.log_format import REQUEST_ID
 from gateway.observability.audit import (
     REQUEST_ID_HEADER,
     AuditEvent,
@@ -106,6 +106,7 @@ class Dispatcher:
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         event = begin(request)
+        REQUEST_ID.set(event.request_id)
         route = self.router.resolve(request.match_info["topology"], request.match_info["path"])
         if route is None:
             return self._audited(event, _text(404, "no such topology or service"), "not_found")
@@ -123,7 +124,7 @@ class Dispatcher:
                 service.limiter.release()
         label = metrics.method_label(method, self.known_methods) if method != "unknown" else "other"
         metrics.REQUESTS.labels(topology.name, service.path, label, outcome).inc()
-        metrics.REQUEST_DURATION.labels(topology.name, service.path, label).observe(
+        metrics.REQUEST_DURATION.labels(topology.name, service.path, label, outcome).observe(
             time.perf_counter() - started
         )
         for name, value in request.get(RESPONSE_HEADERS, ()):

@@ -17,6 +17,7 @@ from typing import Callable
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
+from gateway.thrift import accel as thrift_accel
 from gateway.certs import certificate_not_after
 from gateway.config import GatewayConfig, TopologyConfig
 from gateway.dispatch import Dispatcher
@@ -144,6 +145,7 @@ class Gateway:
             "gateway listening on https://%s:%d, management on http://%s:%d",
             listeners.gateway.host, self.gateway_port, listeners.management.host, self.management_port,
         )
+        log.info("Thrift translation: %s implementation", thrift_accel.implementation())
 
     async def reload(self) -> None:
         """Re-read every topology file now (``SIGHUP``)."""

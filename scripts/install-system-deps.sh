@@ -13,6 +13,8 @@ declare -A want=(
   [slapd]=slapd
   [ldapadd]=ldap-utils
   [curl]=curl
+  [node]=nodejs
+  [npm]=npm
 )
 missing=()
 for cmd in "${!want[@]}"; do

@@ -212,7 +212,8 @@ def _scan(data: bytes, pos: int, schema: StructSchema | None, found: dict, budge
                    else "table" if name in _TABLE_FIELDS else None)
             if key is not None:
                 (length,) = struct.unpack_from("!i", data, pos)
-                found.setdefault(key, data[pos + 4 : pos + 4 + min(length, _MAX_NAME)].decode("utf-8", "replace"))
+                raw = data[pos + 4 : pos + 4 + min(length, _MAX_NAME)]
+                found.setdefault(key, raw.decode("utf-8", "replace"))
         if (fschema is not None and ftype == TType.STRUCT and depth == 0
                 and isinstance(fschema.spec, StructSchema)):
             inner_is_db = fschema.spec.name == "Database"

@@ -21,7 +21,7 @@ REQUESTS = Counter(
 )
 REQUEST_DURATION = Histogram(
     "hms_gateway_request_duration_seconds", "Time from request received to response sent.",
-    ["topology", "service", "method"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    ["topology", "service", "method", "outcome"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
 UPSTREAM_REQUESTS = Counter(
     "hms_gateway_upstream_requests", "Calls dispatched to an upstream HMS, by outcome.",

@@ -5,8 +5,8 @@ an unsecured binary connection, as the user named by the first ``set_ugi`` call
 (``list<string> set_ugi(1:string user_name, 2:list<string> group_names)
 throws (1:MetaException o1)``, MS-HMSHTTP Appendix A). So a connection is opened for one
 identity, ``set_ugi`` is sent right after connecting, and the pool only hands the connection
-to calls of that same identity. Hive 4's HTTP transport takes the user from the
-``x-actor-username`` header instead (:func:`actor_headers`).
+to calls of that same identity. (Hive 4's HTTP transport takes the user from the
+``x-actor-username`` header instead: :mod:`gateway.upstream.http`.)
 
 The idle list is ordered by check-in time; at most ``pool_size`` connections and
 ``max_identities`` distinct identities are kept, the least recently used going first.
@@ -28,8 +28,6 @@ from gateway.upstream.errors import UpstreamError
 UgiKey = tuple[str, tuple[str, ...]] | None
 
 SET_UGI = "set_ugi"
-#: Header Hive 4's HTTP-mode metastore reads the acting user from.
-ACTOR_HEADER = "x-actor-username"
 
 
 class UpstreamIdentityRefused(UpstreamError):
@@ -68,7 +66,8 @@ def check_set_ugi_reply(reply: bytes, upstream: str) -> None:
     try:
         header, pos = read_message_header(reply)
     except ProtocolError as exc:
-        raise UpstreamIdentityRefused(f"upstream {upstream} answered set_ugi with {exc.reason}") from None
+        reason = f"upstream {upstream} answered set_ugi with {exc.reason}"
+        raise UpstreamIdentityRefused(reason) from None
     if header.name != SET_UGI or header.type not in (REPLY, EXCEPTION):
         raise UpstreamIdentityRefused(f"upstream {upstream} did not answer set_ugi")
     try:
@@ -136,11 +135,6 @@ def trim_idle(idle: list[_Pooled], pool_size: int, max_identities: int) -> list[
     return evicted
 
 
-def actor_headers(identity: Identity | None) -> dict[str, str]:
-    """HTTP headers naming the acting user for a Hive 4 HTTP-mode metastore."""
-    return {} if identity is None else {ACTOR_HEADER: identity.user}
-
-
 __all__: Sequence[str] = (
     "UgiKey",
     "UpstreamIdentityRefused",
@@ -149,5 +143,4 @@ __all__: Sequence[str] = (
     "check_set_ugi_reply",
     "take_idle",
     "trim_idle",
-    "actor_headers",
 )

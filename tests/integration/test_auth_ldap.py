@@ -11,7 +11,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from gateway.providers.authentication.ldap import LdapAuthenticator
 from gateway.providers.authentication.settings import LdapProvider
-from tests.support.gateway import service, start_gateway
+from tests.support.gateway import free_port, service, start_gateway
 from tests.support.ldap_server import BASE, SERVICE_DN, start_ldap
 
 pytestmark = pytest.mark.integration
@@ -39,7 +39,7 @@ def secret_file(tmp_path_factory):
 def search_provider(ldap, secret_file, **extra) -> dict:
     return {
         "type": "ldap", "realm": "Corp LDAP", "url": ldap.url, "start_tls": True,
-        "ca_file": str(ldap.ca_file).replace("127.0.0.1", "localhost"),
+        "ca_file": str(ldap.ca_file),
         "bind_dn": SERVICE_DN, "bind_password": f"file:{secret_file}",
         "user_search_base": f"ou=people,{BASE}", "user_search_filter": "(uid={user})",
         "group_member_attribute": "memberOf", "group_search_base": f"ou=groups,{BASE}",
@@ -116,8 +116,6 @@ async def test_groups_from_member_of_and_group_search(ldap, secret_file):
 
 
 async def test_ldap_server_down_is_a_failed_login_not_a_crash(ldap, secret_file):
-    from tests.support.gateway import free_port
-
     config = LdapProvider(**search_provider(ldap, secret_file, url=f"ldap://localhost:{free_port()}",
                                             timeout_seconds=2))
     request = make_mocked_request("POST", "/", headers={"Authorization": "Basic YWxpY2U6YWxpY2UtcGFzc3dvcmQ="})

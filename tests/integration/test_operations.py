@@ -224,3 +224,24 @@ def test_failover_and_recovery_with_two_real_metastores(hms_factory, tmp_path):
     finally:
         stop.set()
         gw.stop()
+
+
+# --- logs ------------------------------------------------------------------------------------
+
+
+def test_json_logs_carry_the_clients_request_id(hms, tmp_path):
+    gw = start_gateway(tmp_path, {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"])]}},
+                       USERS, gateway_extra={"logging": {"format": "json", "level": "INFO"}})
+    try:
+        code, headers, _ = post(gw, b"not thrift", headers={"X-Request-Id": "trace-4711"})
+        assert code == 400 and headers["X-Request-Id"] == "trace-4711"
+        code, headers, _ = post(gw, GET_DBS, auth=("admin", "wrong-secret"))
+        assert code == 401 and len(headers["X-Request-Id"]) == 36  # a fresh UUID
+        lines = [json.loads(line) for line in gw.log().splitlines() if line.startswith("{")]
+        logged = [line for line in lines if "logger" in line]  # the rest are audit lines
+        mine = [line for line in logged if line.get("request_id") == "trace-4711"]
+        assert mine and all({"time", "level", "message"} <= line.keys() for line in mine)
+        assert any(line["message"].startswith("400 ") for line in mine)
+        assert "wrong-secret" not in gw.log()
+    finally:
+        gw.stop()

@@ -22,3 +22,14 @@ def apache_hms() -> SimpleNamespace:
 @pytest.fixture(scope="session")
 def schema():
     return load_schema()
+
+
+@pytest.fixture(params=["c", "python"])
+def thrift_impl(request):
+    """Runs a test on the C translation code and again on the pure-Python code."""
+    from gateway.thrift import accel
+
+    before = "c" if accel.implementation() == "c" else "python"
+    accel.set_implementation(request.param)  # "c" fails loudly if the extension is not built
+    yield request.param
+    accel.set_implementation(before)

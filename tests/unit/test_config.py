@@ -64,7 +64,7 @@ def test_topology_defaults_and_path_normalised(topo_dir: Path):
 @pytest.mark.parametrize(
     "mutation, key, reason",
     [
-        (("thrift://hms:9083", "http://hms:9083"), "services[0].upstream.urls", "not a thrift://host:port URL"),
+        (("thrift://hms:9083", "ftp://hms:9083"), "services[0].upstream.urls", "is neither a thrift://host:port nor"),
         (("{urls:", "{transport: udp, urls:"), "services[0].upstream.transport", "'unframed' or 'framed'"),
         (("- path: /hmshttpthrift/api/hms/", "- path: ../x"), "services[0].path", "not a relative URL path"),
         (("type: htpasswd", "type: magic"), "providers.authentication[0]", "does not match any of the expected tags"),

@@ -19,7 +19,6 @@ from gateway.thrift.schema import TType
 from gateway.thrift.translate import encode_binary_call
 from gateway.upstream.identity_pool import (
     UpstreamIdentityRefused,
-    actor_headers,
     check_set_ugi_reply,
     set_ugi_call,
     ugi_key,
@@ -166,8 +165,3 @@ def test_set_ugi_call_and_reply_checks():
     with pytest.raises(UpstreamIdentityRefused, match="malformed"):
         check_set_ugi_reply(reply("set_ugi", b"\x0c\x00"), "hms:1")
     assert ugi_key(None) is None
-
-
-def test_actor_header_for_http_mode_metastores():
-    assert actor_headers(ident("alice")) == {"x-actor-username": "alice"}
-    assert actor_headers(None) == {}

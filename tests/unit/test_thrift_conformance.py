@@ -21,6 +21,9 @@ from gateway.thrift.translate import (
     tjson_call_to_binary,
 )
 
+# Every test runs on both implementations (C extension and pure Python).
+pytestmark = pytest.mark.usefixtures("thrift_impl")
+
 
 def write(protocol_factory, name, mtype, seqid, obj) -> bytes:
     buffer = TTransport.TMemoryBuffer()

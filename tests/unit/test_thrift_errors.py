@@ -11,6 +11,9 @@ from gateway.thrift.translate import binary_reply_to_tjson, decode_binary_reply_
 
 DEC = '{"1":{"rec":{"1":{"rec":{"1":{"str":"%s"},"3":{"i16":2}}}}}}'  # unused helper shape
 
+# Every test runs on both implementations (C extension and pure Python).
+pytestmark = pytest.mark.usefixtures("thrift_impl")
+
 
 def call(args: str, name: str = "get_table") -> bytes:
     return f'[1,"{name}",1,5,{args}]'.encode()

@@ -1,0 +1,65 @@
+"""A table with many partitions in a real HMS, and raw strict-binary calls to it.
+
+Used by ``tests/integration/test_large_replies.py`` and ``bench/run.py``. Partitions are added
+over Thrift (``add_partitions_req`` in batches), which is much faster than Spark SQL.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from gateway.demo import metastore_client
+from gateway.thrift.binary import BinaryMessageScanner, encode_binary_call
+from gateway.thrift.schema import TType
+
+
+def create_partitioned_table(uri: str, db: str, table: str, partitions: int) -> int:
+    """Create ``db.table`` (one int column, one string partition key ``p``) with ``partitions``
+    partitions ``p=00000…``; returns the number added. An existing database is kept."""
+    hms = metastore_client.load_idl()
+    with metastore_client.connect(uri) as client:
+        try:
+            client.create_database(hms.Database(name=db, description="large replies", parameters={}))
+        except hms.AlreadyExistsException:
+            pass
+        sd = hms.StorageDescriptor(
+            cols=[hms.FieldSchema("x", "int", "a column")],
+            location=None,
+            inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+            outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+            compressed=False, numBuckets=-1,
+            serdeInfo=hms.SerDeInfo("s", "org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe", {"field.delim": ","}),
+            bucketCols=[], sortCols=[], parameters={},
+        )
+        client.create_table(hms.Table(
+            tableName=table, dbName=db, owner="bench", sd=sd, parameters={},
+            partitionKeys=[hms.FieldSchema("p", "string", "")], tableType="MANAGED_TABLE",
+        ))
+    return metastore_client.add_partitions(uri, db, table, ([f"{i:05d}"] for i in range(partitions)))
+
+
+def get_partitions_call(db: str, table: str, seqid: int = 1) -> bytes:
+    """The strict-binary CALL ``get_partitions(db, table, max_parts=-1)``."""
+    return encode_binary_call("get_partitions", seqid, [(1, TType.STRING, db), (2, TType.STRING, table), (3, TType.I16, -1)])
+
+
+def raw_call(sock: socket.socket, message: bytes, length: int | None = None) -> bytes:
+    """Send ``message`` on a connected HMS socket and return the raw reply bytes.
+
+    With ``length`` (a reply of known size) the reply is read without looking at it;
+    otherwise :class:`BinaryMessageScanner` finds its end.
+    """
+    sock.sendall(message)
+    chunks, size = [], 0
+    scanner = None if length is not None else BinaryMessageScanner((1 << 31) - 1)
+    while True:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("HMS closed the connection")
+        chunks.append(chunk)
+        size += len(chunk)
+        if length is not None:
+            if size >= length:
+                return b"".join(chunks)
+        elif scanner.feed(chunk) is not None:  # type: ignore[union-attr]
+            return b"".join(chunks)

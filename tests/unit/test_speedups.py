@@ -1,0 +1,108 @@
+"""The C translation code (``_speedups``): built, used, and equal to the pure-Python code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gateway.thrift import _speedups, accel
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.streaming import reply_translator
+from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary
+from tests.unit.test_thrift_conformance import binary, sample_stats, sample_table, tjson
+
+
+@pytest.fixture
+def messages(apache_hms):
+    t, s = apache_hms.ttypes, apache_hms.service
+    table = sample_table(t)
+    parts = [
+        t.Partition([f"v{i}"], "db", "tbl", i, 0, table.sd, {"k": str(i), "é": "\u2028"}) for i in range(50)
+    ]
+    return {
+        "partitions": binary("get_partitions", 2, 9, s.get_partitions_result(success=parts)),
+        "stats": binary("get_table_column_statistics", 2, 3, s.get_table_column_statistics_result(success=sample_stats(t))),
+        "exception": binary("get_table", 2, 4, s.get_table_result(o2=t.NoSuchObjectException("no \"such\" table"))),
+    }, tjson("add_partitions", 1, 5, s.add_partitions_args(new_parts=parts))
+
+
+def test_extension_is_built_and_selected():
+    assert accel.implementation() == "c", accel.implementation()
+
+
+def test_c_translates_without_handing_back_to_python(messages, schema):
+    replies, call = messages
+    args, results = accel.compiled(schema)
+    fast = _speedups.tjson_call_to_binary(call, args)
+    assert fast is not None  # None would mean "let Python decide": the C path was not used
+    accel.set_implementation("python")
+    try:
+        header, slow = tjson_call_to_binary(call, schema)
+        expected = {name: binary_reply_to_tjson(msg, schema, seqid=77) for name, msg in replies.items()}
+    finally:
+        accel.set_implementation("c")
+    assert fast == (header.name, header.type, header.seqid, slow)
+    for name, message in replies.items():
+        translator = _speedups.ReplyTranslator(results, len(message), 77)
+        assert translator.feed(message) == len(message), name
+        assert translator.take() == expected[name], name
+
+
+@pytest.mark.parametrize("impl", ["c", "python"])
+@pytest.mark.parametrize("chunk", [1, 3, 1000, 1 << 20])
+def test_streaming_equals_whole_message(messages, schema, impl, chunk):
+    replies, _ = messages
+    message = replies["partitions"]
+    whole = binary_reply_to_tjson(message, schema, seqid=5)
+    accel.set_implementation(impl)
+    try:
+        translator = reply_translator(schema, 1 << 30, 5)
+        out, end = [], None
+        data = message + b"\x80extra"  # bytes after the message are not the translator's
+        for i in range(0, len(data), chunk):
+            end = translator.feed(data[i : i + chunk])
+            out.append(translator.take())
+            if end is not None:
+                break
+    finally:
+        accel.set_implementation("c")
+    assert end == len(message)
+    assert b"".join(out) == whole
+
+
+def test_streaming_emits_before_the_end(messages, schema):
+    message = messages[0]["partitions"]
+    translator = reply_translator(schema, 1 << 30, 5)
+    assert translator.feed(message[: len(message) // 2]) is None
+    assert translator.pending > len(message) // 3  # TJSON of the first half is ready
+
+
+@pytest.mark.parametrize("impl", ["c", "python"])
+def test_streaming_errors(messages, schema, impl):
+    message = messages[0]["partitions"]
+    accel.set_implementation(impl)
+    try:
+        with pytest.raises(ProtocolError, match="version"):
+            reply_translator(schema, 1 << 20).feed(b"\x00" * 64)
+        with pytest.raises(ProtocolError, match="size limit"):
+            translator = reply_translator(schema, 1000)
+            for i in range(0, len(message), 100):
+                translator.feed(message[i : i + 100])
+        bad = bytearray(message)
+        bad[len(bad) - 1] = 1  # last STOP becomes an unknown field type
+        translator = reply_translator(schema, 1 << 30)
+        with pytest.raises(ProtocolError):
+            assert translator.feed(bytes(bad) + b"\x00" * 8) is None
+        assert reply_translator(schema, 1 << 30).feed(message[:-1]) is None  # truncated: wants more
+    finally:
+        accel.set_implementation("c")
+
+
+def test_environment_variable_forces_pure_python():
+    code = "from gateway.thrift import accel; print(accel.implementation())"
+    env = {**os.environ, "HMS_GATEWAY_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("python (HMS_GATEWAY_PURE_PYTHON=1)")

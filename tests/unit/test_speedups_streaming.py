@@ -1,0 +1,113 @@
+"""The pool streams a reply into a ReplySink: output leaves before the reply has all arrived,
+errors keep their meaning before the first byte, and a retry after it is refused."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from gateway.thrift.schema import load_schema
+from gateway.thrift.streaming import reply_translator
+from gateway.thrift.translate import binary_reply_to_tjson
+from gateway.upstream.errors import UpstreamBadReply, UpstreamUnavailable
+from gateway.upstream.pool import UpstreamPool
+from gateway.upstream.streaming import ReplySink, StreamBroken, expecting
+from tests.support.fake_hms import CALL, list_of_strings_reply
+
+BIG = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 for i in range(4000)])  # ~2 MB
+
+
+class RecordingSink(ReplySink):
+    """A sink whose client is a list: records each write and how much reply had arrived then."""
+
+    def __init__(self, call: bytes, server: "ScriptedHMS"):
+        schema = load_schema()
+        super().__init__(call, None, lambda m: reply_translator(schema, m, 9), "x", lambda r: None,  # type: ignore[arg-type]
+                         flush_bytes=64 * 1024)
+        self.server = server
+        self.writes: list[tuple[int, bytes]] = []
+
+    async def _write(self, data: bytes) -> None:
+        self.response = object()  # type: ignore[assignment]  # "started"
+        self.writes.append((self.server.sent, data))
+        self.sent += len(data)
+
+
+class ScriptedHMS:
+    """Answers one CALL with ``reply`` in 64 KiB pieces; ``cut`` closes after that many bytes."""
+
+    def __init__(self, reply: bytes, cut: int | None = None):
+        self.reply, self.cut, self.sent = reply, cut, 0
+
+    async def __aenter__(self):
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"thrift://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+
+    async def _serve(self, reader, writer):
+        try:
+            await reader.readexactly(len(CALL))
+            end = len(self.reply) if self.cut is None else self.cut
+            for i in range(0, end, 65536):
+                piece = self.reply[i:min(i + 65536, end)]
+                writer.write(piece)
+                await writer.drain()
+                self.sent += len(piece)
+                await asyncio.sleep(0)
+            if self.cut is not None:
+                writer.close()
+                return
+            await reader.read()  # keep the connection open for reuse
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+
+
+async def test_reply_streams_before_it_has_all_arrived():
+    async with ScriptedHMS(BIG) as hms:
+        pool = UpstreamPool(hms.url)
+        sink = RecordingSink(CALL, hms)
+        with expecting(sink):
+            head = await pool.call(CALL)
+        assert sink.done and BIG.startswith(head)
+        rest = sink._translator.take()
+        body = b"".join(data for _, data in sink.writes) + rest
+        assert body == binary_reply_to_tjson(BIG, load_schema(), seqid=9)
+        assert sink.writes and sink.writes[0][0] < len(BIG)  # first write while the reply was arriving
+        assert len(sink.writes) > 5
+        await pool.close()
+
+
+async def test_other_requests_on_the_task_are_not_streamed():
+    async with ScriptedHMS(BIG) as hms:
+        pool = UpstreamPool(hms.url)
+        sink = RecordingSink(bytes(bytearray(CALL)), hms)  # equal bytes, another object
+        with expecting(sink):
+            assert await pool.call(CALL) == BIG
+        assert not sink.done and not sink.writes
+        await pool.close()
+
+
+async def test_connection_lost_after_start_is_unavailable_and_retry_is_refused():
+    async with ScriptedHMS(BIG, cut=len(BIG) // 2) as hms:
+        pool = UpstreamPool(hms.url)
+        sink = RecordingSink(CALL, hms)
+        with expecting(sink), pytest.raises(UpstreamUnavailable):
+            await pool.call(CALL)
+        assert sink.started and not sink.done
+        with pytest.raises(StreamBroken):
+            sink.begin(1 << 20)  # a failover retry cannot restart a reply already on the wire
+        await pool.close()
+
+
+async def test_malformed_reply_before_start_is_bad_reply():
+    async with ScriptedHMS(b"\x00" * 64) as hms:
+        pool = UpstreamPool(hms.url)
+        sink = RecordingSink(CALL, hms)
+        with expecting(sink), pytest.raises(UpstreamBadReply, match="bad binary message version"):
+            await pool.call(CALL)
+        assert not sink.started
+        await pool.close()
