@@ -42,6 +42,7 @@ from gateway.providers.authentication.base import (
     presented_credentials,
 )
 from gateway.providers.identity import Identity
+from gateway.providers.ownership import OwnerAssertion
 from gateway.thrift.codec import Codec, detect_codec
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
@@ -102,6 +103,7 @@ class Dispatcher:
         self.max_request_bytes = limits.max_request_bytes
         self.body_timeout = limits.client_body_timeout_seconds
         self.known_methods = frozenset(schema.methods)
+        self.ownership = OwnerAssertion(schema)
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
@@ -175,6 +177,10 @@ class Dispatcher:
             )
             return self._reply(body_out, codec, topology, service), header.name, "not_exposed"
 
+        try:
+            call = self.ownership.apply(call, header.name, identity.user)
+        except ProtocolError as exc:
+            raise _Outcome(_text(400, f"malformed Thrift message: {exc.reason}"), "bad_request")
         oneway = header.type == _ONEWAY
         sink = None if oneway else self._reply_sink(request, codec, call, header.seqid)
         try:

@@ -313,3 +313,63 @@ def _write_string(out: bytearray, value: object) -> None:
     raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
     out += I32.pack(len(raw))
     out += raw
+
+
+
+def struct_fields(data: bytes, pos: int, depth: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
+    """The fields of the strict-binary struct at ``pos`` and the position after its STOP.
+
+    Each field is ``(field id, wire type, value start, value end)``. For small, already
+    validated messages (a request after translation). Raises ``ProtocolError`` on malformed
+    data or nesting deeper than ``MAX_DEPTH``.
+    """
+    fields = []
+    try:
+        while (ftype := data[pos]) != TType.STOP:
+            (fid,) = I16.unpack_from(data, pos + 1)
+            end = skip_value(data, pos + 3, ftype, depth + 1)
+            fields.append((fid, ftype, pos + 3, end))
+            pos = end
+    except IndexError:
+        raise ProtocolError("binary message truncated") from None
+    return fields, pos + 1
+
+
+def skip_value(data: bytes, pos: int, ttype: int, depth: int = 0) -> int:
+    """The position just after the strict-binary value of type ``ttype`` at ``pos``.
+
+    Raises ``ProtocolError`` on a malformed value or nesting deeper than ``MAX_DEPTH``.
+    """
+    if depth > MAX_DEPTH:
+        raise ProtocolError("binary message nested too deeply")
+    try:
+        if ttype in FIXED_SIZES:
+            end = pos + FIXED_SIZES[ttype]
+        elif ttype == TType.STRING:
+            (length,) = I32.unpack_from(data, pos)
+            if length < 0:
+                raise ProtocolError("negative string length")
+            end = pos + 4 + length
+        elif ttype == TType.STRUCT:
+            end = struct_fields(data, pos, depth)[1]
+        elif ttype in (TType.LIST, TType.SET):
+            etype, count = LIST_HEADER.unpack_from(data, pos)
+            end = pos + 5
+            if etype in FIXED_SIZES:  # no per-element walk: a hostile count costs nothing
+                end += FIXED_SIZES[etype] * max(count, 0)
+            else:
+                for _ in range(count):
+                    end = skip_value(data, end, etype, depth + 1)
+        elif ttype == TType.MAP:
+            ktype, vtype, count = MAP_HEADER.unpack_from(data, pos)
+            end = pos + 6
+            for _ in range(count):
+                end = skip_value(data, end, ktype, depth + 1)
+                end = skip_value(data, end, vtype, depth + 1)
+        else:
+            raise ProtocolError(f"unknown wire type {ttype}")
+    except struct.error:
+        raise ProtocolError("binary message truncated") from None
+    if end > len(data):
+        raise ProtocolError("binary message truncated")
+    return end

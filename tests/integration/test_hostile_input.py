@@ -112,11 +112,7 @@ def test_hostile_bodies_keep_memory_bounded(gateway):
 
 def test_what_apache_writers_produce_is_accepted(gateway, direct):
     _, ttypes = hive_metastore_modules()
-    db = "gw_hostile_accept"
-    try:
-        direct.drop_database(db, True, True)
-    except ttypes.NoSuchObjectException:
-        pass
+    db = "gw_hostile_accept"  # the session's HMS is fresh: the database does not exist yet
     # \u escapes with a surrogate pair, \/, and a raw non-ASCII character, as Java/C++ write them
     create = ('[1,"create_database",1,4,{"1":{"rec":{"1":{"str":"' + db + '"},'
               '"2":{"str":"caf\\u00e9 \\ud83d\\ude00 a\\/b \u00fc"},"3":{"str":"file:\\/tmp\\/' + db + '"},'

@@ -133,7 +133,9 @@ def test_each_user_reaches_hms_as_itself_over_the_same_upstream(gateway, metasto
     direct, transport = hive_metastore_client(metastore.host, metastore.port)
     try:
         for name, user in names.items():
-            assert direct.get_database(name).name == name  # created, really, in HMS
+            db = direct.get_database(name)
+            assert db.name == name  # created, really, in HMS
+            assert db.ownerName == user and db.ownerType == ttypes.PrincipalType.USER  # owner assertion
             assert hms_audit_user(metastore, f"create_database: Database(name:{name},") == [user]
     finally:
         transport.close()
@@ -151,6 +153,11 @@ def test_doas_allowed_by_proxy_user_rule_acts_as_the_target(gateway, metastore):
     status, _, body = post(gateway, "owners", "alice", create_database_body(name), "?doAs=bob")
     assert status == 200, body
     assert hms_audit_user(metastore, f"create_database: Database(name:{name},") == ["bob"]
+    direct, transport = hive_metastore_client(metastore.host, metastore.port)
+    try:
+        assert direct.get_database(name).ownerName == "bob"
+    finally:
+        transport.close()
 
 
 @pytest.mark.parametrize("user, query, reason", [

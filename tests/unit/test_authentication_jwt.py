@@ -75,8 +75,8 @@ async def test_valid_bearer_and_cookie(pem_provider, rsa_keys):
 @pytest.mark.parametrize(
     "bad",
     [
-        {"exp": int(time.time()) - 120},      # expired beyond the 30 s skew
-        {"nbf": int(time.time()) + 120},      # not yet valid
+        {"exp": -120},                        # expired beyond the 30 s skew (relative to now)
+        {"nbf": +120},                        # not yet valid
         {"iss": "https://evil.example.org"},
         {"aud": "another-service"},
         {"exp": None}, {"nbf": None}, {"iss": None}, {"aud": None},  # required claims missing
@@ -84,7 +84,9 @@ async def test_valid_bearer_and_cookie(pem_provider, rsa_keys):
     ],
 )
 async def test_claims_are_enforced(pem_provider, rsa_keys, bad):
-    body = {k: v for k, v in claims(**bad).items() if v is not None}
+    now = int(time.time())
+    relative = {k: now + v for k, v in bad.items() if k in ("exp", "nbf") and v is not None}
+    body = {k: v for k, v in claims(**{**bad, **relative}).items() if v is not None}
     token = jwt.encode(body, rsa_keys[0], algorithm="RS256")
     assert await pem_provider.authenticate(request_with(token=token)) is None
 
