@@ -67,61 +67,86 @@ def write_dev_certificates(
     paths = DevCertificates(
         out_dir / "ca.crt", out_dir / "ca.key", out_dir / "server.crt", out_dir / "server.key"
     )
-    now = dt.datetime.now(dt.timezone.utc)
+    ca_cert, ca_key = _load_or_create_ca(paths, days)
+    names = ["localhost", "127.0.0.1", "::1", *(hostnames or [])]
+    _issue(ca_cert, ca_key, names[0], ExtendedKeyUsageOID.SERVER_AUTH, days,
+           paths.certificate, paths.private_key, san=_san(names))
+    return paths
 
+
+def write_client_certificate(out_dir: Path, name: str, *, days: int = 365) -> tuple[Path, Path]:
+    """Issue ``<name>.crt``/``<name>.key`` in ``out_dir`` for the ``mtls`` provider: subject
+    ``CN=<name>``, client-authentication use, signed by the development CA of ``out_dir``
+    (created if missing). Returns the certificate and key paths; the key is mode 0600."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = DevCertificates(
+        out_dir / "ca.crt", out_dir / "ca.key", out_dir / "server.crt", out_dir / "server.key"
+    )
+    ca_cert, ca_key = _load_or_create_ca(paths, days)
+    cert, key = out_dir / f"{name}.crt", out_dir / f"{name}.key"
+    _issue(ca_cert, ca_key, name, ExtendedKeyUsageOID.CLIENT_AUTH, days, cert, key)
+    return cert, key
+
+
+def _load_or_create_ca(paths: DevCertificates, days: int):
     if paths.ca_certificate.exists() and paths.ca_private_key.exists():
         ca_cert = x509.load_pem_x509_certificate(paths.ca_certificate.read_bytes())
         ca_key = serialization.load_pem_private_key(paths.ca_private_key.read_bytes(), None)
-    else:
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "HMS Gateway development CA")])
-        ca_cert = (
-            x509.CertificateBuilder()
-            .subject_name(ca_name)
-            .issuer_name(ca_name)
-            .public_key(ca_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=days * 5))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True,
-                    content_commitment=False, key_encipherment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-            .sign(ca_key, hashes.SHA256())
-        )
-        _write_private(paths.ca_private_key, _key_pem(ca_key))
-        paths.ca_certificate.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    names = ["localhost", "127.0.0.1", "::1", *(hostnames or [])]
-    cert = (
+        return ca_cert, ca_key
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "HMS Gateway development CA")])
+    ca_cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=days * 5))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True, key_cert_sign=True, crl_sign=True,
+                content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, encipher_only=False, decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_private(paths.ca_private_key, _key_pem(ca_key))
+    paths.ca_certificate.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    return ca_cert, ca_key
+
+
+def _issue(ca_cert, ca_key, common_name: str, usage, days: int, cert_path: Path, key_path: Path,
+           san: x509.SubjectAlternativeName | None = None) -> None:
+    now = dt.datetime.now(dt.timezone.utc)
+    key = ec.generate_private_key(ec.SECP256R1())
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(days=days))
-        .add_extension(_san(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), False
         )
-        .sign(ca_key, hashes.SHA256())
     )
-    _write_private(paths.private_key, _key_pem(key))
-    paths.certificate.write_bytes(
+    if san is not None:
+        builder = builder.add_extension(san, critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    _write_private(key_path, _key_pem(key))
+    cert_path.write_bytes(
         cert.public_bytes(serialization.Encoding.PEM)
-        + ca_cert.public_bytes(serialization.Encoding.PEM)  # full chain for clients
+        + ca_cert.public_bytes(serialization.Encoding.PEM)  # full chain for the peer
     )
-    return paths
 
 
 def certificate_not_after(path: Path) -> dt.datetime:

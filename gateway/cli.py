@@ -20,9 +20,12 @@ def _load(path: Path) -> tuple[GatewayConfig, dict[str, TopologyConfig]]:
 def _check(path: Path) -> tuple[GatewayConfig, dict[str, TopologyConfig]]:
     """Everything ``serve`` validates before binding: files, topologies, TLS material."""
     from gateway.tls import server_ssl_context
+    from gateway.topology import build_topology
 
     config, topologies = _load(path)
     server_ssl_context(config.tls)
+    for topology in topologies.values():
+        build_topology(topology, config)  # what only the whole configuration can tell
     return config, topologies
 
 
@@ -45,10 +48,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_certs(args: argparse.Namespace) -> int:
-    from gateway.certs import write_dev_certificates
+    from gateway.certs import write_client_certificate, write_dev_certificates
 
     paths = write_dev_certificates(args.out, args.hostname)
     print(f"wrote {paths.certificate} and {paths.private_key} (CA: {paths.ca_certificate})")
+    for name in args.client:
+        cert, key = write_client_certificate(args.out, name)
+        print(f"wrote client certificate {cert} and {key} (CN={name})")
     return 0
 
 
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("certs", help="write a development CA and server certificate")
     p.add_argument("--out", type=Path, default=Path("certs"))
     p.add_argument("--hostname", action="append", default=[], help="extra SAN (repeatable)")
+    p.add_argument("--client", action="append", default=[], metavar="NAME",
+                   help="also issue a client certificate CN=NAME for mTLS (repeatable)")
     p.set_defaults(func=cmd_certs)
 
     p = sub.add_parser("demo", help="embedded HMS + PySpark sample data + the gateway")

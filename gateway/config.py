@@ -25,6 +25,7 @@ from gateway.providers.authentication.settings import (
     JwtProvider,
     KerberosProvider,
     LdapProvider,
+    MtlsProvider,
 )
 from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
 
@@ -169,6 +170,9 @@ class TLSConfig(_Model):
     minimum_version: Literal["1.2", "1.3"] = "1.2"
     #: OpenSSL cipher string for TLS 1.2; ``None`` keeps Python's secure default.
     ciphers: str | None = None
+    #: PEM CA bundle that client certificates must chain to. When set, the listener asks for a
+    #: client certificate (optional: other providers still work) for the ``mtls`` provider.
+    client_ca: Path | None = None
 
 
 class Limits(_Model):
@@ -229,7 +233,7 @@ class HtpasswdProvider(_Model):
 
 
 AuthenticationProvider = Annotated[
-    Union[HtpasswdProvider, LdapProvider, JwtProvider, KerberosProvider],
+    Union[HtpasswdProvider, LdapProvider, JwtProvider, KerberosProvider, MtlsProvider],
     Field(discriminator="type"),
 ]
 
@@ -375,6 +379,7 @@ def load_gateway_config(path: Path | str) -> GatewayConfig:
         update={
             "certificate": _resolve(base, cfg.tls.certificate),
             "private_key": _resolve(base, cfg.tls.private_key),
+            "client_ca": _resolve(base, cfg.tls.client_ca) if cfg.tls.client_ca else None,
         }
     )
     if cfg.audit.path is not None:

@@ -71,16 +71,17 @@ class TopologyReloader:
             for path in sorted(changed):
                 try:
                     config = load_topology_file(path)
+                    if self._configs.get(config.name) == config and config.name in topologies:
+                        continue  # touched, not changed
+                    built = self.build(config)
                 except ConfigError as exc:
                     failures += 1
                     log.error("topology not reloaded, previous version kept: %s", exc)
                     continue
-                if self._configs.get(config.name) == config and config.name in topologies:
-                    continue  # touched, not changed
                 action = "reloaded" if config.name in topologies else "deployed"
                 if config.name in topologies:
                     retired.append(topologies[config.name])
-                topologies[config.name] = self.build(config)
+                topologies[config.name] = built
                 self._configs[config.name] = config
                 applied += 1
                 log.info("topology %s %s", config.name, action)

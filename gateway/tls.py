@@ -23,6 +23,12 @@ def server_ssl_context(tls: TLSConfig) -> ssl.SSLContext:
             ctx.set_ciphers(tls.ciphers)
         except ssl.SSLError:
             raise ConfigError("gateway", "tls.ciphers", "the cipher string selects no cipher") from None
+    if tls.client_ca is not None:
+        try:
+            ctx.load_verify_locations(cafile=tls.client_ca)
+        except (OSError, ssl.SSLError):
+            raise ConfigError(tls.client_ca, "tls.client_ca", "cannot load the CA bundle") from None
+        ctx.verify_mode = ssl.CERT_OPTIONAL  # other providers still serve clients without one
     try:
         ctx.load_cert_chain(tls.certificate, tls.private_key)
     except (OSError, ssl.SSLError) as exc:

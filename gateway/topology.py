@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.config import GatewayConfig, HtpasswdProvider, ServiceConfig, TopologyConfig
+from gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    HtpasswdProvider,
+    ServiceConfig,
+    TopologyConfig,
+)
 from gateway.limits import ConcurrencyLimiter
+from gateway.providers.authentication.settings import MtlsProvider
 from gateway.providers.authentication.base import AuthenticationProvider
 from gateway.providers.authentication.factory import build_provider
 from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
@@ -49,7 +56,7 @@ class Topology:
 
     def challenges(self) -> list[str]:
         """Every ``WWW-Authenticate`` challenge this topology offers, in provider order."""
-        return [provider.challenge() for provider in self.authentication]
+        return [c for provider in self.authentication if (c := provider.challenge())]
 
 
 def _authentication_provider(config: object) -> AuthenticationProvider:
@@ -62,7 +69,14 @@ def _authentication_provider(config: object) -> AuthenticationProvider:
 
 
 def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
-    """Providers and upstream pools for one validated topology (no I/O until the first request)."""
+    """Providers and upstream pools for one validated topology (no I/O until the first request).
+
+    Raises :class:`ConfigError` when the topology needs something the gateway file lacks.
+    """
+    for i, provider in enumerate(config.providers.authentication):
+        if isinstance(provider, MtlsProvider) and gateway.tls.client_ca is None:
+            raise ConfigError(config.source or config.name, f"providers.authentication[{i}]",
+                              "type mtls needs tls.client_ca in the gateway file")
     services = {}
     for svc in config.services:
         up = svc.upstream

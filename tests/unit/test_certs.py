@@ -43,3 +43,18 @@ def test_server_context_refuses_old_tls(tmp_path):
         TLSConfig(certificate=paths.certificate, private_key=paths.private_key, minimum_version="1.3")
     )
     assert ctx13.minimum_version == ssl.TLSVersion.TLSv1_3
+
+
+def test_client_certificate_for_mtls(tmp_path):
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from gateway.certs import write_client_certificate
+
+    server = write_dev_certificates(tmp_path)
+    cert_path, key_path = write_client_certificate(tmp_path, "alice")
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
+    eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert list(eku) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    cert.verify_directly_issued_by(x509.load_pem_x509_certificate(server.ca_certificate.read_bytes()))
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600

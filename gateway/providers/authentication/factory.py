@@ -1,9 +1,14 @@
-"""Builds the run-time authenticator for an LDAP, JWT or Kerberos provider configuration."""
+"""Builds the run-time authenticator for an LDAP, JWT, Kerberos or mTLS provider configuration."""
 
 from __future__ import annotations
 
 from gateway.providers.authentication.base import AuthenticationProvider
-from gateway.providers.authentication.settings import JwtProvider, KerberosProvider, LdapProvider
+from gateway.providers.authentication.settings import (
+    JwtProvider,
+    KerberosProvider,
+    LdapProvider,
+    MtlsProvider,
+)
 
 
 def build_provider(config: object) -> AuthenticationProvider | None:
@@ -20,4 +25,8 @@ def build_provider(config: object) -> AuthenticationProvider | None:
         from gateway.providers.authentication.kerberos import KerberosAuthenticator
 
         return KerberosAuthenticator(config)
+    if isinstance(config, MtlsProvider):
+        from gateway.providers.authentication.mtls import MtlsAuthenticator
+
+        return MtlsAuthenticator(config)
     return None

@@ -229,3 +229,18 @@ class KerberosProvider(_Model):
 
         parse_rules(rules)  # raises ValueError naming the bad rule
         return rules
+
+
+# --- client certificates (mTLS) ----------------------------------------------------------------
+
+
+class MtlsProvider(_Model):
+    """A client certificate verified by the listener against ``tls.client_ca`` (gateway file).
+
+    The principal is the subject attribute ``principal_attribute`` (OpenSSL long names:
+    ``commonName``, ``emailAddress``, ``userId`` ...). No challenge goes into a 401: a
+    certificate is offered during the TLS handshake, not asked for by HTTP.
+    """
+
+    type: Literal["mtls"]
+    principal_attribute: str = "commonName"
