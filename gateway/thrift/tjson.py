@@ -83,18 +83,29 @@ def _int_or_negative_zero(token: str) -> int | float:
     return -0.0 if token == "-0" else int(token)
 
 
+#: Longest accepted number literal with a fraction or exponent. Real writers emit at most ~25
+#: characters (shortest round-trip form); a thousand-digit literal is an attack, not a double.
+MAX_FLOAT_LITERAL = 64
+
+
+def _bounded_float(token: str) -> float:
+    if len(token) > MAX_FLOAT_LITERAL:
+        raise ProtocolError(f"number literal longer than {MAX_FLOAT_LITERAL} characters")
+    return float(token)
+
+
 def _loads(text: str) -> object:
     # strict=False: raw control characters in strings, as Python's writer emits them.
     parse_int = _int_or_negative_zero if "-0" in text else None
     try:
-        return json.loads(text, strict=False, parse_int=parse_int)
+        return json.loads(text, strict=False, parse_int=parse_int, parse_float=_bounded_float)
     except json.JSONDecodeError as exc:
         first_error = exc
     except (ValueError, RecursionError):
         raise ProtocolError("invalid JSON number or nesting") from None
     try:
         strict, _ = _normalise(text, 0, 0, single=False)
-        return json.loads(strict, strict=False, parse_int=parse_int)
+        return json.loads(strict, strict=False, parse_int=parse_int, parse_float=_bounded_float)
     except ProtocolError:
         raise
     except json.JSONDecodeError:

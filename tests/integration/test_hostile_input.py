@@ -75,6 +75,8 @@ HOSTILE = {
     "huge map count": b'[1,"get_database",1,1,{"1":{"map":["str","str",2147483647,{"a":"b"}]}}]',
     "1,000-digit i64": b'[1,"get_database",1,1,{"1":{"i64":' + b"9" * 1000 + b"}}]",
     "1,000-digit seqid": b'[1,"get_all_databases",1,' + b"1" * 1000 + b",{}]",
+    "1,000-digit dbl": b'[1,"get_database",1,1,{"1":{"dbl":1.' + b"0" * 1000 + b"}}]",
+    "1,000-digit dbl integer": b'[1,"get_database",1,1,{"1":{"dbl":' + b"9" * 1000 + b"}}]",
     "invalid UTF-8 in a string": b'[1,"get_database",1,1,{"1":{"str":"de\xff\xfeult"}}]',
     "overlong UTF-8 in a string": b'[1,"get_database",1,1,{"1":{"str":"\xc0\xaf"}}]',
     "unpaired surrogate escape": b'[1,"get_database",1,1,{"1":{"str":"\\ud800x"}}]',

@@ -55,6 +55,8 @@ BAD_CALLS = {
     "i32 string": call('{"1":{"i32":"1"}}'),
     "i64 bool": call('{"1":{"i64":true}}'),
     "i32 huge digits": call('{"1":{"i32":' + "9" * 5000 + "}}"),
+    "dbl with 1,000 digits": call('{"1":{"dbl":1.' + "0" * 1000 + "}}"),
+    "dbl integer with 1,000 digits": call('{"1":{"dbl":' + "9" * 1000 + "}}"),
     "tf string": call('{"1":{"tf":"yes"}}'),
     "dbl string": call('{"1":{"dbl":"1.5"}}'),
     "dbl null": call('{"1":{"dbl":null}}'),
