@@ -38,6 +38,16 @@ def hms_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
         running.server.stop()
 
 
+@pytest.fixture(scope="session")
+def direct(hms: RunningHMS):
+    """A direct strict-binary client of the session HMS (Apache's generated code), for comparing."""
+    client, transport = hive_metastore_client(hms.host, hms.port)
+    try:
+        yield client
+    finally:
+        transport.close()
+
+
 @pytest.fixture
 def hms_client(hms: RunningHMS):
     """Apache Thrift's generated ``ThriftHiveMetastore.Client`` connected straight to the session HMS."""

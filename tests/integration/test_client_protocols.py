@@ -18,11 +18,11 @@ from thrift.Thrift import TApplicationException
 from thrift.transport import THttpClient, TTransport
 
 from tests.support.gateway import RunningGateway, service, start_gateway
-from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
+from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
+from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
-DB, TABLE = "hmshttptestdatabase", "test_table"
 USER, PASSWORD = "admin", "admin-password"
 
 PROTOCOLS = {
@@ -45,13 +45,6 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw = start_gateway(tmp_path_factory.mktemp("gateway-protocols"), topologies, {USER: PASSWORD})
     yield gw
     gw.stop()
-
-
-@pytest.fixture(scope="module")
-def direct(hms):
-    client, transport = hive_metastore_client("127.0.0.1", hms.port)
-    yield client
-    transport.close()
 
 
 def http_client(gw: RunningGateway, protocol: str, topology: str = "default"):
@@ -87,21 +80,7 @@ def post(gw: RunningGateway, body: bytes, topology: str = "default"):
 def test_nine_spec_methods_equal_direct_calls(gateway, direct, protocol):
     client, transport = http_client(gateway, protocol)
     try:
-        assert client.get_all_databases() == direct.get_all_databases()
-        assert {"default", DB} <= set(client.get_all_databases())
-        assert client.get_databases("hms*") == direct.get_databases("hms*") == [DB]
-        assert client.get_database(DB) == direct.get_database(DB)
-        assert client.get_all_tables(DB) == direct.get_all_tables(DB)
-        assert client.get_tables(DB, "test*") == direct.get_tables(DB, "test*")
-        table = client.get_table(DB, TABLE)
-        assert table == direct.get_table(DB, TABLE)
-        assert [c.name for c in table.partitionKeys] == ["hair_color"]
-        assert client.get_tables_by_type(DB, "*", "MANAGED_TABLE") == direct.get_tables_by_type(
-            DB, "*", "MANAGED_TABLE")
-        names = client.get_partition_names(DB, TABLE, -1)
-        assert names == direct.get_partition_names(DB, TABLE, -1) == ["hair_color=black", "hair_color=brown"]
-        parts = client.get_partitions(DB, TABLE, -1)
-        assert parts == direct.get_partitions(DB, TABLE, -1)
+        assert_spec_methods_match(client, direct)
         assert transport.headers["Content-Type"] == PROTOCOLS[protocol][1]
     finally:
         transport.close()

@@ -23,11 +23,11 @@ from thrift.transport import THttpClient
 
 from tests.support.gateway import RunningGateway, free_port, post, service, start_gateway
 from tests.support.relay import TcpRelay
-from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
+from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
+from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
-DB, TABLE = "hmshttptestdatabase", "test_table"
 USER, PASSWORD = "admin", "admin-password"
 
 
@@ -77,13 +77,6 @@ def gateway(hms, black_hole, forwarder, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
-@pytest.fixture(scope="module")
-def direct(hms):
-    client, transport = hive_metastore_client("127.0.0.1", hms.port)
-    yield client
-    transport.close()
-
-
 def http_client(gw: RunningGateway, topology: str = "default", auth=(USER, PASSWORD)):
     """Apache Thrift's own HTTP client: THttpClient + TJSONProtocol + generated code."""
     service_mod, _ = hive_metastore_modules()
@@ -100,23 +93,7 @@ def http_client(gw: RunningGateway, topology: str = "default", auth=(USER, PASSW
 def test_all_nine_spec_methods_match_direct_binary_calls(gateway, direct):
     client, transport = http_client(gateway)
     try:
-        assert client.get_all_databases() == direct.get_all_databases()
-        assert {"default", DB} <= set(client.get_all_databases())
-        assert client.get_databases("hms*") == direct.get_databases("hms*") == [DB]
-        assert client.get_database(DB) == direct.get_database(DB)
-        assert client.get_all_tables(DB) == direct.get_all_tables(DB)
-        assert TABLE in client.get_all_tables(DB)
-        assert client.get_tables(DB, "test*") == direct.get_tables(DB, "test*")
-        table = client.get_table(DB, TABLE)
-        assert table == direct.get_table(DB, TABLE)
-        assert [c.name for c in table.partitionKeys] == ["hair_color"]
-        assert client.get_tables_by_type(DB, "*", "MANAGED_TABLE") == direct.get_tables_by_type(
-            DB, "*", "MANAGED_TABLE")
-        names = client.get_partition_names(DB, TABLE, -1)
-        assert names == direct.get_partition_names(DB, TABLE, -1) == ["hair_color=black", "hair_color=brown"]
-        parts = client.get_partitions(DB, TABLE, -1)
-        assert parts == direct.get_partitions(DB, TABLE, -1)
-        assert sorted(p.values for p in parts) == [["black"], ["brown"]]
+        assert_spec_methods_match(client, direct)
     finally:
         transport.close()
 

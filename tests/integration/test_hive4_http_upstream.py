@@ -29,11 +29,11 @@ from thrift.transport import THttpClient, TTransport
 
 from gateway.config import ConfigError, load_topology_file
 from tests.support.gateway import RunningGateway, free_port, service, start_gateway
+from tests.support.spec_calls import assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
-DB, TABLE = "hmshttptestdatabase", "test_table"
 USER, PASSWORD = "admin", "admin-password"
 
 
@@ -136,13 +136,6 @@ def gateway(relay, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
-@pytest.fixture(scope="module")
-def direct(hms):
-    client, transport = hive_metastore_client("127.0.0.1", hms.port)
-    yield client
-    transport.close()
-
-
 def http_client(gw: RunningGateway, topology: str, protocol=TJSONProtocol.TJSONProtocol, user=USER,
                 password=PASSWORD):
     service_mod, _ = hive_metastore_modules()
@@ -168,19 +161,10 @@ def test_nine_methods_through_the_http_mode_upstream_equal_direct_calls(gateway,
     client, transport = http_client(gateway, "hive4", protocol)
     seen = len(relay.users)
     try:
-        assert client.get_all_databases() == direct.get_all_databases()
-        assert client.get_databases("hms*") == direct.get_databases("hms*") == [DB]
-        assert client.get_database(DB) == direct.get_database(DB)
-        assert client.get_all_tables(DB) == direct.get_all_tables(DB)
-        assert client.get_tables(DB, "test*") == direct.get_tables(DB, "test*")
-        assert client.get_table(DB, TABLE) == direct.get_table(DB, TABLE)
-        assert client.get_tables_by_type(DB, "*", "MANAGED_TABLE") == direct.get_tables_by_type(
-            DB, "*", "MANAGED_TABLE")
-        assert client.get_partition_names(DB, TABLE, -1) == ["hair_color=black", "hair_color=brown"]
-        assert client.get_partitions(DB, TABLE, -1) == direct.get_partitions(DB, TABLE, -1)
+        calls = assert_spec_methods_match(client, direct)
     finally:
         transport.close()
-    assert relay.users[seen:] == [USER] * 9
+    assert relay.users[seen:] == [USER] * calls
     assert set(relay.content_types[seen:]) == {"application/x-thrift"}
 
 

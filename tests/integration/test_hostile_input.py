@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gateway import RunningGateway, service, start_gateway
-from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
+from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
@@ -28,13 +28,6 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw = start_gateway(tmp_path_factory.mktemp("gateway-hostile"), topologies, {USER: PASSWORD})
     yield gw
     gw.stop()
-
-
-@pytest.fixture(scope="module")
-def direct(hms):
-    client, transport = hive_metastore_client("127.0.0.1", hms.port)
-    yield client
-    transport.close()
 
 
 def post(gw: RunningGateway, body: bytes):
