@@ -8,8 +8,15 @@ FROM python:3.11-slim AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# A C compiler for the Thrift translation's extension (gateway/thrift/_speedups.c); the runtime
+# stage gets the built venv only. Debian's current gcc is what the base image's Python expects.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/*
+
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md setup.py ./
 COPY gateway ./gateway
 
 # Wheel first, then install only that wheel and its runtime dependencies (no [test]/[demo] extras).

@@ -1098,7 +1098,8 @@ static int write_value(Parser *P, int t, PyObject *spec, int depth) {
             Py_ssize_t n;
             int is_int;
             if ((rc = number_token(P, &s, &n, &is_int))) return rc;
-            if (n > 300 || (is_int && n == 2 && s[0] == '-' && s[1] == '0')) return BAIL;
+            /* tjson.MAX_FLOAT_LITERAL: longer fractions/exponents are refused by the Python code */
+            if (n > 300 || (!is_int && n > 64) || (is_int && n == 2 && s[0] == '-' && s[1] == '0')) return BAIL;
             char tmp[320];
             memcpy(tmp, s, n);
             tmp[n] = 0;

@@ -52,7 +52,7 @@ class ReplySink:
         new_translator: Callable[[int], object],
         content_type: str,
         prepare: Callable[[web.StreamResponse], None],
-        flush_bytes: int = 256 * 1024,
+        flush_bytes: int = 64 * 1024,
     ):
         self.call = call
         self._request = request

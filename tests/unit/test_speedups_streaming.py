@@ -111,3 +111,62 @@ async def test_malformed_reply_before_start_is_bad_reply():
             await pool.call(CALL)
         assert not sink.started
         await pool.close()
+
+
+async def _serve_through_sink(hms_url: str):
+    """A real aiohttp server whose handler streams the pool's reply through a ReplySink the way
+    ``Dispatcher`` does; returns the client's view: (status, body or the error it saw)."""
+    import aiohttp
+    from aiohttp import web
+    from aiohttp.test_utils import TestServer
+
+    from gateway.upstream.errors import UpstreamError
+
+    pool = UpstreamPool(hms_url)
+    schema = load_schema()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        sink = ReplySink(CALL, request, lambda m: reply_translator(schema, m, 9),
+                         "application/vnd.apache.thrift.json", lambda r: None, flush_bytes=64 * 1024)
+        try:
+            with expecting(sink):
+                await pool.call(CALL)
+        except UpstreamError as exc:
+            if sink.response is not None:
+                sink.abort()
+                return sink.response
+            return web.Response(status=exc.status, text=str(exc))
+        return await sink.finish()
+
+    app = web.Application()
+    app.router.add_post("/", handler)
+    async with TestServer(app) as server, aiohttp.ClientSession() as session:
+        async with session.post(server.make_url("/"), data=b"x") as response:
+            try:
+                return response.status, await response.read()
+            except aiohttp.ClientPayloadError as exc:
+                return response.status, exc
+            finally:
+                await pool.close()
+
+
+async def test_http_response_is_chunked_tjson():
+    async with ScriptedHMS(BIG) as hms:
+        status, body = await _serve_through_sink(hms.url)
+    assert status == 200
+    assert body == binary_reply_to_tjson(BIG, load_schema(), seqid=9)
+
+
+async def test_http_response_cut_mid_reply_is_incomplete_for_the_client():
+    import aiohttp
+
+    async with ScriptedHMS(BIG, cut=len(BIG) // 2) as hms:
+        status, body = await _serve_through_sink(hms.url)
+    assert status == 200  # the headers had gone out
+    assert isinstance(body, aiohttp.ClientPayloadError)  # not a complete-looking truncated body
+
+
+async def test_http_error_before_first_byte_is_plain_502():
+    async with ScriptedHMS(BIG, cut=1000) as hms:  # less than one flush: nothing was sent yet
+        status, body = await _serve_through_sink(hms.url)
+    assert status == 502 and b"closed the connection" in body
