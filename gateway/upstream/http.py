@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from urllib.parse import urlsplit
 
 import aiohttp
 
-from gateway.observability import metrics
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import BinaryMessageScanner
 from gateway.thrift.errors import ProtocolError
@@ -31,8 +29,8 @@ from gateway.upstream.errors import (
     UpstreamBadReply,
     UpstreamConnectFailed,
     UpstreamError,
-    UpstreamTimeout,
     UpstreamUnavailable,
+    accounted_call,
 )
 
 log = logging.getLogger(__name__)
@@ -90,30 +88,9 @@ class HttpUpstream:
         ``identity.user`` goes in ``x-actor-username``. Raises the errors listed in the module
         docstring.
         """
-        started = time.perf_counter()
-        outcome = "ok"
-        try:
+        with accounted_call(self.label, self.timeout):
             async with asyncio.timeout(self.timeout):
-                reply = await self._post(request, expect_reply, identity)
-            metrics.UPSTREAM_UP.labels(upstream=self.label).set(1)
-            return reply
-        except TimeoutError:
-            outcome = "timeout"
-            raise UpstreamTimeout(
-                f"upstream {self.label} did not answer within {self.timeout:g} s"
-            ) from None
-        except UpstreamBadReply:
-            outcome = "bad_reply"
-            raise
-        except UpstreamError:
-            outcome = "unavailable"
-            metrics.UPSTREAM_UP.labels(upstream=self.label).set(0)
-            raise
-        finally:
-            metrics.UPSTREAM_REQUESTS.labels(upstream=self.label, outcome=outcome).inc()
-            metrics.UPSTREAM_DURATION.labels(upstream=self.label).observe(
-                time.perf_counter() - started
-            )
+                return await self._post(request, expect_reply, identity)
 
     async def _post(
         self, request: bytes, expect_reply: bool, identity: Identity | None

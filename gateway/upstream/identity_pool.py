@@ -34,6 +34,7 @@ class UpstreamIdentityRefused(UpstreamError):
     """HMS answered ``set_ugi`` with an exception, or not as a ``set_ugi`` reply (502)."""
 
     status = 502
+    outcome = "identity_refused"
 
 
 class _Pooled(Protocol):

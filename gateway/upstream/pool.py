@@ -11,23 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-import time
 from urllib.parse import urlsplit
 
 from gateway.observability import metrics
 from gateway.providers.identity import Identity
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.translate import BinaryMessageScanner
-from gateway.upstream.errors import (
-    UpstreamBadReply,
-    UpstreamConnectFailed,
-    UpstreamTimeout,
-    UpstreamUnavailable,
-)
+from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, accounted_call
 from gateway.upstream.streaming import ReplySink, sink_for
 from gateway.upstream.identity_pool import (
     UgiKey,
-    UpstreamIdentityRefused,
     check_set_ugi_reply,
     set_ugi_call,
     take_idle,
@@ -145,49 +138,22 @@ class UpstreamPool:
         :class:`UpstreamBadReply` (malformed or oversized reply) or
         :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
         """
-        started = time.perf_counter()
-        outcome = "ok"
         self._busy += 1
         self._update_gauges()
         conn: _Connection | None = None
         try:
-            conn = await self._checkout(ugi_key(identity))
-            async with asyncio.timeout(self.timeout):
-                reply = await self._exchange(conn, request, expect_reply)
-            self._checkin(conn)
-            conn = None
-            metrics.UPSTREAM_UP.labels(upstream=self.label).set(1)
-            return reply
-        except TimeoutError:
-            outcome = "timeout"
-            raise UpstreamTimeout(
-                f"upstream {self.label} did not answer within {self.timeout:g} s"
-            ) from None
-        except UpstreamUnavailable:
-            outcome = "unavailable"
-            metrics.UPSTREAM_UP.labels(upstream=self.label).set(0)
-            raise
-        except UpstreamBadReply:
-            outcome = "bad_reply"
-            raise
-        except UpstreamIdentityRefused:
-            outcome = "identity_refused"
-            raise
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            outcome = "unavailable"
-            metrics.UPSTREAM_UP.labels(upstream=self.label).set(0)
-            reason = "closed the connection" if isinstance(exc, asyncio.IncompleteReadError) else (
-                exc.strerror or type(exc).__name__)
-            raise UpstreamUnavailable(f"upstream {self.label}: {reason}") from None
+            with accounted_call(self.label, self.timeout):
+                conn = await self._checkout(ugi_key(identity))
+                async with asyncio.timeout(self.timeout):
+                    reply = await self._exchange(conn, request, expect_reply)
+                self._checkin(conn)
+                conn = None
+                return reply
         finally:
             if conn is not None:
                 conn.close()
             self._busy -= 1
             self._update_gauges()
-            metrics.UPSTREAM_REQUESTS.labels(upstream=self.label, outcome=outcome).inc()
-            metrics.UPSTREAM_DURATION.labels(upstream=self.label).observe(
-                time.perf_counter() - started
-            )
 
     async def _exchange(self, conn: _Connection, request: bytes, expect_reply: bool) -> bytes | None:
         if self.framed:

@@ -25,7 +25,7 @@ import pytest
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.thrift.schema import load_schema
 from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call
-from tests.support.gateway import free_port, service, start_gateway
+from tests.support.gateway import service, start_gateway
 from tests.support.thrift_gen import hive_metastore_client
 
 pytestmark = pytest.mark.integration
