@@ -23,6 +23,7 @@ import argparse
 import base64
 import os
 import platform
+import random
 import socket
 import ssl
 import statistics
@@ -170,19 +171,23 @@ class Gateway:
 
 
 def side_by_side(direct: Direct, gateway: Gateway, binary: bytes, tjson: bytes, n: int) -> tuple[float, float]:
-    """Median seconds of ``n`` alternating calls on each side (after one warm-up each)."""
+    """Median milliseconds of ``n`` calls on each side, interleaved pair by pair.
+
+    Which side goes first in a pair is random (fixed seed): with a strict alternation, HMS's
+    garbage collections, which come every k calls, can lock onto one side and bias the ratio.
+    """
     for _ in range(3):  # warm-up: connections, HMS's JIT
         direct.call(binary)
         gateway.call(tjson)
+    order = random.Random(n)
     d, g = [], []
     for _ in range(n):
-        t0 = time.perf_counter()
-        direct.call(binary)
-        t1 = time.perf_counter()
-        gateway.call(tjson)
-        t2 = time.perf_counter()
-        d.append(t1 - t0)
-        g.append(t2 - t1)
+        sides = [(direct.call, binary, d), (gateway.call, tjson, g)]
+        order.shuffle(sides)
+        for call, message, samples in sides:
+            t0 = time.perf_counter()
+            call(message)
+            samples.append(time.perf_counter() - t0)
     return median_ms(d), median_ms(g)
 
 

@@ -9,15 +9,13 @@ every result must equal a direct binary call to the same HMS.
 from __future__ import annotations
 
 import base64
-import urllib.error
-import urllib.request
 
 import pytest
 from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import THttpClient, TTransport
 
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import RunningGateway, post, service, start_gateway, upstream_calls
 from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_modules
 
@@ -56,24 +54,6 @@ def http_client(gw: RunningGateway, protocol: str, topology: str = "default"):
     return service_mod.Client(factory(transport)), transport
 
 
-def upstream_calls(gw: RunningGateway) -> float:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(gw.management_url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
-               if s.name == "hms_gateway_upstream_requests_total")
-
-
-def post(gw: RunningGateway, body: bytes, topology: str = "default"):
-    req = urllib.request.Request(gw.url(topology), data=body, method="POST")
-    req.add_header("Content-Type", "application/x-thrift")
-    req.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
-    try:
-        with urllib.request.urlopen(req, context=gw.ssl_context(), timeout=30) as r:
-            return r.status, r.headers, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers, e.read()
 
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
@@ -132,7 +112,7 @@ def test_malformed_binary_and_compact_bodies_get_400_and_never_reach_hms(gateway
     before = upstream_calls(gateway)
     for body in (strict[:-1], strict + b"\x00", strict[:3] + b"\x02" + strict[4:], old_style,
                  compact[:-1], compact + b"\x00", compact[:8] + b"\xff" * 12):
-        status, headers, text = post(gateway, body)
+        status, headers, text = post(gateway, body, headers={"Content-Type": "application/x-thrift"})
         assert status == 400, (body, text)
         assert text.startswith(b"malformed Thrift message: ")
     assert upstream_calls(gateway) == before

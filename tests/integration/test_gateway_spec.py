@@ -21,7 +21,15 @@ from thrift.protocol import TJSONProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import THttpClient
 
-from tests.support.gateway import RunningGateway, free_port, post, service, start_gateway
+from tests.support.gateway import (
+    RunningGateway,
+    free_port,
+    metric,
+    post,
+    service,
+    start_gateway,
+    upstream_calls,
+)
 from tests.support.relay import TcpRelay
 from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_modules
@@ -326,19 +334,6 @@ def metrics_text(gw: RunningGateway) -> str:
         return r.read().decode()
 
 
-def metric(gw: RunningGateway, name: str, **labels) -> float:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    total = 0.0
-    for family in text_string_to_metric_families(metrics_text(gw)):
-        for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                total += sample.value
-    return total
-
-
-def upstream_calls(gw: RunningGateway) -> float:
-    return metric(gw, "hms_gateway_upstream_requests_total")
 
 
 def test_metrics_count_requests_and_auth_failures(gateway):

@@ -19,8 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import threading
-import urllib.error
-import urllib.request
 
 import pytest
 from aiohttp import web
@@ -28,7 +26,7 @@ from thrift.protocol import TBinaryProtocol, TJSONProtocol
 from thrift.transport import THttpClient, TTransport
 
 from gateway.config import ConfigError, load_topology_file
-from tests.support.gateway import RunningGateway, free_port, service, start_gateway
+from tests.support.gateway import RunningGateway, free_port, post, service, start_gateway
 from tests.support.spec_calls import assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -145,15 +143,6 @@ def http_client(gw: RunningGateway, topology: str, protocol=TJSONProtocol.TJSONP
     return service_mod.Client(protocol(transport)), transport
 
 
-def post_tjson(gw: RunningGateway, topology: str, body: str):
-    req = urllib.request.Request(gw.url(topology), data=body.encode(), method="POST")
-    req.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
-    try:
-        with urllib.request.urlopen(req, context=gw.ssl_context(), timeout=30) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
 
 @pytest.mark.parametrize("protocol", [TJSONProtocol.TJSONProtocol, TBinaryProtocol.TBinaryProtocolAccelerated],
                          ids=["tjson", "binary"])
@@ -199,7 +188,7 @@ def test_declared_exception_through_http_mode(gateway):
     ],
 )
 def test_upstream_http_failures_map_to_gateway_statuses(gateway, topology, status, reason):
-    code, text = post_tjson(gateway, topology, '[1,"get_all_databases",1,1,{}]')
+    code, _, text = post(gateway, '[1,"get_all_databases",1,1,{}]', topology=topology)
     assert code == status, text
     assert reason in text
 

@@ -4,16 +4,13 @@ writers produce is accepted (issue 3, conformance). Real gateway subprocess, rea
 
 from __future__ import annotations
 
-import base64
 import json
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import RunningGateway, post, service, start_gateway, upstream_calls
 from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
@@ -30,24 +27,6 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
-def post(gw: RunningGateway, body: bytes):
-    req = urllib.request.Request(gw.url(), data=body, method="POST")
-    req.add_header("Content-Type", "application/vnd.apache.thrift.json")
-    req.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
-    try:
-        with urllib.request.urlopen(req, context=gw.ssl_context(), timeout=30) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def upstream_calls(gw: RunningGateway) -> float:
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(gw.management_url + "/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(s.value for f in text_string_to_metric_families(text) for s in f.samples
-               if s.name == "hms_gateway_upstream_requests_total")
 
 
 def peak_rss_kib(pid: int) -> int:
@@ -84,7 +63,7 @@ HOSTILE = {
 def test_hostile_tjson_gets_400_and_never_reaches_hms(gateway, body):
     before = upstream_calls(gateway)
     started = time.monotonic()
-    status, text = post(gateway, body)
+    status, _, text = post(gateway, body)
     elapsed = time.monotonic() - started
     assert status == 400, text[:300]
     assert text.startswith(b"malformed Thrift message: ") and len(text) < 400
@@ -101,7 +80,7 @@ def test_hostile_bodies_keep_memory_bounded(gateway):
             assert post(gateway, body)[0] == 400
     assert peak_rss_kib(gateway.process.pid) - before < 64 * 1024
     # and it still serves
-    status, body = post(gateway, b'[1,"get_all_databases",1,1,{}]')
+    status, _, body = post(gateway, b'[1,"get_all_databases",1,1,{}]')
     assert status == 200 and json.loads(body)[2] == 2
 
 
@@ -114,7 +93,7 @@ def test_what_apache_writers_produce_is_accepted(gateway, direct):
     create = ('[1,"create_database",1,4,{"1":{"rec":{"1":{"str":"' + db + '"},'
               '"2":{"str":"caf\\u00e9 \\ud83d\\ude00 a\\/b \u00fc"},"3":{"str":"file:\\/tmp\\/' + db + '"},'
               '"4":{"map":["str","str",1,{"k\\/1":"v\\\\"}]}}}}]')
-    status, body = post(gateway, create.encode())
+    status, _, body = post(gateway, create.encode())
     assert status == 200 and json.loads(body)[2] == 2, body
     got = direct.get_database(db)
     assert got.description == "caf\u00e9 \U0001f600 a/b \u00fc"
@@ -135,12 +114,12 @@ def test_what_apache_writers_produce_is_accepted(gateway, direct):
                  '"1":{"rec":{"1":{"str":"' + low + '"},"3":{"i16":2}}},'
                  '"2":{"rec":{"1":{"str":"' + high + '"},"3":{"i16":2}}},'
                  '"3":{"i64":0},"4":{"i64":2}}}}}}]}}}}]')
-        status, body = post(gateway, stats.encode())
+        status, _, body = post(gateway, stats.encode())
         assert status == 200 and json.loads(body)[4] == {"0": {"tf": 1}}, body
         read = direct.get_table_column_statistics(db, "t", "d").statsObj[0].statsData.decimalStats
         assert (read.lowValue.unscaled, read.highValue.unscaled) == (b"\x01\x02", b"\x01\xef")
 
     # doubles as Java/C++ write them: quoted NaN/Infinity (in fields HMS skips)
     probe = b'[1,"get_all_databases",1,6,{"90":{"dbl":"NaN"},"91":{"dbl":"Infinity"},"92":{"dbl":"-Infinity"}}]'
-    status, body = post(gateway, probe)
+    status, _, body = post(gateway, probe)
     assert status == 200 and db in json.loads(body)[4]["0"]["lst"]

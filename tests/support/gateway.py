@@ -150,3 +150,22 @@ def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
+
+
+def metric(gw: RunningGateway, name: str, **labels: str) -> float:
+    """Sum of the samples ``name`` with ``labels`` on the gateway's ``/metrics``."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(gw.management_url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def upstream_calls(gw: RunningGateway) -> float:
+    """Calls the gateway dispatched upstream so far (to prove a request never reached HMS)."""
+    return metric(gw, "hms_gateway_upstream_requests_total")

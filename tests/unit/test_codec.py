@@ -9,19 +9,9 @@ from thrift.transport import TTransport
 
 from gateway.thrift.codec import BINARY, COMPACT, TJSON, detect_codec
 from gateway.thrift.errors import ProtocolError
+from tests.support.apache_codec import strict_binary, write_message
 
 
-def message(factory, name, mtype, seqid, obj) -> bytes:
-    buffer = TTransport.TMemoryBuffer()
-    protocol = factory(buffer)
-    protocol.writeMessageBegin(name, mtype, seqid)
-    obj.write(protocol)
-    protocol.writeMessageEnd()
-    return buffer.getvalue()
-
-
-def strict(transport):
-    return TBinaryProtocol.TBinaryProtocol(transport, strictRead=True, strictWrite=True)
 
 
 def non_strict(transport):
@@ -36,20 +26,20 @@ def call(apache_hms):
 def test_detection_by_first_byte(call):
     assert detect_codec(b'[1,"a",1,1,{}]') is TJSON
     assert detect_codec(b' \r\n[1,"a",1,1,{}]', "application/x-thrift") is TJSON
-    assert detect_codec(message(strict, "get_table", 1, 1, call), "application/vnd.apache.thrift.json") is BINARY
-    assert detect_codec(message(TCompactProtocol.TCompactProtocol, "get_table", 1, 1, call)) is COMPACT
-    for body in (b"", b"{}", b"\x00\x00\x00\x09get_table", message(non_strict, "get_table", 1, 1, call)):
+    assert detect_codec(write_message(strict_binary, "get_table", 1, 1, call), "application/vnd.apache.thrift.json") is BINARY
+    assert detect_codec(write_message(TCompactProtocol.TCompactProtocol, "get_table", 1, 1, call)) is COMPACT
+    for body in (b"", b"{}", b"\x00\x00\x00\x09get_table", write_message(non_strict, "get_table", 1, 1, call)):
         with pytest.raises(ProtocolError, match="neither TJSON"):
             detect_codec(body, "application/x-thrift")
 
 
 def test_binary_call_passes_through_unchanged(call, schema):
-    body = message(strict, "get_table", 1, 42, call)
+    body = write_message(strict_binary, "get_table", 1, 42, call)
     header, binary = BINARY.decode_call(body, schema)
     assert (header.name, header.type, header.seqid) == ("get_table", 1, 42)
     assert binary == body
     # a method the 2.3 IDL does not know passes too (exposure is the dispatcher's decision)
-    header, binary = BINARY.decode_call(message(strict, "get_table_objects_by_name_req", 4, 1, call), schema)
+    header, binary = BINARY.decode_call(write_message(strict_binary, "get_table_objects_by_name_req", 4, 1, call), schema)
     assert header.type == 4
 
 
@@ -66,7 +56,7 @@ def test_binary_call_passes_through_unchanged(call, schema):
     ],
 )
 def test_malformed_binary_calls_are_refused(call, schema, mutate, reason):
-    body = mutate(message(strict, "get_table", 1, 1, call))
+    body = mutate(write_message(strict_binary, "get_table", 1, 1, call))
     with pytest.raises(ProtocolError) as info:
         BINARY.decode_call(body, schema)
     assert reason in info.value.reason
@@ -74,33 +64,33 @@ def test_malformed_binary_calls_are_refused(call, schema, mutate, reason):
 
 def test_binary_reply_comes_back_with_the_clients_seqid(apache_hms, schema):
     result = apache_hms.service.get_all_databases_result(success=["default", "x"])
-    upstream = message(strict, "get_all_databases", 2, 7, result)
+    upstream = write_message(strict_binary, "get_all_databases", 2, 7, result)
     assert BINARY.encode_reply(upstream, schema, 7) == upstream
     out = BINARY.encode_reply(upstream, schema, -3)
-    protocol = strict(TTransport.TMemoryBuffer(out))
+    protocol = strict_binary(TTransport.TMemoryBuffer(out))
     assert protocol.readMessageBegin() == ("get_all_databases", 2, -3)
     back = apache_hms.service.get_all_databases_result()
     back.read(protocol)
     assert back == result
     with pytest.raises(ProtocolError):
-        BINARY.encode_reply(message(strict, "get_all_databases", 1, 7, result), schema, 7)
+        BINARY.encode_reply(write_message(strict_binary, "get_all_databases", 1, 7, result), schema, 7)
 
 
 def test_compact_call_and_reply(apache_hms, schema, call):
-    header, binary = COMPACT.decode_call(message(TCompactProtocol.TCompactProtocol, "get_table", 1, 9, call), schema)
-    assert header.seqid == 9 and binary == message(strict, "get_table", 1, 9, call)
+    header, binary = COMPACT.decode_call(write_message(TCompactProtocol.TCompactProtocol, "get_table", 1, 9, call), schema)
+    assert header.seqid == 9 and binary == write_message(strict_binary, "get_table", 1, 9, call)
     with pytest.raises(ProtocolError, match="CALL"):
-        COMPACT.decode_call(message(TCompactProtocol.TCompactProtocol, "get_table", 2, 9, call), schema)
+        COMPACT.decode_call(write_message(TCompactProtocol.TCompactProtocol, "get_table", 2, 9, call), schema)
     result = apache_hms.service.get_all_databases_result(success=["a"])
-    out = COMPACT.encode_reply(message(strict, "get_all_databases", 2, 1, result), schema, 9)
-    assert out == message(TCompactProtocol.TCompactProtocol, "get_all_databases", 2, 9, result)
+    out = COMPACT.encode_reply(write_message(strict_binary, "get_all_databases", 2, 1, result), schema, 9)
+    assert out == write_message(TCompactProtocol.TCompactProtocol, "get_all_databases", 2, 9, result)
     with pytest.raises(ProtocolError):
-        COMPACT.encode_reply(message(strict, "get_all_databases", 2, 1, result)[:-2], schema, 9)
+        COMPACT.encode_reply(write_message(strict_binary, "get_all_databases", 2, 1, result)[:-2], schema, 9)
 
 
 @pytest.mark.parametrize(
     "codec, factory",
-    [(BINARY, strict), (COMPACT, TCompactProtocol.TCompactProtocol),
+    [(BINARY, strict_binary), (COMPACT, TCompactProtocol.TCompactProtocol),
      (COMPACT, TCompactProtocol.TCompactProtocolAccelerated)],
 )
 def test_application_exception_in_the_clients_protocol(codec, factory):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.protocol import TCompactProtocol
 from thrift.Thrift import TApplicationException, TType
 from thrift.transport import TTransport
 
@@ -22,6 +22,7 @@ from gateway.thrift.compact import (
     compact_message_to_binary,
 )
 from gateway.thrift.errors import MAX_DEPTH, ProtocolError
+from tests.support.apache_codec import read_message, strict_binary, write_message
 
 COMPACT_FACTORIES = {
     "pure": TCompactProtocol.TCompactProtocol,
@@ -29,26 +30,7 @@ COMPACT_FACTORIES = {
 }
 
 
-def write(factory, name, mtype, seqid, obj) -> bytes:
-    buffer = TTransport.TMemoryBuffer()
-    protocol = factory(buffer)
-    protocol.writeMessageBegin(name, mtype, seqid)
-    obj.write(protocol)
-    protocol.writeMessageEnd()
-    return buffer.getvalue()
 
-
-def strict_binary(transport):
-    return TBinaryProtocol.TBinaryProtocol(transport, strictRead=True, strictWrite=True)
-
-
-def read(factory, data: bytes, cls):
-    protocol = factory(TTransport.TMemoryBuffer(data))
-    header = protocol.readMessageBegin()
-    obj = cls()
-    obj.read(protocol)
-    protocol.readMessageEnd()
-    return header, obj
 
 
 # --- a Hypothesis strategy for any generated struct, driven by its thrift_spec ---------------
@@ -108,21 +90,21 @@ def test_random_objects_match_apache_both_ways(apache_hms, sample_classes, flavo
     cls = data.draw(st.sampled_from(sample_classes))
     obj = data.draw(struct_of(cls))
     factory = COMPACT_FACTORIES[flavour]
-    compact = write(factory, "some_method", mtype, seqid, obj)
-    binary = write(strict_binary, "some_method", mtype, seqid, obj)
+    compact = write_message(factory, "some_method", mtype, seqid, obj)
+    binary = write_message(strict_binary, "some_method", mtype, seqid, obj)
 
     assert binary_message_to_compact(binary) == compact
 
     header, translated = compact_message_to_binary(compact)
     assert (header.name, header.type, header.seqid) == ("some_method", mtype, seqid)
-    back_header, back = read(strict_binary, translated, cls)
+    back_header, back = read_message(strict_binary, translated, cls)
     assert back_header == ("some_method", mtype, seqid)
     assert back == obj
     if b"\x0d" not in binary:  # no map at all: the bytes must be Apache's exactly
         assert translated == binary
     assert binary_message_to_compact(translated) == compact
     # and Apache's own compact reader agrees with what we produce
-    _, again = read(factory, binary_message_to_compact(translated), cls)
+    _, again = read_message(factory, binary_message_to_compact(translated), cls)
     assert again == obj
 
 
@@ -148,8 +130,8 @@ def test_hms_objects_with_every_wire_type(apache_hms):
                       ("update_table_column_statistics", svc.update_table_column_statistics_args(stats)),
                       ("get_all_databases", svc.get_all_databases_result(success=["a", "b" * 300] * 10))]:
         for factory in COMPACT_FACTORIES.values():
-            compact = write(factory, name, REPLY, 7, obj)
-            binary = write(strict_binary, name, REPLY, 7, obj)
+            compact = write_message(factory, name, REPLY, 7, obj)
+            binary = write_message(strict_binary, name, REPLY, 7, obj)
             assert binary_message_to_compact(binary) == compact
             _, translated = compact_message_to_binary(compact)
             assert translated == binary
@@ -157,11 +139,11 @@ def test_hms_objects_with_every_wire_type(apache_hms):
 
 def test_seqid_is_replaced_and_negative_seqids_survive(apache_hms):
     obj = apache_hms.service.get_all_databases_args()
-    binary = write(strict_binary, "get_all_databases", CALL, 5, obj)
+    binary = write_message(strict_binary, "get_all_databases", CALL, 5, obj)
     compact = binary_message_to_compact(binary, seqid=-2)
     header, _ = compact_message_to_binary(compact)
     assert header.seqid == -2
-    assert read(TCompactProtocol.TCompactProtocol, compact, type(obj))[0][2] == -2
+    assert read_message(TCompactProtocol.TCompactProtocol, compact, type(obj))[0][2] == -2
 
 
 @pytest.mark.parametrize("factory", COMPACT_FACTORIES.values(), ids=sorted(COMPACT_FACTORIES))
