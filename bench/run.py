@@ -38,12 +38,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from thrift.protocol import TBinaryProtocol, TJSONProtocol  # noqa: E402
-from thrift.transport import TTransport  # noqa: E402
 
 from gateway.thrift import accel  # noqa: E402
 from gateway.thrift.binary import encode_binary_call  # noqa: E402
 from gateway.thrift.schema import TType, load_schema  # noqa: E402
 from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary  # noqa: E402
+from tests.support.apache_codec import read_message, write_message  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call  # noqa: E402
 from tests.support.gateway import service, start_gateway  # noqa: E402
 from tests.support.hms import start_hms  # noqa: E402
@@ -234,28 +234,12 @@ def translation_alone(binary_reply: bytes) -> dict[str, float]:
     service_mod, _ = hive_metastore_modules()
     schema = load_schema()
 
-    def apache_read(proto_cls, data: bytes, result_cls):
-        proto = proto_cls(TTransport.TMemoryBuffer(data))
-        header = proto.readMessageBegin()
-        obj = result_cls()
-        obj.read(proto)
-        proto.readMessageEnd()
-        return header, obj
-
-    def apache_write(proto_cls, name: str, mtype: int, obj) -> bytes:
-        buf = TTransport.TMemoryBuffer()
-        proto = proto_cls(buf)
-        proto.writeMessageBegin(name, mtype, 1)
-        obj.write(proto)
-        proto.writeMessageEnd()
-        return buf.getvalue()
-
-    _, result = apache_read(TBinaryProtocol.TBinaryProtocolAccelerated, binary_reply, service_mod.get_partitions_result)
+    _, result = read_message(TBinaryProtocol.TBinaryProtocolAccelerated, binary_reply, service_mod.get_partitions_result)
     args = service_mod.add_partitions_args(new_parts=result.success)
-    tjson_call = apache_write(TJSONProtocol.TJSONProtocol, "add_partitions", 1, args)
+    tjson_call = write_message(TJSONProtocol.TJSONProtocol, "add_partitions", 1, 1, args)
     out: dict[str, float] = {"tjson_call_bytes": len(tjson_call)}
-    out["apache_writer"] = timed(lambda: apache_write(TJSONProtocol.TJSONProtocol, "get_partitions", 2, result), 3)
-    out["apache_reader"] = timed(lambda: apache_read(TJSONProtocol.TJSONProtocol, tjson_call, service_mod.add_partitions_args), 3)
+    out["apache_writer"] = timed(lambda: write_message(TJSONProtocol.TJSONProtocol, "get_partitions", 2, 1, result), 3)
+    out["apache_reader"] = timed(lambda: read_message(TJSONProtocol.TJSONProtocol, tjson_call, service_mod.add_partitions_args), 3)
     out["gateway_b2j"] = timed(lambda: binary_reply_to_tjson(binary_reply, schema), 15)
     out["gateway_j2b"] = timed(lambda: tjson_call_to_binary(tjson_call, schema), 15)
     active = accel.implementation()

@@ -21,29 +21,22 @@ from gateway.thrift.translate import (
     tjson_call_to_binary,
 )
 
+from tests.support.apache_codec import strict_binary, write_message
+
 # Every test runs on both implementations (C extension and pure Python).
 pytestmark = pytest.mark.usefixtures("thrift_impl")
 
 
-def write(protocol_factory, name, mtype, seqid, obj) -> bytes:
-    buffer = TTransport.TMemoryBuffer()
-    protocol = protocol_factory(buffer)
-    protocol.writeMessageBegin(name, mtype, seqid)
-    obj.write(protocol)
-    protocol.writeMessageEnd()
-    return buffer.getvalue()
-
-
 def tjson(name, mtype, seqid, obj):
-    return write(TJSONProtocol.TJSONProtocol, name, mtype, seqid, obj)
+    return write_message(TJSONProtocol.TJSONProtocol, name, mtype, seqid, obj)
 
 
 def binary(name, mtype, seqid, obj):
-    return write(lambda t: TBinaryProtocol.TBinaryProtocol(t, strictRead=True, strictWrite=True), name, mtype, seqid, obj)
+    return write_message(strict_binary, name, mtype, seqid, obj)
 
 
 def fastbinary(name, mtype, seqid, obj):
-    return write(TBinaryProtocol.TBinaryProtocolAccelerated, name, mtype, seqid, obj)
+    return write_message(TBinaryProtocol.TBinaryProtocolAccelerated, name, mtype, seqid, obj)
 
 
 def read_tjson(data: bytes, result_cls):
