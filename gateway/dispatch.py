@@ -44,8 +44,9 @@ from gateway.providers.authentication.base import (
 from gateway.providers.identity import Identity
 from gateway.providers.ownership import OwnerAssertion
 from gateway.thrift.codec import Codec, detect_codec
+from gateway.thrift.binary import I16, REPLY, read_message_header
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.schema import ServiceSchema, TType
 from gateway.thrift.streaming import reply_translator
 from gateway.thrift.translate import UNKNOWN_METHOD
 from gateway.topology import Router, Service, Topology
@@ -56,7 +57,6 @@ from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken, expe
 log = logging.getLogger(__name__)
 
 _ONEWAY = 4
-_REPLY, _EXCEPTION = 2, 3
 
 
 class _Outcome(Exception):
@@ -77,18 +77,15 @@ def reply_outcome(message: bytes) -> str:
     struct (Thrift: a result struct carries field 0 for success, 1..n for declared exceptions).
     """
     try:
-        mtype = message[3]
-        (name_len,) = struct.unpack_from("!i", message, 4)
-        pos = 8 + name_len + 4
-        if mtype != _REPLY:
+        header, pos = read_message_header(message)
+        if header.type != REPLY:
             return "exception"
-        ftype = message[pos]
-        if ftype == 0:  # STOP: a void method's success
+        if message[pos] == TType.STOP:  # a void method's success
             return "ok"
-        (fid,) = struct.unpack_from("!h", message, pos + 1)
-        return "ok" if fid == 0 else "exception"
-    except (IndexError, struct.error):
+        (fid,) = I16.unpack_from(message, pos + 1)
+    except (ProtocolError, IndexError, struct.error):
         return "exception"
+    return "ok" if fid == 0 else "exception"
 
 
 class Dispatcher:

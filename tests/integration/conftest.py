@@ -46,13 +46,3 @@ def direct(hms: RunningHMS):
         yield client
     finally:
         transport.close()
-
-
-@pytest.fixture
-def hms_client(hms: RunningHMS):
-    """Apache Thrift's generated ``ThriftHiveMetastore.Client`` connected straight to the session HMS."""
-    client, transport = hive_metastore_client(hms.host, hms.port)
-    try:
-        yield client
-    finally:
-        transport.close()

@@ -27,20 +27,20 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
-def test_databases_of_the_pipeline_are_listed(hms_client):
-    assert {"default", SAMPLE_DB, "sales"} <= set(hms_client.get_all_databases())
+def test_databases_of_the_pipeline_are_listed(direct):
+    assert {"default", SAMPLE_DB, "sales"} <= set(direct.get_all_databases())
 
 
-def test_sample_table_partitions_match_the_spec(hms_client, hms):
-    assert hms_client.get_partition_names(SAMPLE_DB, SAMPLE_TABLE, -1) == ["hair_color=black", "hair_color=brown"]
-    for part in hms_client.get_partitions(SAMPLE_DB, SAMPLE_TABLE, -1):
+def test_sample_table_partitions_match_the_spec(direct, hms):
+    assert direct.get_partition_names(SAMPLE_DB, SAMPLE_TABLE, -1) == ["hair_color=black", "hair_color=brown"]
+    for part in direct.get_partitions(SAMPLE_DB, SAMPLE_TABLE, -1):
         location = Path(part.sd.location.removeprefix("file:"))
         assert location.parent.parent == hms.warehouse_dir / f"{SAMPLE_DB}.db"
         assert any(p.stat().st_size > 0 for p in location.iterdir() if not p.name.startswith((".", "_")))
 
 
-def test_sample_table_is_a_spark_written_hive_table(hms_client):
-    table = hms_client.get_table(SAMPLE_DB, SAMPLE_TABLE)
+def test_sample_table_is_a_spark_written_hive_table(direct):
+    table = direct.get_table(SAMPLE_DB, SAMPLE_TABLE)
     assert table.tableType == "MANAGED_TABLE"
     assert [(c.name, c.type) for c in table.sd.cols] == [("name", "string"), ("age", "int")]
     assert [(c.name, c.type) for c in table.partitionKeys] == [("hair_color", "string")]
@@ -53,32 +53,32 @@ def test_sample_table_is_a_spark_written_hive_table(hms_client):
     assert spark_schema, sorted(params)
 
 
-def test_many_partitions_table_has_every_day(hms_client):
-    names = hms_client.get_partition_names(SAMPLE_DB, MANY_PARTITIONS_TABLE, -1)
+def test_many_partitions_table_has_every_day(direct):
+    names = direct.get_partition_names(SAMPLE_DB, MANY_PARTITIONS_TABLE, -1)
     first = dt.date(2020, 1, 1)
     expected = [f"dt={first + dt.timedelta(days=i)}" for i in range(SAMPLE_MANY_PARTITIONS)]
     assert sorted(names) == expected
 
 
-def test_view_and_external_table(hms_client, hms):
-    view = hms_client.get_table(SAMPLE_DB, "test_table_adults")
+def test_view_and_external_table(direct, hms):
+    view = direct.get_table(SAMPLE_DB, "test_table_adults")
     assert view.tableType == "VIRTUAL_VIEW"
     assert "age >= 18" in view.viewOriginalText
-    external = hms_client.get_table(SAMPLE_DB, "web_logs")
+    external = direct.get_table(SAMPLE_DB, "web_logs")
     assert external.tableType == "EXTERNAL_TABLE"
     assert external.sd.location.removeprefix("file:") == str(hms.warehouse_dir / "external" / "web_logs")
 
 
-def test_second_database_holds_a_spark_datasource_table(hms_client):
-    assert sorted(hms_client.get_all_tables("sales")) == ["customers", "orders"]
-    orders = hms_client.get_table("sales", "orders")
+def test_second_database_holds_a_spark_datasource_table(direct):
+    assert sorted(direct.get_all_tables("sales")) == ["customers", "orders"]
+    orders = direct.get_table("sales", "orders")
     assert orders.parameters["spark.sql.sources.provider"] == "parquet"
 
 
-def test_missing_table_raises_the_declared_exception(hms_client):
+def test_missing_table_raises_the_declared_exception(direct):
     _, ttypes = hive_metastore_modules()
     with pytest.raises(ttypes.NoSuchObjectException):
-        hms_client.get_table(SAMPLE_DB, "no_such_table")
+        direct.get_table(SAMPLE_DB, "no_such_table")
 
 
 def test_catalog_marker_and_bulk_add_partitions_are_idempotent(hms):
@@ -87,14 +87,14 @@ def test_catalog_marker_and_bulk_add_partitions_are_idempotent(hms):
     assert add_partitions(hms.uri, SAMPLE_DB, MANY_PARTITIONS_TABLE, days) == 0
 
 
-def test_pipeline_runs_twice(hms, hms_client, tmp_path):
-    before = {db: sorted(hms_client.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
+def test_pipeline_runs_twice(hms, direct, tmp_path):
+    before = {db: sorted(direct.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
     run_pipeline_in_subprocess(hms.uri, hms.warehouse_dir, many_partitions=SAMPLE_MANY_PARTITIONS,
                                log_path=tmp_path / "pipeline.log")
-    after = {db: sorted(hms_client.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
+    after = {db: sorted(direct.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
     assert after == before
-    assert hms_client.get_partition_names(SAMPLE_DB, SAMPLE_TABLE, -1) == ["hair_color=black", "hair_color=brown"]
-    assert len(hms_client.get_partition_names(SAMPLE_DB, MANY_PARTITIONS_TABLE, -1)) == SAMPLE_MANY_PARTITIONS
+    assert direct.get_partition_names(SAMPLE_DB, SAMPLE_TABLE, -1) == ["hair_color=black", "hair_color=brown"]
+    assert len(direct.get_partition_names(SAMPLE_DB, MANY_PARTITIONS_TABLE, -1)) == SAMPLE_MANY_PARTITIONS
 
 
 def test_framed_metastore_speaks_framed_only_and_stop_kills_it(hms_factory):

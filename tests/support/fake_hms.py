@@ -23,16 +23,15 @@ CALL = binary_message("get_all_databases", 1, 1, b"\x00")
 REPLY = list_of_strings_reply("get_all_databases", 1, ["default", "x" * 5000])
 
 
-class FakeHMS:
-    """Reads one request per turn (by length of the known CALL) and answers per ``behaviour``."""
+class ScriptedServer:
+    """A loopback TCP server for ``async with``: subclasses answer in ``_serve(reader, writer)``;
+    ``url`` is ``thrift://127.0.0.1:<port>``. Connections it records in ``writers`` are closed
+    on exit."""
 
-    def __init__(self, behaviour: str = "ok", framed: bool = False):
-        self.behaviour, self.framed = behaviour, framed
-        self.connections = 0
-        self.requests = 0
-        self.writers: list[asyncio.StreamWriter] = []
+    writers: list[asyncio.StreamWriter]
 
     async def __aenter__(self):
+        self.writers = getattr(self, "writers", [])
         self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.port = self.server.sockets[0].getsockname()[1]
         self.url = f"thrift://127.0.0.1:{self.port}"
@@ -42,6 +41,19 @@ class FakeHMS:
         for w in self.writers:
             w.close()
         self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class FakeHMS(ScriptedServer):
+    """Reads one request per turn (by length of the known CALL) and answers per ``behaviour``."""
+
+    def __init__(self, behaviour: str = "ok", framed: bool = False):
+        self.behaviour, self.framed = behaviour, framed
+        self.connections = 0
+        self.requests = 0
+        self.writers: list[asyncio.StreamWriter] = []
 
     async def _serve(self, reader, writer):
         self.connections += 1

@@ -25,6 +25,17 @@ from gateway.certs import write_dev_certificates
 SPEC_PATH = "hmshttpthrift/api/hms"
 
 
+def stop_process(process: subprocess.Popen, grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not exited within ``grace`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,13 +64,7 @@ class RunningGateway:
         return (self.workdir / "gateway.log").read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
 
 def service(urls: list[str], methods: list[str] | None = None, **upstream) -> dict:

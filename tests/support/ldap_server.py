@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.certs import write_dev_certificates
-from tests.support.gateway import free_port
+from tests.support.gateway import free_port, stop_process
 
 BASE = "dc=example,dc=org"
 ROOT_DN, ROOT_PASSWORD = f"cn=admin,{BASE}", "root-password"
@@ -47,13 +47,7 @@ class RunningLdap:
         return f"ldaps://localhost:{self.ldaps_port}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
 
     def count_binds(self) -> int:
         """Simple bind attempts as people entries so far (from slapd's stats log)."""

@@ -24,6 +24,7 @@ from gateway.upstream.identity_pool import (
     ugi_key,
 )
 from gateway.upstream.pool import UpstreamPool
+from tests.support.fake_hms import ScriptedServer
 
 CALL = encode_binary_call("get_all_databases", 1, [])
 
@@ -57,17 +58,10 @@ def read_strings(message: bytes) -> list[str]:
     return out
 
 
-class UgiHMS:
+
+class UgiHMS(ScriptedServer):
     def __init__(self):
         self.connections: list[list[str]] = []  # per connection: method names received
-
-    async def __aenter__(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"thrift://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc):
-        self.server.close()
 
     async def _serve(self, reader, writer):
         calls: list[str] = []

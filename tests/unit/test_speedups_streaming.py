@@ -13,7 +13,7 @@ from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.upstream.errors import UpstreamBadReply, UpstreamUnavailable
 from gateway.upstream.pool import UpstreamPool
 from gateway.upstream.streaming import ReplySink, StreamBroken, expecting
-from tests.support.fake_hms import CALL, list_of_strings_reply
+from tests.support.fake_hms import ScriptedServer, CALL, list_of_strings_reply
 
 BIG = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 for i in range(4000)])  # ~2 MB
 
@@ -34,19 +34,11 @@ class RecordingSink(ReplySink):
         self.sent += len(data)
 
 
-class ScriptedHMS:
+class ScriptedHMS(ScriptedServer):
     """Answers one CALL with ``reply`` in 64 KiB pieces; ``cut`` closes after that many bytes."""
 
     def __init__(self, reply: bytes, cut: int | None = None):
         self.reply, self.cut, self.sent = reply, cut, 0
-
-    async def __aenter__(self):
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"thrift://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc):
-        self.server.close()
 
     async def _serve(self, reader, writer):
         try:
