@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
 
@@ -39,11 +38,11 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from gateway.observability.log_format import configure_logging
-    from gateway.server import Gateway, run_until_signalled
+    from gateway.server import Gateway, run
 
     config, topologies = _check(args.config)
     configure_logging(config.logging.format, args.log_level or config.logging.level)
-    asyncio.run(run_until_signalled(Gateway(config, topologies)))
+    run(Gateway(config, topologies))
     return 0
 
 

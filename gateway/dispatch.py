@@ -57,6 +57,7 @@ from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken, expe
 log = logging.getLogger(__name__)
 
 _ONEWAY = 4
+_PREFIX = "/gateway/"
 
 
 class _Outcome(Exception):
@@ -89,7 +90,7 @@ def reply_outcome(message: bytes) -> str:
 
 
 class Dispatcher:
-    """The aiohttp handler for ``/gateway/{topology}/{path}``."""
+    """The aiohttp handler of the gateway listener: every request, ``/gateway/{topology}/{path}``."""
 
     def __init__(
         self, router: Router, schema: ServiceSchema, limits: Limits, audit: AuditLog | None = None
@@ -106,7 +107,7 @@ class Dispatcher:
         started = time.perf_counter()
         event = begin(request)
         REQUEST_ID.set(event.request_id)
-        route = self.router.resolve(request.match_info["topology"], request.match_info["path"])
+        route = self._route(request.path)
         if route is None:
             return self._audited(event, _text(404, "no such topology or service"), "not_found")
         topology, service = route
@@ -122,13 +123,20 @@ class Dispatcher:
             finally:
                 service.limiter.release()
         label = metrics.method_label(method, self.known_methods) if method != "unknown" else "other"
-        metrics.REQUESTS.labels(topology.name, service.path, label, outcome).inc()
-        metrics.REQUEST_DURATION.labels(topology.name, service.path, label, outcome).observe(
+        metrics.child(metrics.REQUESTS, topology.name, service.path, label, outcome).inc()
+        metrics.child(metrics.REQUEST_DURATION, topology.name, service.path, label, outcome).observe(
             time.perf_counter() - started
         )
         for name, value in request.get(RESPONSE_HEADERS, ()):
             response.headers.add(name, value)
         return self._audited(event, response, outcome)
+
+    def _route(self, path: str) -> tuple[Topology, Service] | None:
+        """``/gateway/{topology}/{service path}`` → the topology and service, else None (404)."""
+        if not path.startswith(_PREFIX):
+            return None
+        topology, _, service_path = path[len(_PREFIX):].partition("/")
+        return self.router.resolve(topology, service_path) if service_path else None
 
     def _audited(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> web.StreamResponse:
         """Echo the request id and write the request's audit line."""
@@ -150,7 +158,7 @@ class Dispatcher:
         principal = await self._authenticate(request, topology)
         identity = self._assert_identity(request, topology, service, principal)
         body = await self._read_body(request)
-        metrics.REQUEST_BYTES.labels(topology.name, service.path).inc(len(body))
+        metrics.child(metrics.REQUEST_BYTES, topology.name, service.path).inc(len(body))
 
         try:
             codec = detect_codec(body, request.content_type)
@@ -208,7 +216,7 @@ class Dispatcher:
                 log.warning("%s/%s %s: client went away: %s", topology.name, service.path, header.name, exc)
                 sink.abort()
                 return sink.response, header.name, "upstream_unavailable"  # type: ignore[return-value]
-            metrics.RESPONSE_BYTES.labels(topology.name, service.path).inc(sink.sent)
+            metrics.child(metrics.RESPONSE_BYTES, topology.name, service.path).inc(sink.sent)
             return response, header.name, reply_outcome(reply)
         try:
             body_out = codec.encode_reply(reply, self.schema, header.seqid)
@@ -272,7 +280,7 @@ class Dispatcher:
             principal = await provider.authenticate(request)
             outcome = "success" if principal else "failure"
             if principal is not None or request.headers.get(hdrs.AUTHORIZATION):
-                metrics.AUTHENTICATION.labels(topology.name, provider.name, outcome).inc()
+                metrics.child(metrics.AUTHENTICATION, topology.name, provider.name, outcome).inc()
             if principal is not None:
                 return principal
         log.info("401 %s from %s", topology.name, request.remote)
@@ -286,11 +294,17 @@ class Dispatcher:
         raise _Outcome(response, "unauthenticated")
 
     async def _read_body(self, request: web.Request) -> bytes:
+        content = request.content
+        if content.is_eof():  # the whole body came with the headers (the usual case): no timer
+            body = content.read_nowait()
+            if len(body) > self.max_request_bytes:
+                raise _Outcome(self._too_large(), "too_large")
+            return body
         # Chunked bodies have no Content-Length: count while reading and stop at the limit.
         chunks, size = [], 0
         try:
             async with asyncio.timeout(self.body_timeout):
-                async for chunk in request.content.iter_chunked(64 * 1024):
+                async for chunk in content.iter_chunked(64 * 1024):
                     size += len(chunk)
                     if size > self.max_request_bytes:
                         raise _Outcome(self._too_large(), "too_large")
@@ -301,5 +315,5 @@ class Dispatcher:
 
     @staticmethod
     def _reply(body: bytes, codec: Codec, topology: Topology, service: Service) -> web.Response:
-        metrics.RESPONSE_BYTES.labels(topology.name, service.path).inc(len(body))
+        metrics.child(metrics.RESPONSE_BYTES, topology.name, service.path).inc(len(body))
         return web.Response(body=body, content_type=codec.content_type)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
     """Run the whole demo in the foreground; returns the process exit code."""
     from gateway.demo.hms import EmbeddedHMS
     from gateway.demo.pipeline import catalog_exists, run_pipeline_in_subprocess
-    from gateway.server import Gateway, run_until_signalled
+    from gateway.server import Gateway, run
 
     config = load_gateway_config(config_path)
     if not (config.tls.certificate.exists() and config.tls.private_key.exists()):
@@ -57,8 +56,6 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
             # In a child process: Spark's JVM must not live as long as the gateway.
             run_pipeline_in_subprocess(hms.uri, hms.warehouse_dir, log_path=workdir / "pipeline.log")
         ca = config.tls.certificate.parent / "ca.crt"
-        asyncio.run(run_until_signalled(
-            Gateway(config, topologies),
-            lambda gw: print(_banner(gw.gateway_port, gw.management_port, ca), flush=True),
-        ))
+        run(Gateway(config, topologies),
+            lambda gw: print(_banner(gw.gateway_port, gw.management_port, ca), flush=True))
     return 0

@@ -67,3 +67,20 @@ BUILD_INFO.labels(version=__version__).set(1)
 def method_label(name: str, known: frozenset[str]) -> str:
     """``name`` when the IDL defines it, else ``"other"``: a client cannot grow the label set."""
     return name if name in known else "other"
+
+
+_CHILDREN: dict[tuple, object] = {}
+
+
+def child(metric, *labels: str):
+    """``metric.labels(*labels)`` (positional, in the metric's label order), remembered.
+
+    prometheus_client validates the values and takes a lock on every ``labels()`` call; the
+    request path needs about eight children per request, so it looks them up in a plain dict.
+    Label values are bounded (see the module docstring), so is the dict.
+    """
+    key = (id(metric), labels)
+    found = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*labels)
+    return found

@@ -88,13 +88,31 @@ static void buf_free(Buf *b) {
 }
 
 static int put_int(Buf *b, long long v) {
+    if (v >= 0 && v < 100) {  /* field ids, small counts */
+        if (RESERVE(b, 2)) return -1;
+        if (v >= 10) b->p[b->len++] = (char)('0' + v / 10);
+        b->p[b->len++] = (char)('0' + v % 10);
+        return 0;
+    }
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char tmp[24];
     int i = 24;
     unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {  /* two digits at a time */
+        unsigned r = (unsigned)(u % 100);
+        u /= 100;
+        i -= 2;
+        memcpy(tmp + i, pairs + 2 * r, 2);
+    }
+    if (u >= 10) {
+        i -= 2;
+        memcpy(tmp + i, pairs + 2 * u, 2);
+    } else {
+        tmp[--i] = (char)('0' + u);
+    }
     if (v < 0) tmp[--i] = '-';
     return buf_put(b, tmp + i, 24 - i);
 }
@@ -122,6 +140,12 @@ static const char *tag_of(int t) {
     case T_LIST: return "lst";
     default: return NULL;
     }
+}
+
+/* Append the TJSON type tag of t (t must be a known type). */
+static inline int put_tag(Buf *b, int t) {
+    const char *tag = tag_of(t);
+    return buf_put(b, tag, tag[2] ? 3 : 2);
 }
 
 static int type_of_tag(const char *s, Py_ssize_t n) {
@@ -234,6 +258,36 @@ static int put_json_string_utf8(Buf *b, const unsigned char *s, Py_ssize_t n) {
     return buf_putc(b, '"');
 }
 
+enum { S_PLAIN, S_UTF8, S_INVALID };
+
+/* S_PLAIN: printable ASCII without '"' or '\\' (most strings); S_UTF8: other valid UTF-8;
+ * S_INVALID: not UTF-8. */
+static inline int string_kind(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    /* Eight bytes at a time (bit tricks from "Bit Twiddling Hacks": a byte >= 0x80, a byte
+     * < 0x20, a byte equal to '"' or to '\\'), then byte by byte from the first doubtful word. */
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, q, bs;
+        memcpy(&x, s + i, 8);
+        q = x ^ (ones * '"');
+        bs = x ^ (ones * '\\');
+        if ((x | ((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs) break;
+    }
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') i++;
+    if (i == n) return S_PLAIN;
+    return utf8_valid(s + i, n - i) ? S_UTF8 : S_INVALID;
+}
+
+static inline int put_plain_string(Buf *b, const unsigned char *s, Py_ssize_t n) {
+    if (RESERVE(b, n + 2)) return -1;
+    b->p[b->len++] = '"';
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len++] = '"';
+    return 0;
+}
+
 /* A binary-protocol string as TJSON: bad UTF-8 decoded with U+FFFD replacement (Java's
  * new String(bytes, UTF_8)); IDL binary as padded base64. */
 static int put_thrift_string(Buf *b, const unsigned char *s, Py_ssize_t n, int binary) {
@@ -249,7 +303,10 @@ static int put_thrift_string(Buf *b, const unsigned char *s, Py_ssize_t n, int b
         Py_DECREF(text);
         return rc;
     }
-    if (utf8_valid(s, n)) return put_json_string_utf8(b, s, n);
+    switch (string_kind(s, n)) {
+    case S_PLAIN: return put_plain_string(b, s, n);
+    case S_UTF8: return put_json_string_utf8(b, s, n);
+    }
     PyObject *text = PyUnicode_DecodeUTF8((const char *)s, n, "replace");
     if (!text) return -1;
     Py_ssize_t len;
@@ -282,6 +339,15 @@ typedef struct {
 
 enum { H_START, H_BODY, H_DONE };
 
+/* Field specs already looked up in this reply: (struct spec, field id, wire type) -> spec,
+ * direct-mapped. Saves an int object and a dict lookup per field. Borrowed references, kept
+ * alive by the compiled schema that `results` holds. */
+#define SPEC_CACHE 256
+typedef struct {
+    PyObject *owner, *spec;
+    int fid, t;
+} SpecSlot;
+
 typedef struct {
     PyObject_HEAD
     PyObject *results;  /* dict: method name -> compiled result struct spec */
@@ -295,7 +361,22 @@ typedef struct {
     PyObject *pending_spec;
     Py_ssize_t end;     /* message length once done */
     Frame stack[MAX_DEPTH + 2];
+    SpecSlot cache[SPEC_CACHE];
 } Translator;
+
+static PyObject *field_spec_cached(Translator *T, PyObject *struct_spec, int fid, int t) {
+    if (struct_spec == NULL) return NULL;
+    size_t h = ((((uintptr_t)struct_spec >> 4) * 31u) + (size_t)(unsigned)fid * 7u + (size_t)t) & (SPEC_CACHE - 1);
+    SpecSlot *slot = &T->cache[h];
+    if (slot->owner == struct_spec && slot->fid == fid && slot->t == t) return slot->spec;
+    PyObject *spec = field_spec(struct_spec, fid, t);
+    if (spec == NULL && PyErr_Occurred()) return NULL;
+    slot->owner = struct_spec;
+    slot->fid = fid;
+    slot->t = t;
+    slot->spec = spec;
+    return spec;
+}
 
 static int fail(const char *reason) {
     PyErr_SetString(ProtocolError, reason);
@@ -349,7 +430,7 @@ static int read_header(Translator *T) {
 }
 
 /* A value just completed: close the field wrapper or put the key separator. */
-static int after_value(Translator *T) {
+static inline int after_value(Translator *T) {
     if (T->depth == 0) return 0;
     Frame *f = &T->stack[T->depth - 1];
     if (f->kind == F_STRUCT) return buf_putc(&T->out, '}');
@@ -428,15 +509,14 @@ static int run(Translator *T) {
                 int et = (int8_t)d[pos];
                 long long count = (int32_t)be32(d + pos + 1);
                 pos += 5;
-                const char *tag = tag_of(et);
-                if (!tag) { fail("unknown binary container element type"); goto error; }
+                if (!tag_of(et)) { fail("unknown binary container element type"); goto error; }
                 CHECK(check_count(T, pos, count, min_size(et)));
                 CHECK(push(T, F_LIST));
                 Frame *f = &T->stack[T->depth - 1];
                 f->t1 = et;
                 f->remaining = count;
                 f->s1 = spec ? compat(PyTuple_GET_ITEM(spec, 1), et) : NULL;
-                CHECK(PUTS(o, "[\"") || buf_put(o, tag, strlen(tag)) || PUTS(o, "\",") || put_int(o, count));
+                CHECK(PUTS(o, "[\"") || put_tag(o, et) || PUTS(o, "\",") || put_int(o, count));
                 T->pending = -1;
                 continue;
             }
@@ -445,8 +525,7 @@ static int run(Translator *T) {
                 int kt = (int8_t)d[pos], vt = (int8_t)d[pos + 1];
                 long long count = (int32_t)be32(d + pos + 2);
                 pos += 6;
-                const char *ktag = tag_of(kt), *vtag = tag_of(vt);
-                if (!ktag || !vtag) { fail("unknown binary map key/value type"); goto error; }
+                if (!tag_of(kt) || !tag_of(vt)) { fail("unknown binary map key/value type"); goto error; }
                 CHECK(check_count(T, pos, count, min_size(kt) + min_size(vt)));
                 CHECK(push(T, F_MAP));
                 Frame *f = &T->stack[T->depth - 1];
@@ -455,8 +534,8 @@ static int run(Translator *T) {
                 f->remaining = 2 * count;
                 f->s1 = spec ? compat(PyTuple_GET_ITEM(spec, 1), kt) : NULL;
                 f->s2 = spec ? compat(PyTuple_GET_ITEM(spec, 2), vt) : NULL;
-                CHECK(PUTS(o, "[\"") || buf_put(o, ktag, strlen(ktag)) || PUTS(o, "\",\"") ||
-                      buf_put(o, vtag, strlen(vtag)) || PUTS(o, "\",") || put_int(o, count) || PUTS(o, ",{"));
+                CHECK(PUTS(o, "[\"") || put_tag(o, kt) || PUTS(o, "\",\"") ||
+                      put_tag(o, vt) || PUTS(o, "\",") || put_int(o, count) || PUTS(o, ",{"));
                 T->pending = -1;
                 continue;
             }
@@ -490,19 +569,18 @@ static int run(Translator *T) {
             NEED(3);
             int ft = (int8_t)d[pos];
             int fid = (int16_t)((d[pos + 1] << 8) | d[pos + 2]);
-            const char *tag = tag_of(ft);
-            if (!tag) {
+            if (!tag_of(ft)) {
                 PyObject *reason = PyUnicode_FromFormat("unknown binary type %d in field %d", ft, fid);
                 if (reason) { PyErr_SetObject(ProtocolError, reason); Py_DECREF(reason); }
                 goto error;
             }
             pos += 3;
             CHECK((!f->first && buf_putc(o, ',')) || buf_putc(o, '"') || put_int(o, fid) || PUTS(o, "\":{\"") ||
-                  buf_put(o, tag, strlen(tag)) || PUTS(o, "\":"));
+                  put_tag(o, ft) || PUTS(o, "\":"));
             f->first = 0;
             T->pending = ft;
             T->pending_key = 0;
-            T->pending_spec = field_spec(f->spec, fid, ft);
+            T->pending_spec = field_spec_cached(T, f->spec, fid, ft);
             if (!T->pending_spec && PyErr_Occurred()) goto error;
         } else if (f->kind == F_LIST) {
             if (f->remaining == 0) {
@@ -573,6 +651,7 @@ static int Translator_init(Translator *T, PyObject *args, PyObject *kwds) {
     T->depth = 0;
     T->pending = -1;
     T->end = -1;
+    memset(T->cache, 0, sizeof T->cache);
     return 0;
 }
 
@@ -592,6 +671,29 @@ static PyObject *Translator_feed(Translator *T, PyObject *arg) {
     }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    if (T->state == H_BODY && T->in_pos == T->in.len) {
+        /* Nothing left over from the last chunk: translate straight from the caller's buffer
+         * and keep only the unfinished token's bytes. */
+        Buf own = T->in;
+        T->base += T->in.len;
+        T->in.p = view.buf;
+        T->in.len = T->in.cap = view.len;
+        T->in_pos = 0;
+        int rc = run(T);
+        Py_ssize_t used = T->in_pos, rest = view.len - used;
+        T->in = own;
+        T->in.len = T->in_pos = 0;
+        T->base += used;
+        if (rc == 0 && rest) rc = buf_put(&T->in, (const char *)view.buf + used, rest);
+        PyBuffer_Release(&view);
+        if (rc < 0) return NULL;
+        if (rc == 1) return PyLong_FromSsize_t(T->end);
+        if (T->base + T->in.len > T->max_bytes) {
+            fail("binary message exceeds size limit");
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
     /* Drop consumed bytes, then append the chunk. */
     if (T->in_pos) {
         memmove(T->in.p, T->in.p + T->in_pos, T->in.len - T->in_pos);

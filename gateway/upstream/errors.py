@@ -53,7 +53,7 @@ def accounted_call(label: str, timeout: float) -> Iterator[None]:
     and turn a ``TimeoutError`` into :class:`UpstreamTimeout` and a lost connection
     (``OSError``, ``IncompleteReadError``) into :class:`UpstreamUnavailable`."""
     started, outcome = time.perf_counter(), "ok"
-    up = metrics.UPSTREAM_UP.labels(upstream=label)
+    up = metrics.child(metrics.UPSTREAM_UP, label)
     try:
         yield
         up.set(1)
@@ -72,5 +72,5 @@ def accounted_call(label: str, timeout: float) -> Iterator[None]:
             up.set(0)
         raise
     finally:
-        metrics.UPSTREAM_REQUESTS.labels(upstream=label, outcome=outcome).inc()
-        metrics.UPSTREAM_DURATION.labels(upstream=label).observe(time.perf_counter() - started)
+        metrics.child(metrics.UPSTREAM_REQUESTS, label, outcome).inc()
+        metrics.child(metrics.UPSTREAM_DURATION, label).observe(time.perf_counter() - started)

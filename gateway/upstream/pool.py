@@ -81,12 +81,10 @@ class UpstreamPool:
         self._idle: list[_Connection] = []
         self._busy = 0
         self._closed = False
-        self._gauge_idle = metrics.UPSTREAM_POOL.labels(upstream=self.label, state="idle")
-        self._gauge_busy = metrics.UPSTREAM_POOL.labels(upstream=self.label, state="busy")
-
-    def _update_gauges(self) -> None:
-        self._gauge_idle.set(len(self._idle))
-        self._gauge_busy.set(self._busy)
+        # Read at scrape time rather than set on every call; the newest pool of an upstream
+        # (after a topology reload) is the one reported.
+        metrics.UPSTREAM_POOL.labels(upstream=self.label, state="idle").set_function(lambda: len(self._idle))
+        metrics.UPSTREAM_POOL.labels(upstream=self.label, state="busy").set_function(lambda: self._busy)
 
     async def _checkout(self, key: UgiKey = None) -> _Connection:
         conn = take_idle(self._idle, key)
@@ -139,7 +137,6 @@ class UpstreamPool:
         :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
         """
         self._busy += 1
-        self._update_gauges()
         conn: _Connection | None = None
         try:
             with accounted_call(self.label, self.timeout):
@@ -153,7 +150,6 @@ class UpstreamPool:
             if conn is not None:
                 conn.close()
             self._busy -= 1
-            self._update_gauges()
 
     async def _exchange(self, conn: _Connection, request: bytes, expect_reply: bool) -> bytes | None:
         if self.framed:
@@ -227,5 +223,4 @@ class UpstreamPool:
                 await conn.writer.wait_closed()
             except OSError:
                 pass
-        self._update_gauges()
 

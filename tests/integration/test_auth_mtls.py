@@ -9,7 +9,7 @@ import pytest
 
 from gateway.certs import write_client_certificate, write_dev_certificates
 from gateway.cli import main
-from tests.support.gateway import post, service, start_gateway
+from tests.support.gateway import audit_record, post, service, start_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -51,9 +51,7 @@ def test_client_certificate_authenticates_its_common_name(gateway):
                "-H", "X-Request-Id: mtls-alice-1")
     body, code = out.stdout.rsplit("\n", 1)
     assert code == "200" and json.loads(body)[2] == 2
-    audit = [json.loads(line) for line in gateway.log().splitlines()
-             if line.startswith("{") and "mtls-alice-1" in line and '"effective_user"' in line]
-    assert audit and audit[0]["user"] == "alice"
+    assert audit_record(gateway, "mtls-alice-1")["user"] == "alice"
 
 
 def test_without_certificate_other_providers_still_work(gateway):

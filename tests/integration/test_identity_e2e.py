@@ -21,7 +21,7 @@ import pytest
 from thrift.protocol import TJSONProtocol
 from thrift.transport import THttpClient
 
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import RunningGateway, audit_record, service, start_gateway
 from tests.support.hms import RunningHMS, start_hms
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -195,27 +195,13 @@ def test_service_acl(gateway, metastore, topology, user, status, reason):
         assert hms_audit_user(metastore, f"Database(name:{name},") == [user]
 
 
-def read_audit(gw: RunningGateway, request_id: str, timeout: float = 10.0) -> dict:
-    path = gw.workdir / "audit.jsonl"
-    deadline = time.monotonic() + timeout
-    while True:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                record = json.loads(line)  # every line is one JSON object
-                if record["request_id"] == request_id:
-                    return record
-        if time.monotonic() > deadline:
-            raise AssertionError(f"no audit line for {request_id} in {path}")
-        time.sleep(0.2)
-
-
 def test_audit_log_one_json_line_per_request(gateway):
     name = unique("db_audit")
     rid = unique("req")
     status, headers, _ = post(gateway, "owners", "alice", create_database_body(name), "?doAs=bob",
                               headers={"X-Request-Id": rid})
     assert status == 200 and headers["X-Request-Id"] == rid
-    record = read_audit(gateway, rid)
+    record = audit_record(gateway, rid, path=gateway.workdir / "audit.jsonl")
     assert record["topology"] == "owners" and record["service"] == "hmshttpthrift/api/hms"
     assert (record["user"], record["effective_user"], record["impersonator"]) == ("alice", "bob", "alice")
     assert (record["method"], record["database"], record["table"]) == ("create_database", name, None)
@@ -226,13 +212,13 @@ def test_audit_log_one_json_line_per_request(gateway):
                         '[1,"get_table",1,1,{"1":{"str":"nodb"},"2":{"str":"notable"}}]',
                         headers={"X-Request-Id": rid + "-t"})
     assert status == 200
-    record = read_audit(gateway, rid + "-t")
+    record = audit_record(gateway, rid + "-t", path=gateway.workdir / "audit.jsonl")
     assert (record["database"], record["table"], record["outcome"]) == ("nodb", "notable", "allowed")
     assert record["detail"] == "exception"  # NoSuchObjectException from HMS: served, not denied
 
     status, _, _ = post(gateway, "acl-ip", "alice", create_database_body(name),
                         headers={"X-Request-Id": rid + "-d"})
-    record = read_audit(gateway, rid + "-d")
+    record = audit_record(gateway, rid + "-d", path=gateway.workdir / "audit.jsonl")
     assert (status, record["status"], record["outcome"]) == (403, 403, "denied")
     assert "not in the service ACL" in record["reason"]
 
@@ -245,7 +231,7 @@ def test_audit_log_one_json_line_per_request(gateway):
         assert err.code == 401
         generated = err.headers["X-Request-Id"]
     assert re.fullmatch(r"[0-9a-f-]{36}", generated)  # an insane id is replaced by a UUID
-    record = read_audit(gateway, generated)
+    record = audit_record(gateway, generated, path=gateway.workdir / "audit.jsonl")
     assert (record["outcome"], record["status"], record["user"]) == ("denied", 401, None)
 
     text = (gateway.workdir / "audit.jsonl").read_text()

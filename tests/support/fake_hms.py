@@ -13,10 +13,10 @@ def binary_message(name: str, mtype: int, seqid: int, struct_body: bytes) -> byt
 
 def list_of_strings_reply(name: str, seqid: int, items: list[str]) -> bytes:
     # result struct: field 0, type LIST(15) of STRING(11), then STOP
-    body = b"\x0f" + struct.pack("!h", 0) + b"\x0b" + struct.pack("!i", len(items))
-    for item in items:
-        body += struct.pack("!i", len(item)) + item.encode()
-    return binary_message(name, 2, seqid, body + b"\x00")
+    head = b"\x0f" + struct.pack("!h", 0) + b"\x0b" + struct.pack("!i", len(items))
+    encoded = [item.encode() for item in items]
+    body = b"".join(struct.pack("!i", len(item)) + item for item in encoded)
+    return binary_message(name, 2, seqid, head + body + b"\x00")
 
 
 CALL = binary_message("get_all_databases", 1, 1, b"\x00")

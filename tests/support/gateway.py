@@ -6,6 +6,7 @@ Apache's ``htpasswd -B``, a gateway file and topology files, and free ports.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import ssl
@@ -174,3 +175,20 @@ def metric(gw: RunningGateway, name: str, **labels: str) -> float:
 def upstream_calls(gw: RunningGateway) -> float:
     """Calls the gateway dispatched upstream so far (to prove a request never reached HMS)."""
     return metric(gw, "hms_gateway_upstream_requests_total")
+
+
+def audit_record(gw: RunningGateway, request_id: str, *, path: Path | None = None,
+                 timeout: float = 10.0) -> dict:
+    """The audit line of ``request_id`` from ``path``, or from the gateway's log (audit lines on
+    stderr) when None. Waits: the gateway writes audit lines in batches (every 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        text = path.read_text() if path is not None and path.exists() else "" if path else gw.log()
+        for line in text.splitlines():
+            if line.startswith("{") and request_id in line and '"effective_user"' in line:
+                record = json.loads(line)  # every audit line is one JSON object
+                if record["request_id"] == request_id:
+                    return record
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no audit line for {request_id} in {path or 'the gateway log'}")
+        time.sleep(0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -105,6 +106,39 @@ def test_audit_log_writes_one_json_object_per_line(tmp_path):
                           "effective_user", "impersonator", "method", "database", "table",
                           "outcome", "detail", "status", "duration_ms", "reason"}
     assert (second["outcome"], second["reason"]) == ("denied", "user zed is not in the service ACL")
+
+
+async def test_audit_lines_are_written_in_batches_inside_the_event_loop(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(AuditConfig(path=path), flush_seconds=0.2)
+    for i in range(3):
+        log.write(AuditEvent(f"r{i}", None), "ok", 200)
+    await asyncio.sleep(0.05)
+    assert path.read_text() == ""  # still buffered: no thread hand-off per line
+    for _ in range(100):
+        await asyncio.sleep(0.05)
+        if path.read_text():
+            break
+    assert [json.loads(x)["request_id"] for x in path.read_text().splitlines()] == ["r0", "r1", "r2"]
+    log.write(AuditEvent("r3", None), "ok", 200)
+    log.close()  # writes what is buffered at once
+    assert path.read_text().splitlines()[-1].startswith('{"time"')
+    assert json.loads(path.read_text().splitlines()[-1])["request_id"] == "r3"
+
+
+async def test_a_full_audit_buffer_is_written_without_waiting(tmp_path):
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(AuditConfig(path=path), flush_seconds=3600, flush_bytes=1000)
+    for i in range(10):  # ~330 bytes a line: the buffer is full every third or fourth line
+        log.write(AuditEvent(f"r{i}", None, reason="x" * 100), "ok", 200)
+    for _ in range(100):
+        if path.read_text():
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.1)
+    assert 0 < len(path.read_text().splitlines()) < 10  # whole batches out, the rest buffered
+    log.close()
+    assert len(path.read_text().splitlines()) == 10
 
 
 def test_disabled_audit_log_writes_nothing(tmp_path):

@@ -12,6 +12,7 @@ from gateway.thrift import _speedups, accel
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.streaming import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary
+from tests.support.fake_hms import binary_message
 from tests.unit.test_thrift_conformance import binary, sample_stats, sample_table, tjson
 
 
@@ -106,3 +107,63 @@ def test_environment_variable_forces_pure_python():
     env = {**os.environ, "HMS_GATEWAY_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.startswith("python (HMS_GATEWAY_PURE_PYTHON=1)")
+
+
+@pytest.fixture
+def large_mixed_reply(apache_hms):
+    """A get_table_column_statistics reply of about 200 KiB with the rarer cases: doubles incl.
+    infinities, IDL binary (Decimal.unscaled), escapes, non-ASCII, a string that is not UTF-8,
+    and enough struct types to exercise the translator's field-spec cache."""
+    t, s = apache_hms.ttypes, apache_hms.service
+    stats = sample_stats(t)
+    stats.statsObj = [
+        t.ColumnStatisticsObj(f"col{i} \"q\" é\u2028", o.colType, o.statsData)
+        for i in range(600) for o in sample_stats(t).statsObj
+    ]
+    message = binary("get_table_column_statistics", 2, 3, s.get_table_column_statistics_result(success=stats))
+    assert len(message) > 2 * 64 * 1024 and b"col599 " in message
+    return message.replace(b"col599 ", b"\xffol599 ", 1)
+
+
+def test_large_mixed_reply_equals_python_in_any_chunking(large_mixed_reply, schema):
+    accel.set_implementation("python")
+    try:
+        expected = binary_reply_to_tjson(large_mixed_reply, schema, seqid=7)
+    finally:
+        accel.set_implementation("c")
+    assert "\ufffdol599".encode() in expected  # the replaced byte, as Java's decoder would
+    for chunk in (len(large_mixed_reply), 64 * 1024, 1000):
+        translator = reply_translator(schema, 1 << 30, 7)
+        out = []
+        for i in range(0, len(large_mixed_reply), chunk):
+            end = translator.feed(large_mixed_reply[i : i + chunk])
+            out.append(translator.take())
+        assert end == len(large_mixed_reply)
+        assert b"".join(out) == expected, chunk
+
+
+def test_large_reply_errors(large_mixed_reply, schema):
+    bad = bytearray(large_mixed_reply)
+    bad[-1] = 1  # last STOP becomes an unknown field type
+    for data, limit, match in [(bytes(bad) + b"\x00" * 8, 1 << 30, "unknown binary type"),
+                               (large_mixed_reply, 100_000, "size limit")]:
+        with pytest.raises(ProtocolError, match=match):
+            reply_translator(schema, limit).feed(data)
+
+
+def test_strings_are_escaped_at_every_position(schema):
+    """The C translator checks strings eight bytes at a time: put every kind of byte at every
+    position of strings of 0 to 24 bytes and compare with the pure-Python translation."""
+    specials = [b'"', b"\\", b"\n", b"\x01", b"\x1f", b"\x7f", b" ", b"~", "é".encode(),
+                "\u2028".encode(), b"\xff", b"\xc3"]  # the last two are not UTF-8
+    items = [b"a" * pos + ch + b"b" * (length - pos)
+             for length in range(25) for pos in range(length + 1) for ch in specials]
+    body = b"\x0f\x00\x00\x0b" + len(items).to_bytes(4, "big")
+    body += b"".join(len(item).to_bytes(4, "big") + item for item in items) + b"\x00"
+    message = binary_message("get_all_databases", 2, 1, body)
+    accel.set_implementation("python")
+    try:
+        expected = binary_reply_to_tjson(message, schema)
+    finally:
+        accel.set_implementation("c")
+    assert binary_reply_to_tjson(message, schema) == expected
