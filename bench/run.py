@@ -7,8 +7,8 @@ sides call by call so both see the same machine load:
 * direct: one persistent TCP socket, the strict-binary request sent raw and the raw reply
   read to its known length (no decoding);
 * gateway: HTTPS kept alive, TJSON request, raw body bytes read (no decoding; a minimal
-  HTTP/1.1 client, so that client-side HTTP parsing is not counted); also without keep-alive (``Connection: close``, as Microsoft's Node client
-  sends) for information;
+  HTTP/1.1 client, so that client-side HTTP parsing is not counted); also without keep-alive
+  (``Connection: close``, as Microsoft's Node client sends) for information;
 * 32 concurrent clients (threads, one connection each) calling ``get_table`` for a fixed time;
 * translation alone on the same 5,000 partitions: the gateway's translators against Apache
   Thrift's Python ``TJSONProtocol`` writer (binary → TJSON) and reader (TJSON → binary).
@@ -242,14 +242,9 @@ def translation_alone(binary_reply: bytes) -> dict[str, float]:
     out["apache_reader"] = timed(lambda: read_message(TJSONProtocol.TJSONProtocol, tjson_call, service_mod.add_partitions_args), 3)
     out["gateway_b2j"] = timed(lambda: binary_reply_to_tjson(binary_reply, schema), 15)
     out["gateway_j2b"] = timed(lambda: tjson_call_to_binary(tjson_call, schema), 15)
-    active = accel.implementation()
-    try:
-        accel.set_implementation("python")
+    with accel.using("python"):
         out["python_b2j"] = timed(lambda: binary_reply_to_tjson(binary_reply, schema), 3)
         out["python_j2b"] = timed(lambda: tjson_call_to_binary(tjson_call, schema), 3)
-    finally:
-        if active == "c":
-            accel.set_implementation("c")
     return out
 
 

@@ -640,6 +640,7 @@ static int Translator_init(Translator *T, PyObject *args, PyObject *kwds) {
         PyErr_SetString(PyExc_TypeError, "seqid must be an int or None");
         return -1;
     }
+    if (T->results) memset(T->cache, 0, sizeof T->cache);  /* re-init; a new object is zeroed */
     Py_INCREF(results);
     Py_XSETREF(T->results, results);
     Py_INCREF(seqid);
@@ -651,7 +652,6 @@ static int Translator_init(Translator *T, PyObject *args, PyObject *kwds) {
     T->depth = 0;
     T->pending = -1;
     T->end = -1;
-    memset(T->cache, 0, sizeof T->cache);
     return 0;
 }
 
@@ -671,6 +671,7 @@ static PyObject *Translator_feed(Translator *T, PyObject *arg) {
     }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    int rc;
     if (T->state == H_BODY && T->in_pos == T->in.len) {
         /* Nothing left over from the last chunk: translate straight from the caller's buffer
          * and keep only the unfinished token's bytes. */
@@ -679,39 +680,33 @@ static PyObject *Translator_feed(Translator *T, PyObject *arg) {
         T->in.p = view.buf;
         T->in.len = T->in.cap = view.len;
         T->in_pos = 0;
-        int rc = run(T);
-        Py_ssize_t used = T->in_pos, rest = view.len - used;
+        rc = run(T);
+        Py_ssize_t used = T->in_pos;
         T->in = own;
         T->in.len = T->in_pos = 0;
         T->base += used;
-        if (rc == 0 && rest) rc = buf_put(&T->in, (const char *)view.buf + used, rest);
+        if (rc == 0) rc = buf_put(&T->in, (const char *)view.buf + used, view.len - used);
         PyBuffer_Release(&view);
-        if (rc < 0) return NULL;
-        if (rc == 1) return PyLong_FromSsize_t(T->end);
-        if (T->base + T->in.len > T->max_bytes) {
-            fail("binary message exceeds size limit");
-            return NULL;
+    } else {
+        /* Drop consumed bytes, then append the chunk. */
+        if (T->in_pos) {
+            memmove(T->in.p, T->in.p + T->in_pos, T->in.len - T->in_pos);
+            T->base += T->in_pos;
+            T->in.len -= T->in_pos;
+            T->in_pos = 0;
         }
-        Py_RETURN_NONE;
-    }
-    /* Drop consumed bytes, then append the chunk. */
-    if (T->in_pos) {
-        memmove(T->in.p, T->in.p + T->in_pos, T->in.len - T->in_pos);
-        T->base += T->in_pos;
-        T->in.len -= T->in_pos;
-        T->in_pos = 0;
-    }
-    int rc = buf_put(&T->in, view.buf, view.len);
-    PyBuffer_Release(&view);
-    if (rc) return NULL;
-    if (T->state == H_START) {
-        rc = read_header(T);
-        if (rc <= 0) {
-            if (rc == 0 && T->base + T->in.len > T->max_bytes) fail("binary message exceeds size limit");
-            return rc < 0 || PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        rc = buf_put(&T->in, view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (rc) return NULL;
+        if (T->state == H_START) {
+            rc = read_header(T);
+            if (rc <= 0) {
+                if (rc == 0 && T->base + T->in.len > T->max_bytes) fail("binary message exceeds size limit");
+                return rc < 0 || PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+            }
         }
+        rc = run(T);
     }
-    rc = run(T);
     if (rc < 0) return NULL;
     if (rc == 1) {
         /* Keep nothing but the message length. */

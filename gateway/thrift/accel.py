@@ -10,12 +10,14 @@ which :func:`implementation` reports so that the server can log it at start-up.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 
 from .schema import MapSpec, ServiceSchema, StructSchema, TypeSpec
 
-__all__ = ["implementation", "set_implementation", "tjson_call_to_binary", "reply_translator", "compiled"]
+__all__ = ["implementation", "set_implementation", "using", "tjson_call_to_binary", "reply_translator", "compiled"]
 
 PURE_PYTHON_ENV = "HMS_GATEWAY_PURE_PYTHON"
 
@@ -52,6 +54,20 @@ def set_implementation(name: str) -> None:
         _c = None
     else:
         raise ValueError(f"unknown implementation {name!r}")
+
+
+@contextlib.contextmanager
+def using(name: str) -> Iterator[None]:
+    """Within the block, the ``"c"`` or ``"python"`` implementation; the previous one after.
+
+    For tests and the benchmark, which compare both; raises as :func:`set_implementation`.
+    """
+    before = "c" if _c is not None else "python"
+    set_implementation(name)
+    try:
+        yield
+    finally:
+        set_implementation(before)
 
 
 # Compiled schemas, by id of the (long-lived, cached) ServiceSchema it came from.

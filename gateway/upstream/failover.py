@@ -107,7 +107,7 @@ class Upstream:
             return
         log.warning("upstream %s marked down: %s", pool.label, exc)
         self._down.add(pool.label)
-        metrics.UPSTREAM_UP.labels(upstream=pool.label).set(0)
+        metrics.child(metrics.UPSTREAM_UP, pool.label).set(0)
         task = self._probes.get(pool.label)
         if task is None or task.done():
             self._probes[pool.label] = asyncio.get_running_loop().create_task(self._probe(pool))
@@ -120,7 +120,7 @@ class Upstream:
             except UpstreamError:
                 continue
             self._down.discard(pool.label)
-            metrics.UPSTREAM_UP.labels(upstream=pool.label).set(1)
+            metrics.child(metrics.UPSTREAM_UP, pool.label).set(1)
             log.info("upstream %s answers again", pool.label)
 
     def is_down(self, label: str) -> bool:

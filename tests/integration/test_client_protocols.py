@@ -54,8 +54,6 @@ def http_client(gw: RunningGateway, protocol: str, topology: str = "default"):
     return service_mod.Client(factory(transport)), transport
 
 
-
-
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_nine_spec_methods_equal_direct_calls(gateway, direct, protocol):
     client, transport = http_client(gateway, protocol)

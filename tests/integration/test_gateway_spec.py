@@ -334,8 +334,6 @@ def metrics_text(gw: RunningGateway) -> str:
         return r.read().decode()
 
 
-
-
 def test_metrics_count_requests_and_auth_failures(gateway):
     labels = dict(topology="default", service="hmshttpthrift/api/hms", method="get_all_databases")
     before_ok = metric(gateway, "hms_gateway_requests_total", outcome="ok", **labels)

@@ -143,7 +143,6 @@ def http_client(gw: RunningGateway, topology: str, protocol=TJSONProtocol.TJSONP
     return service_mod.Client(protocol(transport)), transport
 
 
-
 @pytest.mark.parametrize("protocol", [TJSONProtocol.TJSONProtocol, TBinaryProtocol.TBinaryProtocolAccelerated],
                          ids=["tjson", "binary"])
 def test_nine_methods_through_the_http_mode_upstream_equal_direct_calls(gateway, relay, direct, protocol):

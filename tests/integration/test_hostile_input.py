@@ -27,8 +27,6 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
-
-
 def peak_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):

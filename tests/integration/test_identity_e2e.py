@@ -10,7 +10,6 @@ HMS 2.3 leaves ``Database.ownerName`` as the client sent it (Hive 4 fills it fro
 from __future__ import annotations
 
 import base64
-import json
 import re
 import time
 import urllib.error

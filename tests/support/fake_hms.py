@@ -11,10 +11,10 @@ def binary_message(name: str, mtype: int, seqid: int, struct_body: bytes) -> byt
     return head + struct.pack("!i", seqid) + struct_body
 
 
-def list_of_strings_reply(name: str, seqid: int, items: list[str]) -> bytes:
-    # result struct: field 0, type LIST(15) of STRING(11), then STOP
+def list_of_strings_reply(name: str, seqid: int, items: list[str] | list[bytes]) -> bytes:
+    """A REPLY whose success is ``list<string>`` of ``items`` (str as UTF-8, bytes as they are)."""
     head = b"\x0f" + struct.pack("!h", 0) + b"\x0b" + struct.pack("!i", len(items))
-    encoded = [item.encode() for item in items]
+    encoded = [item.encode() if isinstance(item, str) else item for item in items]
     body = b"".join(struct.pack("!i", len(item)) + item for item in encoded)
     return binary_message(name, 2, seqid, head + body + b"\x00")
 

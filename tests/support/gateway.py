@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 from gateway.certs import write_dev_certificates
+from tests.support.hms import free_port
 
 SPEC_PATH = "hmshttpthrift/api/hms"
 
@@ -35,12 +36,6 @@ def stop_process(process: subprocess.Popen, grace: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -183,7 +178,10 @@ def audit_record(gw: RunningGateway, request_id: str, *, path: Path | None = Non
     stderr) when None. Waits: the gateway writes audit lines in batches (every 0.1 s)."""
     deadline = time.monotonic() + timeout
     while True:
-        text = path.read_text() if path is not None and path.exists() else "" if path else gw.log()
+        if path is None:
+            text = gw.log()
+        else:
+            text = path.read_text() if path.exists() else ""
         for line in text.splitlines():
             if line.startswith("{") and request_id in line and '"effective_user"' in line:
                 record = json.loads(line)  # every audit line is one JSON object

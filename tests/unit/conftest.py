@@ -29,7 +29,5 @@ def thrift_impl(request):
     """Runs a test on the C translation code and again on the pure-Python code."""
     from gateway.thrift import accel
 
-    before = "c" if accel.implementation() == "c" else "python"
-    accel.set_implementation(request.param)  # "c" fails loudly if the extension is not built
-    yield request.param
-    accel.set_implementation(before)
+    with accel.using(request.param):  # "c" fails loudly if the extension is not built
+        yield request.param

@@ -12,8 +12,6 @@ from gateway.thrift.errors import ProtocolError
 from tests.support.apache_codec import strict_binary, write_message
 
 
-
-
 def non_strict(transport):
     return TBinaryProtocol.TBinaryProtocol(transport, strictRead=False, strictWrite=False)
 

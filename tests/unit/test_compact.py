@@ -30,9 +30,6 @@ COMPACT_FACTORIES = {
 }
 
 
-
-
-
 # --- a Hypothesis strategy for any generated struct, driven by its thrift_spec ---------------
 
 _INTS = {TType.BYTE: 8, TType.I16: 16, TType.I32: 32, TType.I64: 64}

@@ -58,7 +58,6 @@ def read_strings(message: bytes) -> list[str]:
     return out
 
 
-
 class UgiHMS(ScriptedServer):
     def __init__(self):
         self.connections: list[list[str]] = []  # per connection: method names received

@@ -12,7 +12,7 @@ from gateway.thrift import _speedups, accel
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.streaming import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary
-from tests.support.fake_hms import binary_message
+from tests.support.fake_hms import list_of_strings_reply
 from tests.unit.test_thrift_conformance import binary, sample_stats, sample_table, tjson
 
 
@@ -39,12 +39,9 @@ def test_c_translates_without_handing_back_to_python(messages, schema):
     args, results = accel.compiled(schema)
     fast = _speedups.tjson_call_to_binary(call, args)
     assert fast is not None  # None would mean "let Python decide": the C path was not used
-    accel.set_implementation("python")
-    try:
+    with accel.using("python"):
         header, slow = tjson_call_to_binary(call, schema)
         expected = {name: binary_reply_to_tjson(msg, schema, seqid=77) for name, msg in replies.items()}
-    finally:
-        accel.set_implementation("c")
     assert fast == (header.name, header.type, header.seqid, slow)
     for name, message in replies.items():
         translator = _speedups.ReplyTranslator(results, len(message), 77)
@@ -52,24 +49,19 @@ def test_c_translates_without_handing_back_to_python(messages, schema):
         assert translator.take() == expected[name], name
 
 
-@pytest.mark.parametrize("impl", ["c", "python"])
 @pytest.mark.parametrize("chunk", [1, 3, 1000, 1 << 20])
-def test_streaming_equals_whole_message(messages, schema, impl, chunk):
+def test_streaming_equals_whole_message(messages, schema, thrift_impl, chunk):
     replies, _ = messages
     message = replies["partitions"]
     whole = binary_reply_to_tjson(message, schema, seqid=5)
-    accel.set_implementation(impl)
-    try:
-        translator = reply_translator(schema, 1 << 30, 5)
-        out, end = [], None
-        data = message + b"\x80extra"  # bytes after the message are not the translator's
-        for i in range(0, len(data), chunk):
-            end = translator.feed(data[i : i + chunk])
-            out.append(translator.take())
-            if end is not None:
-                break
-    finally:
-        accel.set_implementation("c")
+    translator = reply_translator(schema, 1 << 30, 5)
+    out, end = [], None
+    data = message + b"\x80extra"  # bytes after the message are not the translator's
+    for i in range(0, len(data), chunk):
+        end = translator.feed(data[i : i + chunk])
+        out.append(translator.take())
+        if end is not None:
+            break
     assert end == len(message)
     assert b"".join(out) == whole
 
@@ -81,25 +73,20 @@ def test_streaming_emits_before_the_end(messages, schema):
     assert translator.pending > len(message) // 3  # TJSON of the first half is ready
 
 
-@pytest.mark.parametrize("impl", ["c", "python"])
-def test_streaming_errors(messages, schema, impl):
+def test_streaming_errors(messages, schema, thrift_impl):
     message = messages[0]["partitions"]
-    accel.set_implementation(impl)
-    try:
-        with pytest.raises(ProtocolError, match="version"):
-            reply_translator(schema, 1 << 20).feed(b"\x00" * 64)
-        with pytest.raises(ProtocolError, match="size limit"):
-            translator = reply_translator(schema, 1000)
-            for i in range(0, len(message), 100):
-                translator.feed(message[i : i + 100])
-        bad = bytearray(message)
-        bad[len(bad) - 1] = 1  # last STOP becomes an unknown field type
-        translator = reply_translator(schema, 1 << 30)
-        with pytest.raises(ProtocolError):
-            assert translator.feed(bytes(bad) + b"\x00" * 8) is None
-        assert reply_translator(schema, 1 << 30).feed(message[:-1]) is None  # truncated: wants more
-    finally:
-        accel.set_implementation("c")
+    with pytest.raises(ProtocolError, match="version"):
+        reply_translator(schema, 1 << 20).feed(b"\x00" * 64)
+    with pytest.raises(ProtocolError, match="size limit"):
+        translator = reply_translator(schema, 1000)
+        for i in range(0, len(message), 100):
+            translator.feed(message[i : i + 100])
+    bad = bytearray(message)
+    bad[len(bad) - 1] = 1  # last STOP becomes an unknown field type
+    translator = reply_translator(schema, 1 << 30)
+    with pytest.raises(ProtocolError):
+        assert translator.feed(bytes(bad) + b"\x00" * 8) is None
+    assert reply_translator(schema, 1 << 30).feed(message[:-1]) is None  # truncated: wants more
 
 
 def test_environment_variable_forces_pure_python():
@@ -126,11 +113,8 @@ def large_mixed_reply(apache_hms):
 
 
 def test_large_mixed_reply_equals_python_in_any_chunking(large_mixed_reply, schema):
-    accel.set_implementation("python")
-    try:
+    with accel.using("python"):
         expected = binary_reply_to_tjson(large_mixed_reply, schema, seqid=7)
-    finally:
-        accel.set_implementation("c")
     assert "\ufffdol599".encode() in expected  # the replaced byte, as Java's decoder would
     for chunk in (len(large_mixed_reply), 64 * 1024, 1000):
         translator = reply_translator(schema, 1 << 30, 7)
@@ -156,14 +140,9 @@ def test_strings_are_escaped_at_every_position(schema):
     position of strings of 0 to 24 bytes and compare with the pure-Python translation."""
     specials = [b'"', b"\\", b"\n", b"\x01", b"\x1f", b"\x7f", b" ", b"~", "é".encode(),
                 "\u2028".encode(), b"\xff", b"\xc3"]  # the last two are not UTF-8
-    items = [b"a" * pos + ch + b"b" * (length - pos)
-             for length in range(25) for pos in range(length + 1) for ch in specials]
-    body = b"\x0f\x00\x00\x0b" + len(items).to_bytes(4, "big")
-    body += b"".join(len(item).to_bytes(4, "big") + item for item in items) + b"\x00"
-    message = binary_message("get_all_databases", 2, 1, body)
-    accel.set_implementation("python")
-    try:
+    message = list_of_strings_reply("get_all_databases", 1, [
+        b"a" * pos + ch + b"b" * (length - pos) for length in range(25) for pos in range(length + 1) for ch in specials
+    ])
+    with accel.using("python"):
         expected = binary_reply_to_tjson(message, schema)
-    finally:
-        accel.set_implementation("c")
     assert binary_reply_to_tjson(message, schema) == expected
