@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install certs bench clean
+.PHONY: run test install certs bench soak clean
 
 run: install certs
 	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml
@@ -27,6 +27,10 @@ certs: install
 
 bench: install
 	$(PY) bench/run.py
+
+# 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
+soak: install
+	$(PY) bench/soak.py $(SOAK_ARGS)
 
 clean:
 	rm -rf $(VENV) build var .pytest_cache

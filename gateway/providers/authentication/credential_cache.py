@@ -12,16 +12,33 @@ import hmac
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
+
+
+def _monotonic() -> float:
+    return time.monotonic()  # looked up per call, so tests may patch time.monotonic
 
 
 class CredentialCache:
-    """``ttl_seconds`` lifetime, at most ``max_entries`` (least recently used evicted)."""
+    """``ttl_seconds`` lifetime, at most ``max_entries``; ``clock`` gives seconds (monotonic).
 
-    def __init__(self, ttl_seconds: float = 300.0, max_entries: int = 10_000):
+    Entries are kept in the order they were stored, which, with one lifetime for all, is the
+    order they expire in: each ``put`` first drops the expired entries at the front (so
+    credentials never presented again do not stay), then, when full, the entry closest to
+    expiry. Both cost O(1) amortised per ``put``.
+    """
+
+    def __init__(self, ttl_seconds: float = 300.0, max_entries: int = 10_000,
+                 clock: Callable[[], float] = _monotonic):
         self._key = secrets.token_bytes(32)
         self._ttl = ttl_seconds
         self._max = max_entries
+        self._clock = clock
         self._entries: OrderedDict[bytes, tuple[float, object]] = OrderedDict()
+
+    def __len__(self) -> int:
+        """Entries held, expired ones not yet dropped included."""
+        return len(self._entries)
 
     def _digest(self, user: str, password: str) -> bytes:
         msg = user.encode() + b"\x00" + password.encode()
@@ -40,19 +57,31 @@ class CredentialCache:
         if hit is None:
             return None
         expires, value = hit
-        if expires < time.monotonic():
+        if expires < self._clock():
             del self._entries[key]
             return None
-        self._entries.move_to_end(key)
         return value
 
     def put(self, user: str, password: str, value: object) -> None:
         """Remember that these credentials verified, with ``value`` (e.g. the principal)."""
         if self._ttl <= 0:
             return
-        self._entries[self._digest(user, password)] = (time.monotonic() + self._ttl, value)
+        now = self._clock()
+        self._sweep(now)
+        key = self._digest(user, password)
+        self._entries[key] = (now + self._ttl, value)
+        self._entries.move_to_end(key)  # a refreshed entry now expires last
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
+
+    def _sweep(self, now: float) -> None:
+        """Drop expired entries from the front (the soonest to expire)."""
+        entries = self._entries
+        while entries:
+            key, (expires, _) = next(iter(entries.items()))
+            if expires >= now:
+                return
+            del entries[key]
 
     def clear(self) -> None:
         self._entries.clear()

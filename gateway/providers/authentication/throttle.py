@@ -38,6 +38,20 @@ class AuthFailureThrottle:
             return None
         return times
 
+    def _sweep(self) -> None:
+        """Forget addresses whose last failure has left the window, even if never seen again.
+
+        ``_failures`` is in order of last failure (``record_failure`` moves an address to the
+        end), so the expired ones are at the front: O(1) amortised per recorded failure.
+        """
+        horizon = self._clock() - self.config.window_seconds
+        failures = self._failures
+        while failures:
+            address, times = next(iter(failures.items()))
+            if times and times[-1] > horizon:
+                return
+            del failures[address]
+
     def retry_after(self, address: str) -> int | None:
         """Whole seconds until ``address`` may try again, when it is refused now; else None."""
         if not self.config.enabled:
@@ -53,6 +67,7 @@ class AuthFailureThrottle:
         """Count one failure; the delay in seconds to apply before answering it (0 for none)."""
         if not self.config.enabled:
             return 0.0
+        self._sweep()
         times = self._recent(address)
         if times is None:
             times = self._failures[address] = deque(maxlen=self.config.refuse_after)
