@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.providers.authentication.settings import (
     FailureThrottle,
@@ -58,14 +58,18 @@ class _Model(BaseModel):
 # --- identity assertion, authorization, audit (Knox providers) ------------------------------
 
 
+def _is_network(value: str, expected: str = "an IP address or a CIDR network") -> str:
+    """An IP address or a CIDR network (host bits allowed); returns it unchanged."""
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"{value!r} is not {expected}") from None
+    return value
+
+
 def _is_address_pattern(value: str) -> str:
     """``*``, an IP address or a CIDR network (host bits allowed); returns it unchanged."""
-    if value != "*":
-        try:
-            ipaddress.ip_network(value, strict=False)
-        except ValueError:
-            raise ValueError(f"{value!r} is not '*', an IP address or a CIDR network") from None
-    return value
+    return value if value == "*" else _is_network(value, "'*', an IP address or a CIDR network")
 
 
 class ProxyUserRule(_Model):
@@ -157,8 +161,29 @@ class Listener(_Model):
     port: int = Field(ge=0, le=65535)
 
 
+class GatewayListener(Listener):
+    """The HTTPS listener. Behind load balancers: ``trusted_proxies`` (IP or CIDR, IPv4/IPv6)
+    may name the client through ``X-Forwarded-For``, and with ``proxy_protocol`` every
+    connection must start with a PROXY protocol v1/v2 header (HAProxy spec) and come from a
+    trusted proxy (see :mod:`gateway.client_address`)."""
+
+    trusted_proxies: list[str] = []
+    proxy_protocol: bool = False
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, cidrs: list[str]) -> list[str]:
+        return [_is_network(c) for c in cidrs]
+
+    @model_validator(mode="after")
+    def _proxy_protocol_needs_trust(self) -> "GatewayListener":
+        if self.proxy_protocol and not self.trusted_proxies:
+            raise ValueError("proxy_protocol needs trusted_proxies: the proxies allowed to connect")
+        return self
+
+
 class Listeners(_Model):
-    gateway: Listener = Listener(port=8443)
+    gateway: GatewayListener = GatewayListener(port=8443)
     management: Listener = Listener(port=9464)
 
 

@@ -25,6 +25,7 @@ import time
 
 from aiohttp import hdrs, web
 
+from gateway.client_address import ClientAddresses, client_address
 from gateway.config import Limits
 from gateway.observability import metrics
 from gateway.observability.log_format import REQUEST_ID
@@ -93,9 +94,11 @@ class Dispatcher:
     """The aiohttp handler of the gateway listener: every request, ``/gateway/{topology}/{path}``."""
 
     def __init__(
-        self, router: Router, schema: ServiceSchema, limits: Limits, audit: AuditLog | None = None
+        self, router: Router, schema: ServiceSchema, limits: Limits, audit: AuditLog | None = None,
+        client_addresses: ClientAddresses | None = None,
     ):
         self.router = router
+        self.client_addresses = client_addresses or ClientAddresses()
         self.audit = audit
         self.schema = schema
         self.max_request_bytes = limits.max_request_bytes
@@ -105,6 +108,7 @@ class Dispatcher:
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
+        self.client_addresses(request)  # once; client_address(request) reads it from here on
         event = begin(request)
         REQUEST_ID.set(event.request_id)
         route = self._route(request.path)
@@ -164,7 +168,7 @@ class Dispatcher:
             codec = detect_codec(body, request.content_type)
             header, call = codec.decode_call(body, self.schema)
         except ProtocolError as exc:
-            log.info("400 %s/%s from %s: %s", topology.name, service.path, request.remote, exc.reason)
+            log.info("400 %s/%s from %s: %s", topology.name, service.path, client_address(request), exc.reason)
             event_of(request).reason = exc.reason
             raise _Outcome(_text(400, f"malformed Thrift message: {exc.reason}"), "bad_request")
 
@@ -257,7 +261,7 @@ class Dispatcher:
             event.reason = str(exc)
             raise _Outcome(_text(403, f"forbidden: {exc}"), "forbidden")
         event.effective_user, event.impersonator = identity.user, identity.impersonator
-        reason = service.authorizer.deny_reason(identity, request.remote)
+        reason = service.authorizer.deny_reason(identity, client_address(request))
         if reason is not None:
             event.reason = reason
             log.info("403 %s/%s: %s denied: %s", topology.name, service.path, identity.user, reason)
@@ -268,7 +272,7 @@ class Dispatcher:
         return _text(413, f"request body larger than {self.max_request_bytes} bytes")
 
     async def _authenticate(self, request: web.Request, topology: Topology) -> Principal:
-        throttle, address = topology.throttle, request.remote or "unknown"
+        throttle, address = topology.throttle, client_address(request)
         retry_after = throttle.retry_after(address) if throttle else None
         if retry_after is not None:
             log.warning("429 %s: too many failed authentications from %s", topology.name, address)
@@ -283,7 +287,7 @@ class Dispatcher:
                 metrics.child(metrics.AUTHENTICATION, topology.name, provider.name, outcome).inc()
             if principal is not None:
                 return principal
-        log.info("401 %s from %s", topology.name, request.remote)
+        log.info("401 %s from %s", topology.name, address)
         if throttle and presented_credentials(request):
             delay = throttle.record_failure(address)
             if delay:

@@ -20,11 +20,13 @@ from aiohttp.web_protocol import RequestHandler
 
 from gateway.thrift import accel as thrift_accel
 from gateway.certs import certificate_not_after
+from gateway.client_address import ClientAddresses
 from gateway.config import GatewayConfig, TopologyConfig
 from gateway.dispatch import Dispatcher
 from gateway.observability import metrics
 from gateway.observability.audit import AuditLog
 from gateway.observability.management import management_app
+from gateway.proxy_protocol import ProxiedServer, ProxyProtocolListener
 from gateway.reload import TopologyReloader
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.translate import encode_binary_call
@@ -83,6 +85,12 @@ class Gateway:
         self.reloader = TopologyReloader(config.topologies_dir, self.router, topologies, build)
         self.ssl_context = server_ssl_context(config.tls)
         self.audit = AuditLog(config.audit)
+        listener = config.listeners.gateway
+        # PROXY protocol: connection → header source address, filled by ProxyProtocolListener.
+        self.client_addresses = ClientAddresses(
+            listener.trusted_proxies, {} if listener.proxy_protocol else None
+        )
+        self._proxy_listener: ProxyProtocolListener | None = None
         self.draining = False
         self._gateway_runner: web.ServerRunner | None = None
         self._management_runner: web.AppRunner | None = None
@@ -97,11 +105,12 @@ class Gateway:
         middlewares, ``client_max_size``) would only add work to every request.
         """
         limits = self.config.limits
-        return web.Server(
-            Dispatcher(self.router, self.schema, limits, self.audit),
-            access_log=None,
-            keepalive_timeout=limits.client_idle_timeout_seconds,
-        )
+        dispatcher = Dispatcher(self.router, self.schema, limits, self.audit, self.client_addresses)
+        options = dict(access_log=None, keepalive_timeout=limits.client_idle_timeout_seconds)
+        peers = self.client_addresses.proxied_peers
+        if peers is not None:
+            return ProxiedServer(dispatcher, proxied_peers=peers, **options)
+        return web.Server(dispatcher, **options)
 
     async def readiness(self) -> list[str]:
         """Empty when an upstream HMS answers a Thrift call, else what failed for every service.
@@ -129,15 +138,26 @@ class Gateway:
         await gw.setup()
         # aiohttp has no public hook for a header deadline; wrap its protocol factory.
         gw._server = _HeaderDeadline(gw._server, limits.client_header_timeout_seconds)
-        await web.TCPSite(
-            gw, listeners.gateway.host, listeners.gateway.port, ssl_context=self.ssl_context
-        ).start()
+        if listeners.gateway.proxy_protocol:
+            # The PROXY header comes in plaintext before TLS: this listener reads it first.
+            self._proxy_listener = ProxyProtocolListener(
+                self.client_addresses.proxied_peers, gw._server, self.ssl_context,
+                self.client_addresses.trusted,
+                limits.client_header_timeout_seconds,
+            )
+            self.gateway_port = await self._proxy_listener.start(
+                listeners.gateway.host, listeners.gateway.port
+            )
+        else:
+            await web.TCPSite(
+                gw, listeners.gateway.host, listeners.gateway.port, ssl_context=self.ssl_context
+            ).start()
+            self.gateway_port = gw.addresses[0][1]
         self._gateway_runner = gw
         mgmt = web.AppRunner(management_app(self.readiness), access_log=None, shutdown_timeout=1)
         await mgmt.setup()
         await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
         self._management_runner = mgmt
-        self.gateway_port = gw.addresses[0][1]
         self.management_port = mgmt.addresses[0][1]
         expiry = certificate_not_after(self.config.tls.certificate)
         metrics.CERTIFICATE_EXPIRY.labels(listener="gateway").set(expiry.timestamp())
@@ -163,6 +183,9 @@ class Gateway:
         if delay and self._gateway_runner is not None:
             log.info("draining: unready for %g s before closing the listener", delay)
             await asyncio.sleep(delay)
+        if self._proxy_listener is not None:
+            await self._proxy_listener.stop()
+            self._proxy_listener = None
         if self._gateway_runner is not None:
             await self._gateway_runner.cleanup()  # stop accepting; wait for in-flight requests
             self._gateway_runner = None

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 
 from aiohttp import web
 
+from gateway.client_address import client_address
 from gateway.config import AuditConfig
 from gateway.thrift.binary import FIXED_SIZES, read_message_header
 from gateway.thrift.errors import MAX_DEPTH, ProtocolError
@@ -112,7 +113,7 @@ class AuditEvent:
 
 def begin(request: web.Request) -> AuditEvent:
     """Start the audit event of ``request`` and keep it in the request's storage."""
-    event = AuditEvent(request_id(request), request.remote)
+    event = AuditEvent(request_id(request), client_address(request))
     request[AUDIT_EVENT] = event
     return event
 

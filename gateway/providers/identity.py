@@ -25,6 +25,7 @@ from typing import Mapping
 
 from aiohttp import web
 
+from gateway.client_address import client_address
 from gateway.config import IdentityAssertionConfig, ProxyUserRule
 from gateway.providers.authentication.base import Principal
 
@@ -112,7 +113,7 @@ class IdentityAsserter:
         if proxy is None:
             raise PermissionError(f"{user} is not a proxy user")
         target_groups = self.mapped_groups(target)
-        reason = proxy.refusal(target, target_groups, request.remote)
+        reason = proxy.refusal(target, target_groups, client_address(request))
         if reason is not None:
             raise PermissionError(f"{user} is {reason}")
         return Identity(user=target, principal=principal, groups=target_groups, impersonator=user)

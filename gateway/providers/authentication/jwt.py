@@ -25,6 +25,7 @@ from aiohttp import hdrs, web
 from jose import jwt
 from jose.exceptions import JOSEError
 
+from gateway.client_address import client_address
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.settings import JwtProvider
 
@@ -148,11 +149,11 @@ class JwtAuthenticator:
         try:
             header = jwt.get_unverified_header(token)
         except JOSEError:
-            log.info("jwt: malformed token from %s", request.remote)
+            log.info("jwt: malformed token from %s", client_address(request))
             return None
         alg, kid = header.get("alg"), header.get("kid")
         if alg not in self._algorithms:
-            log.info("jwt: algorithm %r not allowed (from %s)", str(alg)[:20], request.remote)
+            log.info("jwt: algorithm %r not allowed (from %s)", str(alg)[:20], client_address(request))
             return None
         if kid is not None and not isinstance(kid, str):
             return None
@@ -168,11 +169,11 @@ class JwtAuthenticator:
             except JOSEError as exc:
                 reason = str(exc) or type(exc).__name__
         if claims is None:
-            log.info("jwt: token from %s refused: %s", request.remote, reason)
+            log.info("jwt: token from %s refused: %s", client_address(request), reason)
             return None
         user = claims.get(self.config.user_claim)
         if not isinstance(user, str) or not user:
-            log.info("jwt: token from %s has no %r claim", request.remote, self.config.user_claim)
+            log.info("jwt: token from %s has no %r claim", client_address(request), self.config.user_claim)
             return None
         groups: frozenset[str] = frozenset()
         if self.config.groups_claim:

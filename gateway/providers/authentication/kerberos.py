@@ -26,6 +26,7 @@ import gssapi
 import gssapi.exceptions
 from aiohttp import hdrs, web
 
+from gateway.client_address import client_address
 from gateway.providers.authentication.base import Principal, add_response_header
 from gateway.providers.authentication.name_rules import NameRules
 from gateway.providers.authentication.session_cookie import SessionCookies
@@ -94,11 +95,11 @@ class KerberosAuthenticator:
         try:
             client, out = await asyncio.get_running_loop().run_in_executor(None, self._accept, token)
         except gssapi.exceptions.GSSError as exc:
-            log.info("kerberos: handshake from %s failed: %s", request.remote, _gss_reason(exc))
+            log.info("kerberos: handshake from %s failed: %s", client_address(request), _gss_reason(exc))
             return None
         user = self.rules.short_name(client)
         if user is None:
-            log.info("kerberos: no auth_to_local rule maps %s (from %s)", client, request.remote)
+            log.info("kerberos: no auth_to_local rule maps %s (from %s)", client, client_address(request))
             return None
         if out:
             add_response_header(request, hdrs.WWW_AUTHENTICATE,
