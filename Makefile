@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install certs bench soak clean
+.PHONY: run test install certs bench soak fuzz clean
 
 run: install certs
 	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml
@@ -31,6 +31,10 @@ bench: install
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install
 	$(PY) bench/soak.py $(SOAK_ARGS)
+
+# Hostile bodies against a real gateway + HMS, then the C/Python translator differential.
+fuzz: install
+	$(PY) bench/fuzz.py $(FUZZ_ARGS)
 
 clean:
 	rm -rf $(VENV) build var .pytest_cache

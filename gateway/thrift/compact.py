@@ -342,6 +342,8 @@ class _BinaryReader:
 
     def message(self, seqid: int | None) -> MessageHeader:
         header, self.pos = read_message_header(self.data)
+        if header.type > 7:  # three bits in compact's second byte; the binary header has eight
+            raise ProtocolError(f"message type {header.type} has no compact form")
         out = self.out
         out.append(PROTOCOL_ID)
         out.append((header.type << _TYPE_SHIFT) | VERSION)
