@@ -22,8 +22,9 @@ import asyncio
 import logging
 import struct
 import time
+from urllib.parse import urlsplit
 
-from aiohttp import hdrs, web
+from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
 
 from gateway.client_address import ClientAddresses, client_address
 from gateway.config import Limits
@@ -37,15 +38,12 @@ from gateway.observability.audit import (
     call_objects,
     event_of,
 )
-from gateway.providers.authentication.base import (
-    RESPONSE_HEADERS,
-    Principal,
-    presented_credentials,
-)
+from gateway.providers.authentication.base import RESPONSE_HEADERS, Principal, well_formed
+from gateway.providers.authentication.throttle import THROTTLE, Throttled
 from gateway.providers.identity import Identity
 from gateway.providers.ownership import OwnerAssertion
 from gateway.thrift.codec import Codec, detect_codec
-from gateway.thrift.binary import I16, REPLY, read_message_header
+from gateway.thrift.binary import I16, ONEWAY, REPLY, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema, TType
 from gateway.thrift.streaming import reply_translator
@@ -53,12 +51,12 @@ from gateway.thrift.translate import UNKNOWN_METHOD
 from gateway.topology import Router, Service, Topology
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import is_read_only
-from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken, expecting
+from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken
 
 log = logging.getLogger(__name__)
 
-_ONEWAY = 4
 _PREFIX = "/gateway/"
+_HTTP_VERSIONS = frozenset({HttpVersion10, HttpVersion11})
 
 
 class _Outcome(Exception):
@@ -70,6 +68,17 @@ class _Outcome(Exception):
 
 def _text(status: int, reason: str, **headers: str) -> web.Response:
     return web.Response(status=status, text=reason + "\n", headers=headers)
+
+
+def _version_not_supported(request: web.BaseRequest) -> web.Response:
+    """505 (RFC 9110 §15.6.6) for a request line claiming HTTP/2 or later, which this HTTP/1
+    listener cannot speak; answered as HTTP/1.1 (RFC 9112 §2.3) and the connection closed."""
+    # aiohttp writes the status line with the request's version (a reified property, cached in
+    # _cache) and has no public way to change it.
+    request._cache["version"] = HttpVersion11  # type: ignore[attr-defined]
+    response = _text(505, "HTTP version not supported: use HTTP/1.1")
+    response.force_close()
+    return response
 
 
 def reply_outcome(message: bytes) -> str:
@@ -111,7 +120,9 @@ class Dispatcher:
         self.client_addresses(request)  # once; client_address(request) reads it from here on
         event = begin(request)
         REQUEST_ID.set(event.request_id)
-        route = self._route(request.path)
+        if request.version not in _HTTP_VERSIONS:
+            return self._audited(event, _version_not_supported(request), "bad_request")
+        route = self._route(request.raw_path)
         if route is None:
             return self._audited(event, _text(404, "no such topology or service"), "not_found")
         topology, service = route
@@ -135,8 +146,18 @@ class Dispatcher:
             response.headers.add(name, value)
         return self._audited(event, response, outcome)
 
-    def _route(self, path: str) -> tuple[Topology, Service] | None:
-        """``/gateway/{topology}/{service path}`` → the topology and service, else None (404)."""
+    def _route(self, target: str) -> tuple[Topology, Service] | None:
+        """``/gateway/{topology}/{service path}`` → the topology and service, else None (404).
+
+        One strict rule: the request target's path, as sent (never percent-decoded or
+        normalised), must be exactly a configured ``/gateway/{topology}/{service path}``: a
+        trailing slash, an empty or dot segment or a percent-encoded character is another path.
+        The absolute form (``https://host/gateway/...``, RFC 9112 §3.2.2) is read for its path;
+        the query string is ignored.
+        """
+        if not target.startswith("/"):
+            target = urlsplit(target).path  # absolute form
+        path = target.partition("?")[0]
         if not path.startswith(_PREFIX):
             return None
         topology, _, service_path = path[len(_PREFIX):].partition("/")
@@ -190,13 +211,13 @@ class Dispatcher:
             call = self.ownership.apply(call, header.name, identity.user)
         except ProtocolError as exc:
             raise _Outcome(_text(400, f"malformed Thrift message: {exc.reason}"), "bad_request")
-        oneway = header.type == _ONEWAY
-        sink = None if oneway else self._reply_sink(request, codec, call, header.seqid)
+        oneway = header.type == ONEWAY  # the codec checked it against the IDL
+        sink = None if oneway else self._reply_sink(request, codec, header.seqid)
         try:
-            with expecting(sink):
-                reply = await service.upstream.call(
-                    call, expect_reply=not oneway, identity=identity, read_only=is_read_only(header.name)
-                )
+            reply = await service.upstream.call(
+                call, expect_reply=not oneway, identity=identity,
+                read_only=is_read_only(header.name), sink=sink,
+            )
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, topology.name, service.path, header.name, exc)
             outcome = "upstream_timeout" if isinstance(exc, UpstreamTimeout) else "upstream_unavailable"
@@ -231,7 +252,7 @@ class Dispatcher:
                     header.name, "upstream_unavailable")
         return self._reply(body_out, codec, topology, service), header.name, reply_outcome(reply)
 
-    def _reply_sink(self, request: web.Request, codec: Codec, call: bytes, seqid: int) -> ReplySink | None:
+    def _reply_sink(self, request: web.Request, codec: Codec, seqid: int) -> ReplySink | None:
         """A sink that streams the TJSON translation of the reply (:mod:`gateway.upstream.streaming`);
         other codecs get the whole reply."""
         if codec.name != "tjson":
@@ -244,7 +265,7 @@ class Dispatcher:
             response.headers[REQUEST_ID_HEADER] = event.request_id
 
         return ReplySink(
-            call, request, lambda max_bytes: reply_translator(self.schema, max_bytes, seqid),
+            request, lambda max_bytes: reply_translator(self.schema, max_bytes, seqid),
             codec.content_type, prepare,
         )
 
@@ -272,26 +293,28 @@ class Dispatcher:
         return _text(413, f"request body larger than {self.max_request_bytes} bytes")
 
     async def _authenticate(self, request: web.Request, topology: Topology) -> Principal:
-        throttle, address = topology.throttle, client_address(request)
-        retry_after = throttle.retry_after(address) if throttle else None
-        if retry_after is not None:
-            log.warning("429 %s: too many failed authentications from %s", topology.name, address)
+        if topology.throttle is not None:
+            request[THROTTLE] = topology.throttle  # providers' password checks spend its budget
+        try:
+            for provider in topology.authentication:
+                principal = await provider.authenticate(request)
+                if principal is not None and not well_formed(principal):
+                    log.info("401 %s: %s gave a user or group name that is empty, not UTF-8 or "
+                             "holds control characters", topology.name, provider.name)
+                    principal = None
+                outcome = "success" if principal else "failure"
+                if principal is not None or request.headers.get(hdrs.AUTHORIZATION):
+                    metrics.child(metrics.AUTHENTICATION, topology.name, provider.name, outcome).inc()
+                if principal is not None:
+                    return principal
+        except Throttled as exc:
+            log.warning("429 %s: password checks from %s refused: too many failures",
+                        topology.name, client_address(request))
             raise _Outcome(
-                _text(429, "too many failed authentications", **{hdrs.RETRY_AFTER: str(retry_after)}),
+                _text(429, "too many failed authentications", **{hdrs.RETRY_AFTER: str(exc.retry_after)}),
                 "throttled",
-            )
-        for provider in topology.authentication:
-            principal = await provider.authenticate(request)
-            outcome = "success" if principal else "failure"
-            if principal is not None or request.headers.get(hdrs.AUTHORIZATION):
-                metrics.child(metrics.AUTHENTICATION, topology.name, provider.name, outcome).inc()
-            if principal is not None:
-                return principal
-        log.info("401 %s from %s", topology.name, address)
-        if throttle and presented_credentials(request):
-            delay = throttle.record_failure(address)
-            if delay:
-                await asyncio.sleep(delay)
+            ) from None
+        log.info("401 %s from %s", topology.name, client_address(request))
         response = _text(401, "authentication required")
         for challenge in topology.challenges():
             response.headers.add(hdrs.WWW_AUTHENTICATE, challenge)

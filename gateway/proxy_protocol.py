@@ -117,7 +117,7 @@ class ProxyProtocolListener:
     def __init__(
         self,
         proxied_peers: dict[RequestHandler, str],
-        handler_factory: Callable[[], RequestHandler],
+        handler_factory: Callable[[], asyncio.Protocol],
         ssl_context: ssl.SSLContext,
         trusted: TrustedProxies,
         header_timeout: float,
@@ -176,13 +176,14 @@ class ProxyProtocolListener:
                 log.info("closed a connection from %s: no valid PROXY protocol header (%s)",
                          peer, exc or type(exc).__name__)
                 return
-            handler = self.handler_factory()
+            protocol = self.handler_factory()
+            handler = getattr(protocol, "handler", protocol)  # behind the request-line check
             client = source_address(result)
             if client is not None:
                 self.proxied_peers[handler] = client
             try:
                 await asyncio.get_running_loop().connect_accepted_socket(
-                    lambda: handler, conn, ssl=self.ssl_context,
+                    lambda: protocol, conn, ssl=self.ssl_context,
                     ssl_handshake_timeout=self.header_timeout,
                 )
                 handed_over = True

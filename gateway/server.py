@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 import signal
 from typing import Callable
 
@@ -40,19 +41,78 @@ _PROBE = encode_binary_call("get_all_databases", 0, [])
 _PROBE_TIMEOUT_SECONDS = 3.0
 
 
+_HTTP1_REQUEST_LINE = re.compile(rb"[!-~]+ [!-~]+ HTTP/\d\.\d\r?")
+_BAD_REQUEST_LINE = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     b"Content-Length: 42\r\nConnection: close\r\n\r\n"
+                     b"request line is not METHOD TARGET HTTP/x.y")
+_MAX_REQUEST_LINE = 8190  # aiohttp's own limit (max_line_size)
+
+
+class _RequestLineCheck(asyncio.Protocol):
+    """Stands between the transport and aiohttp's handler for a connection's first request line.
+
+    A line without an ``HTTP/x.y`` version (HTTP/0.9 style, ``GET /``) gets 400 and the
+    connection closes at once: aiohttp would wait for headers that never come. Empty lines
+    before the request line are skipped (RFC 9112 §2.2). Everything else is forwarded as is.
+    """
+
+    __slots__ = ("handler", "_head")
+
+    def __init__(self, handler: RequestHandler):
+        self.handler = handler
+        self._head: bytes | None = b""  # None once the first request line was seen
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.handler.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.handler.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.handler.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.handler.resume_writing()
+
+    def eof_received(self) -> bool | None:
+        return self.handler.eof_received()
+
+    def data_received(self, data: bytes) -> None:
+        if self._head is not None and not self._first_line_ok(data):
+            return
+        self.handler.data_received(data)
+
+    def _first_line_ok(self, data: bytes) -> bool:
+        head = (self._head + data).lstrip(b"\r\n")
+        end = head.find(b"\n")
+        if end < 0:
+            self._head = head if len(head) <= _MAX_REQUEST_LINE else None  # aiohttp refuses those
+            return True
+        self._head = None
+        if _HTTP1_REQUEST_LINE.fullmatch(head[:end]):
+            return True
+        log.info("closing a connection whose request line has no HTTP version")
+        transport = self.handler.transport
+        if transport is not None:
+            transport.write(_BAD_REQUEST_LINE)
+            transport.close()
+        return False
+
+
 class _HeaderDeadline:
     """Wraps aiohttp's protocol factory: a connection that has not sent a complete request
     header within ``timeout`` seconds of being accepted is closed (slow-loris guard; aiohttp
-    itself only bounds idle time between requests)."""
+    itself only bounds idle time between requests); its first request line is checked by
+    :class:`_RequestLineCheck`."""
 
     def __init__(self, server: web.Server, timeout: float):
         self._server, self._timeout = server, timeout
 
-    def __call__(self) -> RequestHandler:
+    def __call__(self) -> _RequestLineCheck:
         handler = self._server()
         # RequestHandler has __slots__ without __weakref__: the timer holds it until it fires.
         asyncio.get_running_loop().call_later(self._timeout, self._expire, handler)
-        return handler
+        return _RequestLineCheck(handler)
 
     @staticmethod
     def _expire(handler: RequestHandler) -> None:

@@ -115,7 +115,7 @@ def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
             ConcurrencyLimiter(svc.max_concurrent_requests),
         )
     providers = tuple(_authentication_provider(p) for p in config.providers.authentication)
-    throttle = AuthFailureThrottle(config.providers.failure_throttle)
+    throttle = AuthFailureThrottle(config.providers.failure_throttle, topology=config.name)
     return Topology(config.name, providers, IdentityAsserter(config.providers.identity_assertion), services, throttle)
 
 
@@ -130,7 +130,7 @@ class Router:
         topo = self.topologies.get(topology)
         if topo is None:
             return None
-        service = topo.services.get(path.strip("/"))
+        service = topo.services.get(path)
         return None if service is None else (topo, service)
 
     def services(self) -> list[Service]:

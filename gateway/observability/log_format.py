@@ -10,6 +10,7 @@ import contextvars
 import logging
 import sys
 
+from aiohttp.http_exceptions import HttpProcessingError
 from pythonjsonlogger.json import JsonFormatter
 
 #: The id of the request the current task serves (``None`` outside requests).
@@ -19,6 +20,21 @@ REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("request
 class _RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = REQUEST_ID.get()
+        return True
+
+
+class _MalformedHttpFilter(logging.Filter):
+    """aiohttp logs a request it cannot parse at ERROR with the offending line, which may hold an
+    ``Authorization`` value or a cookie. Such a request already got its 400 from aiohttp: keep one
+    INFO line naming the error class, without the bytes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args = "refused a malformed HTTP request: %s (status %s)", (
+                type(exc).__name__, exc.code)
+            record.exc_info = record.exc_text = None
         return True
 
 
@@ -47,3 +63,4 @@ def configure_logging(fmt: str = "json", level: str = "INFO") -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.server").addFilter(_MalformedHttpFilter())

@@ -51,6 +51,11 @@ AUTHENTICATION = Counter(
     "hms_gateway_authentication", "Authentication attempts by provider and outcome.",
     ["topology", "provider", "outcome"], registry=REGISTRY,
 )
+PASSWORD_CHECKS = Counter(
+    "hms_gateway_password_checks", "Password checks (bcrypt, LDAP bind) by outcome; "
+    "refused: not run, the client address had spent its budget (429).",
+    ["topology", "outcome"], registry=REGISTRY,
+)
 CONFIG_RELOADS = Counter(
     "hms_gateway_config_reloads", "Topology reloads by outcome.", ["outcome"], registry=REGISTRY,
 )

@@ -45,7 +45,8 @@ class Codec(Protocol):
     content_type: str
 
     def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
-        """Header and strict-binary CALL/ONEWAY message. Raises ``ProtocolError`` (→ 400)."""
+        """Header and strict-binary CALL/ONEWAY message, its type the one the IDL declares
+        (:func:`check_call_type`). Raises ``ProtocolError`` (→ 400)."""
         ...
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
@@ -64,7 +65,9 @@ class TJSONCodec:
     content_type = "application/vnd.apache.thrift.json"
 
     def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
-        return tjson_call_to_binary(body, schema)
+        header, message = tjson_call_to_binary(body, schema)
+        check_call_type(header, schema)
+        return header, message
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
         return binary_reply_to_tjson(message, schema, seqid=seqid)
@@ -73,9 +76,19 @@ class TJSONCodec:
         return tapplication_exception_tjson(name, seqid, message, type_code)
 
 
-def _check_call_type(header: MessageHeader) -> None:
-    if header.type not in (CALL, ONEWAY):
-        raise ProtocolError(f"message type must be CALL(1) or ONEWAY(4), got {header.type}")
+def check_call_type(header: MessageHeader, schema: ServiceSchema) -> None:
+    """Raise ``ProtocolError`` unless the message type is the one the IDL declares for the
+    method: ONEWAY(4) for a ``oneway`` method, CALL(1) for every other (and for methods the IDL
+    does not know). A server answers a two-way method even when the call says ONEWAY, so a
+    mistyped call would leave a reply nobody reads (Thrift's ``TProcessor`` does not check)."""
+    method = schema.methods.get(header.name)
+    expected = ONEWAY if method is not None and method.oneway else CALL
+    if header.type != expected:
+        kind = "oneway" if expected == ONEWAY else "two-way"
+        raise ProtocolError(
+            f"message type {header.type} for {header.name[:100]}, which the IDL declares {kind}: "
+            f"expected {'ONEWAY(4)' if expected == ONEWAY else 'CALL(1)'}"
+        )
 
 
 def _check_reply(message: bytes) -> tuple[MessageHeader, int]:
@@ -99,7 +112,7 @@ class BinaryCodec:
     def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
         data = bytes(body)
         header, _ = read_message_header(data)
-        _check_call_type(header)
+        check_call_type(header, schema)
         end = BinaryMessageScanner(len(data)).feed(data)
         if end is None:
             raise ProtocolError("binary message truncated")
@@ -131,7 +144,7 @@ class CompactCodec:
 
     def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
         header, binary = compact_message_to_binary(body)
-        _check_call_type(header)
+        check_call_type(header, schema)
         return header, binary
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:

@@ -19,6 +19,7 @@ from gateway.observability import metrics
 from gateway.providers.identity import Identity
 from gateway.thrift.translate import encode_binary_call
 from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError
+from gateway.upstream.streaming import ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,16 @@ class Dispatchable(Protocol):
     label: str
 
     async def call(
-        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+        self,
+        request: bytes,
+        *,
+        expect_reply: bool = True,
+        identity: Identity | None = None,
+        sink: ReplySink | None = None,
     ) -> bytes | None: ...
+
+    def is_down(self, label: str) -> bool:
+        return label in self._down
 
     async def close(self) -> None: ...
 
@@ -80,6 +89,7 @@ class Upstream:
         expect_reply: bool = True,
         identity: Identity | None = None,
         read_only: bool = False,
+        sink: ReplySink | None = None,
     ) -> bytes | None:
         """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
         was sent. Raises the last upstream's error when every attempt failed."""
@@ -88,7 +98,7 @@ class Upstream:
             if attempt and self.failover_sleep:
                 await asyncio.sleep(self.failover_sleep)
             try:
-                reply = await pool.call(request, expect_reply=expect_reply, identity=identity)
+                reply = await pool.call(request, expect_reply=expect_reply, identity=identity, sink=sink)
             except UpstreamBadReply:
                 raise  # the upstream answered: another one would not answer better
             except UpstreamError as exc:

@@ -32,6 +32,8 @@ from gateway.upstream.errors import (
     UpstreamUnavailable,
     accounted_call,
 )
+from gateway.upstream.exchange import UpstreamCall
+from gateway.upstream.streaming import ReplySink
 
 log = logging.getLogger(__name__)
 
@@ -81,16 +83,25 @@ class HttpUpstream:
         return self._session
 
     async def call(
-        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+        self,
+        request: bytes,
+        *,
+        expect_reply: bool = True,
+        identity: Identity | None = None,
+        sink: ReplySink | None = None,
     ) -> bytes | None:
-        """POST one strict-binary message; return the reply message (None for oneway).
+        """POST one strict-binary message; return the reply message (None for oneway), with
+        the request's seqid (upstream, the call carries the gateway's own:
+        :mod:`gateway.upstream.exchange`). ``sink`` is not used: replies come whole.
 
         ``identity.user`` goes in ``x-actor-username``. Raises the errors listed in the module
-        docstring.
+        docstring, and :class:`UpstreamBadReply` for a reply that does not answer this call.
         """
+        call = UpstreamCall(request)
         with accounted_call(self.label, self.timeout):
             async with asyncio.timeout(self.timeout):
-                return await self._post(request, expect_reply, identity)
+                reply = await self._post(call.message, expect_reply, identity)
+            return None if reply is None else call.client_reply(reply, self.label)
 
     async def _post(
         self, request: bytes, expect_reply: bool, identity: Identity | None

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from urllib.parse import urlsplit
 
 from gateway.observability import metrics
 from gateway.providers.identity import Identity
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.translate import BinaryMessageScanner
 from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, accounted_call
-from gateway.upstream.streaming import ReplySink, sink_for
+from gateway.upstream.exchange import UpstreamCall
+from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
+from gateway.upstream.streaming import ReplySink
 from gateway.upstream.identity_pool import (
     UgiKey,
     check_set_ugi_reply,
@@ -30,22 +30,18 @@ from gateway.upstream.identity_pool import (
 
 log = logging.getLogger(__name__)
 
-_READ_CHUNK = 256 * 1024
-
-
 class _Connection:
-    __slots__ = ("reader", "writer", "ugi")
+    __slots__ = ("io", "writer", "ugi")
 
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ugi: UgiKey = None
-    ):
-        self.reader, self.writer = reader, writer
+    def __init__(self, io: Unframed, ugi: UgiKey = None):
+        self.io, self.writer = io, io.writer
         #: The identity HMS was told with ``set_ugi`` on this connection (None: none sent).
         self.ugi = ugi
 
     def usable(self) -> bool:
-        # An idle connection the server closed (HMS restarted) has seen EOF already.
-        return not self.reader.at_eof() and not self.writer.is_closing()
+        # An idle connection the server closed (HMS restarted) has seen EOF already; one with
+        # unread bytes holds a reply nobody asked for, which the next caller must not get.
+        return not (self.io.reader.at_eof() or self.writer.is_closing() or self.io.unread())
 
     def close(self) -> None:
         self.writer.close()
@@ -93,7 +89,7 @@ class UpstreamPool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
-                    self.host, self.port, limit=_READ_CHUNK
+                    self.host, self.port, limit=READ_CHUNK
                 )
         except TimeoutError:
             raise UpstreamConnectFailed(
@@ -104,11 +100,11 @@ class UpstreamPool:
             raise UpstreamConnectFailed(
                 f"cannot connect to upstream {self.label}: {exc.strerror or exc}"
             ) from None
-        conn = _Connection(reader, writer, key)
+        conn = _Connection((Framed if self.framed else Unframed)(reader, writer, self.label), key)
         if key is not None:
             try:
                 async with asyncio.timeout(self.timeout):
-                    reply = await self._exchange(conn, set_ugi_call(key), True)
+                    reply = await self._exchange(conn, UpstreamCall(set_ugi_call(key)), True)
                 check_set_ugi_reply(reply or b"", self.label)
             except BaseException:
                 conn.close()
@@ -124,17 +120,26 @@ class UpstreamPool:
             evicted.close()
 
     async def call(
-        self, request: bytes, *, expect_reply: bool = True, identity: Identity | None = None
+        self,
+        request: bytes,
+        *,
+        expect_reply: bool = True,
+        identity: Identity | None = None,
+        sink: ReplySink | None = None,
     ) -> bytes | None:
-        """Send one strict-binary message; return the whole reply message (None for oneway).
+        """Send one strict-binary message; return the whole reply message (None for oneway),
+        with the request's seqid (upstream, the call carries the gateway's own:
+        :mod:`gateway.upstream.exchange`).
 
         ``identity`` is the effective user the call acts for: the call goes over a connection
         on which HMS was told that identity with ``set_ugi`` (None: a connection without).
+        With ``sink``, the reply is fed to it chunk by chunk as it arrives
+        (:mod:`gateway.upstream.streaming`) and only its first bytes are returned.
 
         Raises :class:`UpstreamUnavailable` (cannot connect, connection lost),
-        :class:`UpstreamTimeout` (no complete reply within ``timeout``) or
-        :class:`UpstreamBadReply` (malformed or oversized reply) or
-        :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
+        :class:`UpstreamTimeout` (no complete reply within ``timeout``),
+        :class:`UpstreamBadReply` (malformed or oversized reply, or one that does not answer
+        this call) or :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
         """
         self._busy += 1
         conn: _Connection | None = None
@@ -142,75 +147,47 @@ class UpstreamPool:
             with accounted_call(self.label, self.timeout):
                 conn = await self._checkout(ugi_key(identity))
                 async with asyncio.timeout(self.timeout):
-                    reply = await self._exchange(conn, request, expect_reply)
-                self._checkin(conn)
-                conn = None
+                    reply = await self._exchange(conn, UpstreamCall(request), expect_reply, sink)
+                if expect_reply:  # after a oneway call nothing says whether HMS answered anyway
+                    self._checkin(conn)
+                    conn = None
                 return reply
         finally:
             if conn is not None:
                 conn.close()
             self._busy -= 1
 
-    async def _exchange(self, conn: _Connection, request: bytes, expect_reply: bool) -> bytes | None:
-        if self.framed:
-            conn.writer.write(struct.pack("!i", len(request)))
-        conn.writer.write(request)
+    async def _exchange(
+        self, conn: _Connection, call: UpstreamCall, expect_reply: bool, sink: ReplySink | None = None
+    ) -> bytes | None:
+        conn.io.write(call.message)
         await conn.writer.drain()
         if not expect_reply:
             return None
-        if self.framed:
-            (size,) = struct.unpack("!i", await conn.reader.readexactly(4))
-            if size <= 0 or size > self.max_reply_bytes:
-                raise UpstreamBadReply(f"upstream {self.label} sent a frame of {size} bytes")
-            sink = sink_for(request)
-            if sink is not None:
-                return await self._stream(conn.reader, sink, size)
-            return await conn.reader.readexactly(size)
-        sink = sink_for(request)
         if sink is not None:
-            return await self._stream(conn.reader, sink, None)
-        return await self._read_unframed(conn.reader)
+            return await self._stream(conn.io, call, sink)
+        return call.client_reply(await conn.io.message(self.max_reply_bytes), self.label)
 
-    async def _stream(self, reader: asyncio.StreamReader, sink: ReplySink, size: int | None) -> bytes:
-        """Feed the reply (``size`` bytes if framed) to ``sink`` chunk by chunk, flushing its
-        output to the client as it goes (:mod:`gateway.upstream.streaming`); return the
-        reply's first bytes (header and first field)."""
+    async def _stream(self, io: Unframed, call: UpstreamCall, sink: ReplySink) -> bytes:
+        """Feed the reply to ``sink`` chunk by chunk, flushing its output to the client as it
+        goes, once its header shows that it answers ``call``; return the reply's first bytes
+        (header and first field)."""
         sink.begin(self.max_reply_bytes)
-        fed = 0
-        while True:
-            chunk = await reader.read(_READ_CHUNK if size is None else min(_READ_CHUNK, size - fed))
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", None)
+        checked, fed = False, 0
+        async for chunk in io.chunks(self.max_reply_bytes):
             fed += len(chunk)
             try:
                 end = sink.feed(chunk)
             except ProtocolError as exc:
                 raise UpstreamBadReply(f"upstream {self.label} sent {exc.reason}") from None
+            checked = checked or call.check_reply(sink.head, self.label)
             if end is not None:
                 if end != fed:
                     raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
-                return sink.head
-            if size is not None and fed >= size:
-                raise UpstreamBadReply(f"upstream {self.label} sent binary message truncated")
-            await sink.flush()
-
-    async def _read_unframed(self, reader: asyncio.StreamReader) -> bytes:
-        scanner = BinaryMessageScanner(self.max_reply_bytes)
-        chunks: list[bytes] = []
-        while True:
-            chunk = await reader.read(_READ_CHUNK)
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", None)
-            chunks.append(chunk)
-            try:
-                end = scanner.feed(chunk)
-            except ProtocolError as exc:
-                raise UpstreamBadReply(f"upstream {self.label} sent {exc.reason}") from None
-            if end is not None:
-                data = b"".join(chunks)
-                if end != len(data):
-                    raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
-                return data
+                return call.client_reply(sink.head, self.label)
+            if checked:
+                await sink.flush()
+        raise UpstreamBadReply(f"upstream {self.label} sent binary message truncated")
 
     async def close(self) -> None:
         """Close idle connections; busy ones close when their call ends."""

@@ -1,9 +1,9 @@
 """Streaming a large upstream reply to the HTTP client while it is still arriving.
 
-The dispatch puts a :class:`ReplySink` in a context variable for the one binary request it
-sends (:func:`expecting`); the TCP pool, when it sends exactly that request object, feeds the
-reply's socket chunks to the sink instead of collecting them (other messages on the same task,
-``set_ugi`` or HA probes, are not affected). The sink translates each chunk (C translator:
+The dispatch hands a :class:`ReplySink` to the upstream call (``sink=``); the TCP pool feeds
+the reply's socket chunks to it instead of collecting them, once the reply's header shows that
+it answers the call (an upstream that returns whole replies, such as Hive 4's HTTP mode, leaves
+the sink unused and the dispatch encodes the whole reply). The sink translates each chunk (C translator:
 TJSON comes out as values complete) and writes the output as a chunked HTTP response once
 ``flush_bytes`` are waiting, so the gateway's memory for one reply stays bounded by a constant
 plus the largest single string. A reply that ends before ``flush_bytes`` of output is sent as
@@ -17,17 +17,13 @@ raises :class:`ClientGone`.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from aiohttp import web
 
-__all__ = ["ReplySink", "ClientGone", "StreamBroken", "expecting", "sink_for"]
+__all__ = ["ReplySink", "ClientGone", "StreamBroken"]
 
 HEAD_BYTES = 8192  # reply bytes kept for reading its header and first field (name ≤ 4096)
-
-_current: contextvars.ContextVar["ReplySink | None"] = contextvars.ContextVar("reply_sink", default=None)
 
 
 class ClientGone(Exception):
@@ -39,7 +35,7 @@ class StreamBroken(Exception):
 
 
 class ReplySink:
-    """Where the pool feeds the raw reply of ``call`` (see the module docstring).
+    """Where the pool feeds the raw reply of one call (see the module docstring).
 
     ``new_translator(max_bytes)`` returns a fresh translator (``feed``/``take``/``pending``,
     see :mod:`gateway.thrift.streaming`); ``prepare(response)`` adds headers before sending.
@@ -47,14 +43,12 @@ class ReplySink:
 
     def __init__(
         self,
-        call: bytes,
-        request: web.Request,
+        request: web.BaseRequest,
         new_translator: Callable[[int], object],
         content_type: str,
         prepare: Callable[[web.StreamResponse], None],
         flush_bytes: int = 64 * 1024,
     ):
-        self.call = call
         self._request = request
         self._new_translator = new_translator
         self._content_type = content_type
@@ -65,11 +59,6 @@ class ReplySink:
         self.done = False
         self.sent = 0
         self._translator = None
-
-    @property
-    def started(self) -> bool:
-        """True once response bytes went to the client."""
-        return self.response is not None
 
     def begin(self, max_bytes: int) -> None:
         """Start (or restart, for a failover retry) reading one reply."""
@@ -124,19 +113,3 @@ class ReplySink:
         transport = self._request.transport
         if transport is not None:
             transport.abort()
-
-
-@contextlib.contextmanager
-def expecting(sink: ReplySink | None) -> Iterator[None]:
-    """Within the block, the pool streams the reply to ``sink.call`` into ``sink``."""
-    token = _current.set(sink)
-    try:
-        yield
-    finally:
-        _current.reset(token)
-
-
-def sink_for(request: bytes) -> ReplySink | None:
-    """The sink waiting for the reply to exactly this request object, if any."""
-    sink = _current.get()
-    return sink if sink is not None and sink.call is request else None

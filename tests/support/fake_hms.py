@@ -23,6 +23,12 @@ CALL = binary_message("get_all_databases", 1, 1, b"\x00")
 REPLY = list_of_strings_reply("get_all_databases", 1, ["default", "x" * 5000])
 
 
+def answer(call: bytes, reply: bytes = REPLY) -> bytes:
+    """``reply`` with the seqid of ``call``, as a Thrift server answers (both share one name)."""
+    at = 8 + struct.unpack_from("!i", call, 4)[0]
+    return reply[:at] + call[at:at + 4] + reply[at + 4:]
+
+
 class ScriptedServer:
     """A loopback TCP server for ``async with``: subclasses answer in ``_serve(reader, writer)``;
     ``url`` is ``thrift://127.0.0.1:<port>``. Connections it records in ``writers`` are closed
@@ -47,9 +53,10 @@ class ScriptedServer:
 
 
 class FakeHMS(ScriptedServer):
-    """Reads one request per turn (by length of the known CALL) and answers per ``behaviour``."""
+    """Reads one request per turn (by length of the known CALL) and answers per ``behaviour``:
+    one name for every request, or a list of names for the first requests (then ``ok``)."""
 
-    def __init__(self, behaviour: str = "ok", framed: bool = False):
+    def __init__(self, behaviour: str | list[str] = "ok", framed: bool = False):
         self.behaviour, self.framed = behaviour, framed
         self.connections = 0
         self.requests = 0
@@ -62,33 +69,53 @@ class FakeHMS(ScriptedServer):
             while True:
                 if self.framed:
                     (n,) = struct.unpack("!i", await reader.readexactly(4))
-                    await reader.readexactly(n)
+                    request = await reader.readexactly(n)
                 else:
-                    await reader.readexactly(len(CALL))
+                    request = await reader.readexactly(len(CALL))
+                behaviour = self._behaviour()
                 self.requests += 1
-                if self.behaviour == "ok":
+                reply = answer(request)
+                if behaviour in ("wrong-seqid", "wrong-name", "extra-reply", "late-extra-reply"):
+                    at = 8 + len("get_all_databases")  # the reply's seqid
+                    if behaviour == "wrong-seqid":
+                        reply = reply[:at] + struct.pack("!i", struct.unpack_from("!i", reply, at)[0] ^ 1) + reply[at + 4:]
+                    elif behaviour == "wrong-name":
+                        reply = reply.replace(b"get_all_databases", b"get_all_functions")
+                    framed = struct.pack("!i", len(reply)) + reply if self.framed else reply
+                    writer.write(framed * (2 if behaviour == "extra-reply" else 1))
+                    await writer.drain()
+                    if behaviour == "late-extra-reply":  # a second reply after the first was read
+                        await asyncio.sleep(0.2)
+                        writer.write(framed)
+                        await writer.drain()
+                elif behaviour == "ok":
                     if self.framed:
-                        writer.write(struct.pack("!i", len(REPLY)) + REPLY)
+                        writer.write(struct.pack("!i", len(reply)) + reply)
                     else:
-                        for i in range(0, len(REPLY), 7):  # dribble: many small chunks
-                            writer.write(REPLY[i:i + 7])
+                        for i in range(0, len(reply), 7):  # dribble: many small chunks
+                            writer.write(reply[i:i + 7])
                             await writer.drain()
                     await writer.drain()
-                elif self.behaviour == "silent":
+                elif behaviour == "silent":
                     await asyncio.sleep(3600)
-                elif self.behaviour == "garbage":
+                elif behaviour == "garbage":
                     writer.write(b"HTTP/1.1 400 Bad Request\r\n\r\n")
                     await writer.drain()
-                elif self.behaviour == "trailing":
-                    writer.write(REPLY + b"\x00\x01")
+                elif behaviour == "trailing":
+                    writer.write(reply + b"\x00\x01")
                     await writer.drain()
-                elif self.behaviour == "huge-frame":
+                elif behaviour == "huge-frame":
                     writer.write(struct.pack("!i", 1 << 30))
                     await writer.drain()
-                elif self.behaviour == "half-then-close":
-                    writer.write(REPLY[: len(REPLY) // 2])
+                elif behaviour == "half-then-close":
+                    writer.write(reply[: len(reply) // 2])
                     await writer.drain()
                     writer.close()
                     return
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
+
+    def _behaviour(self) -> str:
+        if isinstance(self.behaviour, str):
+            return self.behaviour
+        return self.behaviour[self.requests] if self.requests < len(self.behaviour) else "ok"

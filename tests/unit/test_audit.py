@@ -156,3 +156,26 @@ def test_audit_path_resolves_against_the_gateway_file(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_gateway_config(cfg)
     assert err.value.key == "audit.file"
+
+
+def test_a_malformed_http_request_is_logged_without_its_bytes(capsys):
+    """aiohttp's parser error quotes the bad header line; the gateway's log keeps only its class."""
+    import logging
+
+    from aiohttp.http_exceptions import BadHttpMessage
+
+    from gateway.observability.log_format import configure_logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    configure_logging("json", "INFO")
+    try:
+        raise BadHttpMessage("Invalid header value char: b'Authorization: Basic c2VjcmV0\\x01'")
+    except BadHttpMessage:
+        logging.getLogger("aiohttp.server").exception("Error handling request from 127.0.0.1")
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    err = capsys.readouterr().err
+    assert "BadHttpMessage" in err and '"level": "INFO"' in err
+    assert "c2VjcmV0" not in err and "Authorization" not in err

@@ -3,6 +3,7 @@ the failure throttle (with a fake clock) and the session cookie."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,67 @@ def test_session_cookie_refuses_tampering_other_keys_and_garbage():
     assert cookies.check(tampered) is None
     assert cookies.check("not-a-token") is None
     assert cookies.check(None) is None
+
+
+@pytest.mark.parametrize("header", [
+    "Basic " + base64.b64encode(b"admin:admin-password\0").decode(),
+    "Basic " + base64.b64encode(b"admin\0:admin-password").decode(),
+    "Basic " + base64.b64encode(b"admin:pass\x7fword").decode(),
+    "Basic " + base64.b64encode(b"ad\nmin:password").decode(),
+    "Basic \udcff\udcfe\udcfd",  # raw bytes 0xff 0xfe 0xfd as aiohttp hands them over
+    "Basic \xff\xfe\xfd",
+    "Basic " + base64.b64encode(b"\xff\xfe:\xfd").decode(),  # not UTF-8 once decoded
+])
+def test_basic_credentials_with_control_characters_or_bad_bytes_are_absent(header):
+    """RFC 7617 §2: no control characters in user-id or password; anything undecodable is as if
+    absent (→ 401), never an exception (→ 500)."""
+    from gateway.providers.authentication.basic import basic_credentials
+
+    assert basic_credentials(header) is None
+
+
+async def test_concurrent_checks_are_counted_when_they_start():
+    """300 guesses at once from one address: no more than ``refuse_after`` checks ever run,
+    the rest are refused before checking; another address is not affected."""
+    import asyncio
+
+    from gateway.providers.authentication.throttle import Throttled
+
+    throttle = AuthFailureThrottle(FailureThrottle(refuse_after=7, delay_after=100), clock=FakeClock())
+    ran = 0
+
+    async def wrong_password():
+        nonlocal ran
+        ran += 1
+        await asyncio.sleep(0.01)
+        return None
+
+    results = await asyncio.gather(*(throttle.run("10.0.0.1", wrong_password) for _ in range(300)),
+                                   return_exceptions=True)
+    assert ran == 7
+    assert sum(isinstance(r, Throttled) for r in results) == 293
+    assert all(r.retry_after >= 1 for r in results if isinstance(r, Throttled))
+    assert await throttle.run("10.0.0.2", wrong_password) is None  # checked, not refused
+    assert ran == 8
+
+
+async def test_a_successful_check_gives_its_reservation_back():
+    throttle = AuthFailureThrottle(FailureThrottle(refuse_after=2, delay_after=100), clock=FakeClock())
+
+    async def ok():
+        return "principal"
+
+    for _ in range(10):
+        assert await throttle.run("10.0.0.1", ok) == "principal"
+    assert throttle.retry_after("10.0.0.1") is None and not throttle._in_flight
+
+
+async def test_a_check_that_raises_counts_as_failed_and_is_released():
+    throttle = AuthFailureThrottle(FailureThrottle(refuse_after=5, delay_after=100), clock=FakeClock())
+
+    async def broken():
+        raise OSError("ldap unreachable")
+
+    with pytest.raises(OSError):
+        await throttle.run("a", broken)
+    assert not throttle._in_flight and len(throttle._failures["a"]) == 1

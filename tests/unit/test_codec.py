@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from thrift.protocol import TBinaryProtocol, TCompactProtocol
+from thrift.protocol import TBinaryProtocol, TCompactProtocol, TJSONProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import TTransport
 
@@ -37,8 +37,24 @@ def test_binary_call_passes_through_unchanged(call, schema):
     assert (header.name, header.type, header.seqid) == ("get_table", 1, 42)
     assert binary == body
     # a method the 2.3 IDL does not know passes too (exposure is the dispatcher's decision)
-    header, binary = BINARY.decode_call(write_message(strict_binary, "get_table_objects_by_name_req", 4, 1, call), schema)
-    assert header.type == 4
+    header, binary = BINARY.decode_call(write_message(strict_binary, "get_table_objects_by_name_req", 1, 1, call), schema)
+    assert header.type == 1
+
+
+@pytest.mark.parametrize("codec", ["tjson", "binary", "compact"])
+@pytest.mark.parametrize("name, mtype", [("get_table", 4), ("get_table_objects_by_name_req", 4), ("shutdown", 1),
+                                         ("get_table", 2), ("get_table", 3)])
+def test_message_type_must_agree_with_the_idl(call, schema, codec, name, mtype):
+    """ONEWAY only for methods the IDL declares oneway (fb303's shutdown), CALL for all others:
+    a two-way method called ONEWAY would leave HMS's reply unread on a pooled connection."""
+    protocol, decoder = {
+        "tjson": (TJSONProtocol.TJSONProtocol, TJSON),
+        "binary": (strict_binary, BINARY),
+        "compact": (TCompactProtocol.TCompactProtocol, COMPACT),
+    }[codec]
+    body = write_message(protocol, name, mtype, 1, call)
+    with pytest.raises(ProtocolError, match=r"expected (CALL\(1\)|ONEWAY\(4\))|CALL\(1\) or ONEWAY\(4\)"):
+        decoder.decode_call(body, schema)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +64,7 @@ def test_binary_call_passes_through_unchanged(call, schema):
         (lambda b: b + b"\x00", "after the end"),
         (lambda b: b[:21], "truncated"),  # header only
         (lambda b: b"\x80\x02" + b[2:], "version"),
-        (lambda b: b[:3] + b"\x02" + b[4:], "CALL(1) or ONEWAY(4)"),
+        (lambda b: b[:3] + b"\x02" + b[4:], "expected CALL(1)"),
         (lambda b: b[:4] + b"\x7f\xff\xff\xff" + b[8:], "name length"),
         (lambda b: b.replace(b"\x00\x00\x00\x02db", b"\x7f\x00\x00\x02db"), "size limit"),
     ],

@@ -29,9 +29,9 @@ from tests.support.fake_hms import ScriptedServer
 CALL = encode_binary_call("get_all_databases", 1, [])
 
 
-def reply(name: str, body: bytes, mtype: int = 2) -> bytes:
+def reply(name: str, body: bytes, mtype: int = 2, seqid: int = 0) -> bytes:
     return (struct.pack("!Ii", 0x80010000 | mtype, len(name)) + name.encode()
-            + struct.pack("!i", 0) + body)
+            + struct.pack("!i", seqid) + body)
 
 
 def strings_result(items: list[str]) -> bytes:
@@ -80,11 +80,11 @@ class UgiHMS(ScriptedServer):
                     (n,) = struct.unpack_from("!i", data, pos + 3)
                     user = data[pos + 7 : pos + 7 + n].decode()
                     if user == "refused":
-                        writer.write(reply("set_ugi", meta_exception_result("no such user")))
+                        writer.write(reply("set_ugi", meta_exception_result("no such user"), seqid=header.seqid))
                     else:
-                        writer.write(reply("set_ugi", strings_result(["g"])))
+                        writer.write(reply("set_ugi", strings_result(["g"]), seqid=header.seqid))
                 else:
-                    writer.write(reply(header.name, strings_result([user])))
+                    writer.write(reply(header.name, strings_result([user]), seqid=header.seqid))
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass

@@ -12,8 +12,8 @@ from gateway.thrift.streaming import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.upstream.errors import UpstreamBadReply, UpstreamUnavailable
 from gateway.upstream.pool import UpstreamPool
-from gateway.upstream.streaming import ReplySink, StreamBroken, expecting
-from tests.support.fake_hms import ScriptedServer, CALL, list_of_strings_reply
+from gateway.upstream.streaming import ReplySink, StreamBroken
+from tests.support.fake_hms import ScriptedServer, CALL, answer, list_of_strings_reply
 
 BIG = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 for i in range(4000)])  # ~2 MB
 
@@ -21,9 +21,9 @@ BIG = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 f
 class RecordingSink(ReplySink):
     """A sink whose client is a list: records each write and how much reply had arrived then."""
 
-    def __init__(self, call: bytes, server: "ScriptedHMS"):
+    def __init__(self, server: "ScriptedHMS"):
         schema = load_schema()
-        super().__init__(call, None, lambda m: reply_translator(schema, m, 9), "x", lambda r: None,  # type: ignore[arg-type]
+        super().__init__(None, lambda m: reply_translator(schema, m, 9), "x", lambda r: None,  # type: ignore[arg-type]
                          flush_bytes=64 * 1024)
         self.server = server
         self.writes: list[tuple[int, bytes]] = []
@@ -37,15 +37,16 @@ class RecordingSink(ReplySink):
 class ScriptedHMS(ScriptedServer):
     """Answers one CALL with ``reply`` in 64 KiB pieces; ``cut`` closes after that many bytes."""
 
-    def __init__(self, reply: bytes, cut: int | None = None):
-        self.reply, self.cut, self.sent = reply, cut, 0
+    def __init__(self, reply: bytes, cut: int | None = None, echo_seqid: bool = True):
+        self.reply, self.cut, self.sent, self.echo_seqid = reply, cut, 0, echo_seqid
 
     async def _serve(self, reader, writer):
         try:
-            await reader.readexactly(len(CALL))
-            end = len(self.reply) if self.cut is None else self.cut
+            call = await reader.readexactly(len(CALL))
+            reply = answer(call, self.reply) if self.echo_seqid else self.reply
+            end = len(reply) if self.cut is None else self.cut
             for i in range(0, end, 65536):
-                piece = self.reply[i:min(i + 65536, end)]
+                piece = reply[i:min(i + 65536, end)]
                 writer.write(piece)
                 await writer.drain()
                 self.sent += len(piece)
@@ -61,9 +62,8 @@ class ScriptedHMS(ScriptedServer):
 async def test_reply_streams_before_it_has_all_arrived():
     async with ScriptedHMS(BIG) as hms:
         pool = UpstreamPool(hms.url)
-        sink = RecordingSink(CALL, hms)
-        with expecting(sink):
-            head = await pool.call(CALL)
+        sink = RecordingSink(hms)
+        head = await pool.call(CALL, sink=sink)
         assert sink.done and BIG.startswith(head)
         rest = sink._translator.take()
         body = b"".join(data for _, data in sink.writes) + rest
@@ -73,23 +73,24 @@ async def test_reply_streams_before_it_has_all_arrived():
         await pool.close()
 
 
-async def test_other_requests_on_the_task_are_not_streamed():
-    async with ScriptedHMS(BIG) as hms:
+async def test_reply_to_another_call_is_refused_before_anything_is_streamed():
+    async with ScriptedHMS(BIG, echo_seqid=False) as hms:  # answers with seqid 1, not the gateway's
         pool = UpstreamPool(hms.url)
-        sink = RecordingSink(bytes(bytearray(CALL)), hms)  # equal bytes, another object
-        with expecting(sink):
-            assert await pool.call(CALL) == BIG
-        assert not sink.done and not sink.writes
+        sink = RecordingSink(hms)
+        with pytest.raises(UpstreamBadReply, match="reply to another call"):
+            await pool.call(CALL, sink=sink)
+        assert not sink.writes and sink.response is None
+        assert not pool._idle  # the connection is discarded, never reused
         await pool.close()
 
 
 async def test_connection_lost_after_start_is_unavailable_and_retry_is_refused():
     async with ScriptedHMS(BIG, cut=len(BIG) // 2) as hms:
         pool = UpstreamPool(hms.url)
-        sink = RecordingSink(CALL, hms)
-        with expecting(sink), pytest.raises(UpstreamUnavailable):
-            await pool.call(CALL)
-        assert sink.started and not sink.done
+        sink = RecordingSink(hms)
+        with pytest.raises(UpstreamUnavailable):
+            await pool.call(CALL, sink=sink)
+        assert sink.response is not None and not sink.done
         with pytest.raises(StreamBroken):
             sink.begin(1 << 20)  # a failover retry cannot restart a reply already on the wire
         await pool.close()
@@ -98,10 +99,10 @@ async def test_connection_lost_after_start_is_unavailable_and_retry_is_refused()
 async def test_malformed_reply_before_start_is_bad_reply():
     async with ScriptedHMS(b"\x00" * 64) as hms:
         pool = UpstreamPool(hms.url)
-        sink = RecordingSink(CALL, hms)
-        with expecting(sink), pytest.raises(UpstreamBadReply, match="bad binary message version"):
-            await pool.call(CALL)
-        assert not sink.started
+        sink = RecordingSink(hms)
+        with pytest.raises(UpstreamBadReply, match="bad binary message version"):
+            await pool.call(CALL, sink=sink)
+        assert sink.response is None
         await pool.close()
 
 
@@ -118,11 +119,10 @@ async def _serve_through_sink(hms_url: str):
     schema = load_schema()
 
     async def handler(request: web.Request) -> web.StreamResponse:
-        sink = ReplySink(CALL, request, lambda m: reply_translator(schema, m, 9),
+        sink = ReplySink(request, lambda m: reply_translator(schema, m, 9),
                          "application/vnd.apache.thrift.json", lambda r: None, flush_bytes=64 * 1024)
         try:
-            with expecting(sink):
-                await pool.call(CALL)
+            await pool.call(CALL, sink=sink)
         except UpstreamError as exc:
             if sink.response is not None:
                 sink.abort()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import struct
 import pytest
 
 from gateway.upstream.errors import (
@@ -89,4 +90,70 @@ async def test_idle_connection_closed_by_server_is_replaced():
         await asyncio.sleep(0.05)
         assert await pool.call(CALL) == REPLY
         assert hms.connections == 2
+        await pool.close()
+
+
+@pytest.mark.parametrize("framed", [False, True], ids=["unframed", "framed"])
+@pytest.mark.parametrize("behaviour, reason", [
+    ("wrong-seqid", "reply to another call"),
+    ("wrong-name", "reply to another call"),
+    ("extra-reply", "after the reply"),
+])
+async def test_a_reply_that_does_not_answer_the_call_is_refused_and_its_connection_dropped(
+        framed, behaviour, reason):
+    """Thrift clients check name and seqid of every reply (TServiceClient.receiveBase); the pool
+    does too, with seqids of its own, so a stray reply never reaches another caller."""
+    async with FakeHMS([behaviour], framed=framed) as hms:
+        pool = UpstreamPool(hms.url, framed=framed)
+        if behaviour == "extra-reply" and framed:
+            # framed: the first frame is a whole reply; the second one waits unread on the socket
+            assert await pool.call(CALL) == REPLY
+        else:
+            with pytest.raises(UpstreamBadReply, match=reason):
+                await pool.call(CALL)
+        assert await pool.call(CALL) == REPLY  # the next call is right, on a fresh connection
+        assert hms.connections == 2
+        await pool.close()
+
+
+async def test_a_late_stray_reply_on_an_idle_connection_is_never_handed_out():
+    async with FakeHMS(["late-extra-reply"]) as hms:
+        pool = UpstreamPool(hms.url)
+        assert await pool.call(CALL) == REPLY
+        await asyncio.sleep(0.5)  # the stray reply lands on the idle connection
+        for _ in range(3):
+            assert await pool.call(CALL) == REPLY
+        assert hms.connections == 2
+        await pool.close()
+
+
+async def test_the_upstream_sees_the_gateways_seqids_and_the_caller_gets_its_own():
+    seen: list[int] = []
+
+    class Recording(FakeHMS):
+        async def _serve(self, reader, writer):
+            original = reader.readexactly
+
+            async def readexactly(n):
+                data = await original(n)
+                if n == len(CALL):
+                    seen.append(struct.unpack_from("!i", data, 8 + len("get_all_databases"))[0])
+                return data
+            reader.readexactly = readexactly
+            await super()._serve(reader, writer)
+
+    async with Recording() as hms:
+        pool = UpstreamPool(hms.url)
+        for _ in range(3):
+            assert await pool.call(CALL) == REPLY  # CALL and REPLY carry seqid 1
+        assert len(set(seen)) == 3
+        await pool.close()
+
+
+async def test_after_a_oneway_call_the_connection_is_not_reused():
+    async with FakeHMS() as hms:
+        pool = UpstreamPool(hms.url)
+        assert await pool.call(CALL, expect_reply=False) is None
+        assert not pool._idle
+        assert await pool.call(CALL) == REPLY
         await pool.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +36,23 @@ class AuthenticationProvider(Protocol):
         ...
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def well_formed(principal: Principal) -> bool:
+    """Whether the principal's name and groups can stand in HTTP headers, logs, audit lines and
+    Thrift strings (``set_ugi``): non-empty, encodable as UTF-8 (no lone surrogates), without
+    control characters. A validly signed token can still carry anything in its claims."""
+    for name in (principal.name, *principal.groups):
+        if not name or _CONTROL.search(name):
+            return False
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
 #: Request key under which providers leave headers for the response (SPNEGO mutual-auth token,
 #: session ``Set-Cookie``); the dispatcher copies them onto whatever response it sends.
 RESPONSE_HEADERS = "gateway.authentication.response_headers"
@@ -44,7 +62,3 @@ def add_response_header(request: web.Request, name: str, value: str) -> None:
     """Ask the dispatcher to send ``name: value`` with this request's response."""
     request.setdefault(RESPONSE_HEADERS, []).append((name, value))
 
-
-def presented_credentials(request: web.Request) -> bool:
-    """Whether the request carries something that claims to be credentials (header or cookie)."""
-    return bool(request.headers.get("Authorization") or request.cookies)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import binascii
+import re
 from base64 import b64decode
+
+# RFC 7617 §2: user-id and password MUST NOT contain control characters (RFC 5234 CTL).
+_CTL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | None:
     """``(user, password)`` from ``Authorization: Basic <base64(user:password)>``, else None.
 
-    Malformed headers (bad base64, no colon, not UTF-8) give None, as if absent.
+    Malformed headers (bad or non-ASCII base64, no colon, not UTF-8, control characters in
+    user or password) give None, as if absent: the caller answers 401, never 500.
     """
     if not header:
         return None
@@ -18,9 +22,9 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
         return None
     try:
         decoded = b64decode(value.strip(), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
+    except ValueError:  # binascii.Error, non-ASCII input, UnicodeDecodeError
         return None
     user, sep, password = decoded.partition(":")
-    if not sep or not user:
+    if not sep or not user or _CTL.search(decoded):
         return None
     return user, password

@@ -2,7 +2,8 @@
 
 The file is read with ``passlib.apache.HtpasswdFile`` (the maintained ``libpass`` fork), so
 ``htpasswd -B`` (bcrypt) manages it; it is re-read when its modification time changes. bcrypt
-checks run in a worker thread and verified credentials are cached (see ``credential_cache``).
+checks run in a worker thread, within the client address's budget (``throttle``), and verified
+credentials are cached (see ``credential_cache``), so that they need no check while it lasts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gateway.config import HtpasswdProvider
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import basic_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
+from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +58,12 @@ class HtpasswdAuthenticator:
             log.error("cannot reload users file %s (%s); keeping the previous one", self._path, exc)
 
     def _verify(self, user: str, password: str) -> bool:
-        ok = self._file.check_password(user, password)
-        if ok is None:  # unknown user: spend the same time as a real check
-            bcrypt.verify(password, _DUMMY_HASH)
+        try:
+            ok = self._file.check_password(user, password)
+        except ValueError:  # bcrypt refuses passwords over 72 bytes: such credentials fail
+            ok = None
+        if ok is None:  # unknown user or refused password: spend the same time as a real check
+            bcrypt.verify(password.encode("utf-8")[:72], _DUMMY_HASH)
             return False
         return bool(ok)
 
@@ -71,7 +76,8 @@ class HtpasswdAuthenticator:
         cached = self._cache.get(user, password)
         if isinstance(cached, Principal):
             return cached
-        ok = await asyncio.get_running_loop().run_in_executor(None, self._verify, user, password)
+        loop = asyncio.get_running_loop()
+        ok = await password_check(request, lambda: loop.run_in_executor(None, self._verify, user, password))
         if not ok:
             return None
         principal = Principal(name=user, provider=self.name)

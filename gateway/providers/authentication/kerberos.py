@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import binascii
 import logging
 
 import gssapi
@@ -47,7 +46,7 @@ def negotiate_token(header: str | None) -> bytes | None:
         return None
     try:
         return base64.b64decode(value, validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or non-ASCII characters in the header
         return None
 
 

@@ -31,6 +31,7 @@ from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import basic_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
 from gateway.providers.authentication.settings import LdapProvider
+from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
 
@@ -147,10 +148,20 @@ class LdapAuthenticator:
         pending = self._pending.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
-        future = asyncio.get_running_loop().run_in_executor(None, self._verify, user, password)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
         self._pending[key] = future
         try:
-            principal = await future
+            principal = await password_check(
+                request, lambda: loop.run_in_executor(None, self._verify, user, password))
+            future.set_result(principal)
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:  # Throttled: identical requests waiting share the refusal
+            future.set_exception(exc)
+            future.exception()  # retrieved here, so an unawaited one is not logged
+            raise
         finally:
             self._pending.pop(key, None)
         if principal is not None:

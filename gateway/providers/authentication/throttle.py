@@ -1,30 +1,105 @@
-"""Per-client-address slow-down and refusal of repeated authentication failures.
+"""Per-client-address budget of password checks: slow-down, then refusal, of guessing.
 
-Only requests that presented credentials and failed count (a client's first, credential-less
-request that collects the 401 challenge is normal HTTP authentication, RFC 9110 §11.6.1).
+It throttles password *checks*, not people. A check (a bcrypt comparison, an LDAP bind) is
+counted against the client address when it starts, so concurrent guesses cannot overrun the
+budget; a check that succeeds is given back, one that fails stays counted for the window.
 Within a sliding window, failures beyond ``delay_after`` are answered late (doubling delay,
-capped), and beyond ``refuse_after`` the address is answered 429 with ``Retry-After``
-(RFC 6585 §4) without checking credentials. State is per address, so a valid user on another
-address is never slowed down or locked out. The clock is injectable for tests.
+capped), and once failures plus checks in flight reach ``refuse_after`` a further check is
+refused: 429 with ``Retry-After`` (RFC 6585 §4), without checking. Credentials the provider
+already verified (its credential cache) need no check, so a user whose credentials were verified
+before still gets in from a throttled address: behind a NAT or a Kubernetes NodePort that
+rewrites client addresses, one guesser cannot lock everybody out (Apache ``mod_authn_socache``
+and Knox's LDAP cache behave alike). The address is :func:`gateway.client_address.client_address`.
+The clock is injectable for tests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+from aiohttp import web
+
+from gateway.client_address import client_address
+from gateway.observability import metrics
 from gateway.providers.authentication.settings import FailureThrottle
+
+T = TypeVar("T")
+
+#: Request key: the throttle of the request's topology (the dispatcher sets it).
+THROTTLE = "gateway.authentication.throttle"
+
+
+class Throttled(Exception):
+    """A password check refused: the client address spent its budget (429, ``Retry-After``)."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(f"too many failed authentications; retry after {retry_after} s")
+        self.retry_after = retry_after
+
+
+async def password_check(request: web.BaseRequest, check: Callable[[], Awaitable[T]]) -> T:
+    """Run one password check (``check()``; a falsy result means the credentials failed) under
+    the budget of the request's client address.
+
+    Raises :class:`Throttled` without running ``check`` when the budget is spent. Providers call
+    this only on a credential-cache miss.
+    """
+    throttle: AuthFailureThrottle | None = request.get(THROTTLE)
+    if throttle is None:
+        return await check()
+    return await throttle.run(client_address(request), check)
 
 
 class AuthFailureThrottle:
     """Failure bookkeeping for one topology; addresses are strings (``request.remote``)."""
 
-    def __init__(self, config: FailureThrottle, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, config: FailureThrottle, clock: Callable[[], float] = time.monotonic, topology: str = ""
+    ):
         self.config = config
         self._clock = clock
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        #: Password checks running now, per address (entries removed when back to 0).
+        self._in_flight: dict[str, int] = {}
+        self._checks = {
+            outcome: metrics.PASSWORD_CHECKS.labels(topology=topology, outcome=outcome)
+            for outcome in ("success", "failure", "refused")
+        }
+
+    async def run(self, address: str, check: Callable[[], Awaitable[T]]) -> T:
+        """Run ``check()`` for ``address`` within its budget (see :func:`password_check`).
+
+        Raises :class:`Throttled` when failures plus checks in flight reach ``refuse_after``.
+        After a failed check, waits the slow-down delay before returning.
+        """
+        if not self.config.enabled:
+            return await check()
+        times = self._recent(address)
+        in_flight = self._in_flight.get(address, 0)
+        if (len(times) if times else 0) + in_flight >= self.config.refuse_after:
+            self._checks["refused"].inc()
+            raise Throttled(self.retry_after(address) or 1)
+        self._in_flight[address] = in_flight + 1  # counted before the check starts
+        ok = False
+        try:
+            result = await check()
+            ok = bool(result)
+        finally:
+            left = self._in_flight[address] - 1
+            if left:
+                self._in_flight[address] = left
+            else:
+                del self._in_flight[address]
+            self._checks["success" if ok else "failure"].inc()
+            delay = 0.0 if ok else self.record_failure(address)
+        if delay:
+            await asyncio.sleep(delay)
+        return result
 
     def _recent(self, address: str) -> deque[float] | None:
         times = self._failures.get(address)

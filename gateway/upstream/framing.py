@@ -1,0 +1,95 @@
+"""Thrift transports on one upstream TCP connection: unframed (a bare stream of messages) or
+framed (each message after a 4-byte big-endian length), as Apache Thrift's ``TSocket`` and
+``TFramedTransport`` wrap it. HMS speaks unframed unless
+``hive.metastore.thrift.framed.transport.enabled`` is set.
+
+Both read one reply at a time, either whole (:meth:`message`) or as raw chunks for a streaming
+consumer (:meth:`chunks`), and both tell whether bytes are waiting unread (:meth:`unread`), so
+that a connection goes back to the pool only when nothing from an earlier exchange is left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import AsyncIterator
+
+from gateway.thrift.binary import BinaryMessageScanner
+from gateway.thrift.errors import ProtocolError
+from gateway.upstream.errors import UpstreamBadReply
+
+READ_CHUNK = 256 * 1024
+_FRAME = struct.Struct("!i")
+
+
+class Unframed:
+    """Messages back to back on the stream; a reply's end is found by scanning it."""
+
+    framed = False
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, label: str):
+        self.reader, self.writer, self.label = reader, writer, label
+
+    def write(self, message: bytes) -> None:
+        self.writer.write(message)
+
+    def unread(self) -> bool:
+        """Whether bytes arrived that no exchange has read (a stray or late reply)."""
+        # StreamReader has no public count of buffered bytes.
+        return bool(self.reader._buffer)  # type: ignore[attr-defined]
+
+    async def chunks(self, max_bytes: int) -> AsyncIterator[bytes]:
+        """The reply's bytes as they arrive; the consumer stops when it has the whole message.
+        Raises ``IncompleteReadError`` if the connection closes first."""
+        while True:
+            chunk = await self.reader.read(READ_CHUNK)
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", None)
+            yield chunk
+
+    async def message(self, max_bytes: int) -> bytes:
+        """One whole strict-binary message. Raises :class:`UpstreamBadReply` for a malformed or
+        oversized one, or bytes after it."""
+        scanner = BinaryMessageScanner(max_bytes)
+        chunks: list[bytes] = []
+        async for chunk in self.chunks(max_bytes):
+            chunks.append(chunk)
+            try:
+                end = scanner.feed(chunk)
+            except ProtocolError as exc:
+                raise UpstreamBadReply(f"upstream {self.label} sent {exc.reason}") from None
+            if end is not None:
+                data = b"".join(chunks)
+                if end != len(data):
+                    raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
+                return data
+        raise AssertionError("unreachable: chunks() ends only by raising")
+
+
+class Framed(Unframed):
+    """Each message after its i32 length (``TFramedTransport``)."""
+
+    framed = True
+
+    def write(self, message: bytes) -> None:
+        self.writer.write(_FRAME.pack(len(message)))
+        self.writer.write(message)
+
+    async def _frame_size(self, max_bytes: int) -> int:
+        (size,) = _FRAME.unpack(await self.reader.readexactly(4))
+        if size <= 0 or size > max_bytes:
+            raise UpstreamBadReply(f"upstream {self.label} sent a frame of {size} bytes")
+        return size
+
+    async def chunks(self, max_bytes: int) -> AsyncIterator[bytes]:
+        """The frame's bytes as they arrive, then nothing more."""
+        left = await self._frame_size(max_bytes)
+        while left:
+            chunk = await self.reader.read(min(READ_CHUNK, left))
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"", None)
+            left -= len(chunk)
+            yield chunk
+
+    async def message(self, max_bytes: int) -> bytes:
+        return await self.reader.readexactly(await self._frame_size(max_bytes))

@@ -1,0 +1,90 @@
+"""URL and HTTP protocol edges (issue 9): one strict routing rule, HTTP/2 request lines refused
+with 505, HTTP/0.9-style lines answered 400 at once. Real gateway subprocess over real TLS."""
+
+from __future__ import annotations
+
+import base64
+import socket
+import ssl
+
+import pytest
+
+from tests.support.gateway import service, start_gateway
+
+pytestmark = pytest.mark.integration
+
+AUTH = base64.b64encode(b"admin:admin-password").decode()
+BODY = b'[1,"get_all_databases",1,1,{}]'
+CANONICAL = "/gateway/default/hmshttpthrift/api/hms"
+
+
+@pytest.fixture(scope="module")
+def gateway(hms, tmp_path_factory):
+    # A long header deadline: a prompt answer below cannot be the slow-loris guard's doing.
+    gw = start_gateway(tmp_path_factory.mktemp("gateway-edges"),
+                       {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"])]}},
+                       {"admin": "admin-password"},
+                       gateway_extra={"limits": {"client_header_timeout_seconds": 120}})
+    yield gw
+    gw.stop()
+
+
+def exchange(gw, raw: bytes) -> bytes:
+    """Send ``raw`` on a fresh TLS connection; everything the gateway sends until it closes."""
+    ctx = ssl.create_default_context(cafile=str(gw.ca_file))
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=20) as tcp:
+        with ctx.wrap_socket(tcp, server_hostname="localhost") as tls:
+            tls.sendall(raw)
+            chunks = []
+            while chunk := tls.recv(65536):
+                chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def request(target: str, version: str = "HTTP/1.1") -> bytes:
+    return (f"POST {target} {version}\r\nHost: localhost\r\nAuthorization: Basic {AUTH}\r\n"
+            f"Content-Length: {len(BODY)}\r\nConnection: close\r\n\r\n").encode() + BODY
+
+
+def status_line(response: bytes) -> bytes:
+    return response.split(b"\r\n", 1)[0]
+
+
+@pytest.mark.parametrize("target", [
+    CANONICAL,
+    CANONICAL + "?anything=1",  # the query string is not part of the path
+    "https://localhost" + CANONICAL,  # absolute form, RFC 9112 §3.2.2
+])
+def test_the_canonical_path_is_served(gateway, target):
+    response = exchange(gateway, request(target))
+    assert status_line(response) == b"HTTP/1.1 200 OK"
+    assert b'"get_all_databases",2,1' in response
+
+
+@pytest.mark.parametrize("target", [
+    CANONICAL + "/",
+    "/gateway/default/hmshttpthrift%2fapi%2fhms",
+    "/gateway/%64efault/hmshttpthrift/api/hms",
+    "/gateway/default/hmshttpthrift/api/%68ms",
+    "/gateway/default//hmshttpthrift/api/hms",
+    "/gateway/default/hmshttpthrift/./api/hms",
+    "/gateway/default/hmshttpthrift/x/../api/hms",
+    "/gateway//default/hmshttpthrift/api/hms",
+    "https://localhost/gateway/default/hmshttpthrift/api/hms/",
+    "/Gateway/default/hmshttpthrift/api/hms",
+])
+def test_any_other_spelling_of_the_path_is_404(gateway, target):
+    assert status_line(exchange(gateway, request(target))) == b"HTTP/1.1 404 Not Found"
+
+
+@pytest.mark.parametrize("version", ["HTTP/2.0", "HTTP/2.1"])
+def test_a_request_line_claiming_another_http_version_is_505(gateway, version):
+    response = exchange(gateway, request(CANONICAL, version))
+    assert status_line(response) == b"HTTP/1.1 505 HTTP Version Not Supported"
+
+
+@pytest.mark.parametrize("line", [b"GET /\r\n", b"GET /\n", b"\r\nPOST " + CANONICAL.encode() + b"\r\n",
+                                  b"garbage\r\n"])
+def test_a_request_line_without_version_is_answered_400_at_once(gateway, line):
+    response = exchange(gateway, line)  # the connection stays open on the client's side
+    assert status_line(response) == b"HTTP/1.1 400 Bad Request"
