@@ -3,7 +3,7 @@
 Starts its own Hive Metastore (Derby, from PySpark's jars) with a table of ``--partitions``
 partitions (the large replies) and the real gateway (``hms-gateway serve``, HTTPS, Basic auth),
 then runs ``--clients`` client threads for ``--minutes``. Each request is drawn from a fixed mix
-(:data:`MIX`, weights in percent): kept-alive and ``Connection: close`` connections; TJSON,
+(:func:`mix`, weights in percent): kept-alive and ``Connection: close`` connections; TJSON,
 strict binary and compact; small and large (``get_partitions`` of every partition) replies;
 malformed bodies; requests without credentials; and wrong passwords, each from a fresh source
 address (the client binds 127.x.y.z before connecting, so thousands of distinct addresses reach
@@ -11,8 +11,9 @@ the gateway's per-address tables).
 
 Every 10 s the gateway's RSS (``VmRSS`` of ``/proc/<pid>/status``) is sampled. At the end the
 script prints the samples, the request counts by kind and status, and the growth after warm-up:
-from the first sample after ``--warmup`` (a fraction of the run, default 0.2) to the last. It
-exits 1 when that growth is 10 % or more, or when any request got a 500.
+from the median RSS of the first minute after ``--warmup`` (a fraction of the run, default 0.2)
+to the median of the last minute. It exits 1 when that growth is 10 % or more, or when any
+request got a 500.
 
 ``--tracemalloc`` runs the gateway with :mod:`tracemalloc` (``bench/tracemalloc_hook``) and prints
 the allocation sites that grew most since warm-up; tracing slows the gateway, so use it to find a
@@ -27,6 +28,7 @@ import http.client
 import itertools
 import os
 import random
+import signal
 import statistics
 import sys
 import tempfile
@@ -236,11 +238,15 @@ def drive(gw, kinds: list[Kind], clients: int, seconds: float, pid: int, seed: i
     return samples, counts, time.monotonic() - t0
 
 
-def growth(samples: list[tuple[float, int, int]], warmup_seconds: float) -> dict[str, float]:
-    """RSS after warm-up: baseline (first sample at or after ``warmup_seconds``), last, peak,
-    growth from baseline to last (a fraction), and a least-squares slope in MiB per minute."""
+def growth(samples: list[tuple[float, int, int]], warmup_seconds: float, window: int = 6) -> dict[str, float]:
+    """RSS after warm-up. The baseline is the median of the first ``window`` samples from
+    ``warmup_seconds`` on, the end the median of the last ``window`` (one minute each at one
+    sample per 10 s), so that one large reply in flight at a sampling instant does not decide
+    the result. Also the peak, the growth from baseline to end (a fraction) and a least-squares
+    slope in MiB per minute."""
     after = [(t, kib) for t, kib, _ in samples if t >= warmup_seconds] or [samples[-1][:2]]
-    base, last = after[0][1], after[-1][1]
+    base = statistics.median(kib for _, kib in after[:window])
+    last = statistics.median(kib for _, kib in after[-window:])
     slope = 0.0
     if len(after) >= 2:
         ts = [t / 60 for t, _ in after]
@@ -253,7 +259,7 @@ def growth(samples: list[tuple[float, int, int]], warmup_seconds: float) -> dict
 def report(kinds, counts: Counter, samples, result: dict, elapsed: float, info: dict) -> list[str]:
     """Markdown lines: request counts by kind and status, RSS summary, machine."""
     total = sum(counts.values())
-    lines = [f"| kind | share | requests | by status |", "|---|---|---|---|"]
+    lines = ["| kind | share | requests | by status |", "|---|---|---|---|"]
     for kind in kinds:
         by = {o: n for (name, o), n in counts.items() if name == kind.name}
         statuses = ", ".join(f"{o}: {n}" for o, n in sorted(by.items(), key=lambda x: str(x[0])))
@@ -267,8 +273,8 @@ def report(kinds, counts: Counter, samples, result: dict, elapsed: float, info: 
     lines += [
         "", "| RSS of the gateway | MiB |", "|---|---|",
         f"| before load | {result['start_mib']:.1f} |",
-        f"| after warm-up (baseline) | {result['baseline_mib']:.1f} |",
-        f"| last sample | {result['last_mib']:.1f} |",
+        f"| baseline: median of the first minute after warm-up | {result['baseline_mib']:.1f} |",
+        f"| end: median of the last minute | {result['last_mib']:.1f} |",
         f"| peak after warm-up | {result['peak_mib']:.1f} |",
         f"| min / median / max of {len(rss)} samples | {min(rss):.1f} / {statistics.median(rss):.1f} / {max(rss):.1f} |",
         f"| growth after warm-up | {result['growth'] * 100:+.1f} % (limit < {GROWTH_LIMIT * 100:g} %) |",
@@ -288,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tracemalloc", action="store_true", help="trace the gateway's allocations")
     parser.add_argument("--markdown", type=Path, help="also write the results (Markdown) here")
     opts = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop HMS and the gateway on the way out
     info = machine()
     info["load"] = load() + " before"
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-soak-"))

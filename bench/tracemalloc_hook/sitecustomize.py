@@ -5,7 +5,8 @@ Python imports ``sitecustomize`` at start-up from the first ``sys.path`` entry t
 ``HMS_GATEWAY_TRACEMALLOC`` to a file name. Then a daemon thread starts :mod:`tracemalloc`
 (10 frames), takes a baseline snapshot after ``HMS_GATEWAY_TRACEMALLOC_WARMUP`` seconds
 (default 60) and, every ``HMS_GATEWAY_TRACEMALLOC_INTERVAL`` seconds (default 60), rewrites the
-file with the 30 allocation sites (grouped by traceback) that grew most since the baseline.
+file with the net growth and the 30 allocation sites (grouped by traceback) that grew most since
+the baseline.
 Without the variable this module does nothing. tracemalloc sees Python-level allocations only
 (OpenSSL's, libuv's and the C allocator's own fragmentation are invisible to it).
 """
@@ -27,9 +28,11 @@ def _trace(path: str, warmup: float, interval: float) -> None:
         time.sleep(interval)
         snapshot = tracemalloc.take_snapshot().filter_traces(keep)
         current, peak = tracemalloc.get_traced_memory()
+        stats = snapshot.compare_to(baseline, "traceback")
+        grown = sum(s.size_diff for s in stats)
         lines = [f"# {time.monotonic() - started:.0f} s after the baseline; traced {current / 2**20:.1f} MiB "
-                 f"(peak {peak / 2**20:.1f} MiB)"]
-        for stat in snapshot.compare_to(baseline, "traceback")[:30]:
+                 f"(peak {peak / 2**20:.1f} MiB), {grown / 1024:+.1f} KiB since the baseline"]
+        for stat in sorted(stats, key=lambda s: s.size_diff, reverse=True)[:30]:
             lines.append(f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks "
                          f"(now {stat.size / 1024:.1f} KiB)")
             lines.extend("    " + line for line in stat.traceback.format(limit=10))
