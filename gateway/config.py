@@ -20,13 +20,8 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway.providers.authentication.settings import (
-    FailureThrottle,
-    JwtProvider,
-    KerberosProvider,
-    LdapProvider,
-    MtlsProvider,
-)
+from gateway.providers.authentication.registry import PROVIDERS, settings_models
+from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
 
 #: The nine read methods of MS-HMSHTTP section 3.1.5, exposed when a service lists none.
@@ -249,18 +244,8 @@ class GatewayConfig(_Model):
 # --- topology files -------------------------------------------------------------------------
 
 
-class HtpasswdProvider(_Model):
-    """HTTP Basic (RFC 7617) against an Apache ``htpasswd`` file (bcrypt hashes, ``htpasswd -B``)."""
-
-    type: Literal["htpasswd"]
-    realm: str = "HMS Gateway"
-    users_file: Path
-
-
-AuthenticationProvider = Annotated[
-    Union[HtpasswdProvider, LdapProvider, JwtProvider, KerberosProvider, MtlsProvider],
-    Field(discriminator="type"),
-]
+#: One entry of ``providers.authentication``: the registered settings model its ``type`` names.
+AuthenticationProvider = Annotated[Union[settings_models()], Field(discriminator="type")]
 
 
 class Providers(_Model):
@@ -372,7 +357,7 @@ def _key(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("htpasswd", "ldap", "jwt", "kerberos", "mtls"):  # discriminator tags pydantic inserts in the location
+        elif part in PROVIDERS:  # the discriminator tag pydantic inserts in the location
             continue
         else:
             out += f".{part}" if out else str(part)
@@ -428,20 +413,11 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
     base = path.parent
     providers = []
     for i, provider in enumerate(cfg.providers.authentication):
-        if isinstance(provider, HtpasswdProvider):
-            users = _resolve(base, provider.users_file)
-            if not users.is_file():
-                raise ConfigError(
-                    path, f"providers.authentication[{i}].users_file", f"no such file: {users}"
-                )
-            provider = provider.model_copy(update={"users_file": users})
-        elif hasattr(provider, "with_base"):  # resolves and checks the provider's own files
-            try:
-                provider = provider.with_base(base)
-            except ValueError as exc:
-                field, _, reason = str(exc).partition(": ")
-                raise ConfigError(path, f"providers.authentication[{i}].{field}", reason) from None
-        providers.append(provider)
+        try:  # resolves and checks the provider's own files
+            providers.append(provider.with_base(base))
+        except ValueError as exc:
+            field, _, reason = str(exc).partition(": ")
+            raise ConfigError(path, f"providers.authentication[{i}].{field}", reason) from None
     return cfg.model_copy(
         update={
             "providers": cfg.providers.model_copy(update={"authentication": providers}),

@@ -12,15 +12,11 @@ from dataclasses import dataclass
 from gateway.config import (
     ConfigError,
     GatewayConfig,
-    HtpasswdProvider,
     ServiceConfig,
     TopologyConfig,
 )
 from gateway.limits import ConcurrencyLimiter
-from gateway.providers.authentication.settings import MtlsProvider
 from gateway.providers.authentication.base import AuthenticationProvider
-from gateway.providers.authentication.factory import build_provider
-from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
 from gateway.providers.authentication.throttle import AuthFailureThrottle
 from gateway.providers.authorization import Authorizer
 from gateway.providers.identity import IdentityAsserter
@@ -59,13 +55,18 @@ class Topology:
         return [c for provider in self.authentication if (c := provider.challenge())]
 
 
-def _authentication_provider(config: object) -> AuthenticationProvider:
-    if isinstance(config, HtpasswdProvider):
-        return HtpasswdAuthenticator(config)
-    provider = build_provider(config)
-    if provider is not None:
-        return provider
-    raise TypeError(f"unsupported authentication provider {config!r}")
+def _authentication_providers(
+    config: TopologyConfig, gateway: GatewayConfig
+) -> tuple[AuthenticationProvider, ...]:
+    """Each provider's authenticator, made by its settings model (see the provider registry).
+
+    Raises :class:`ConfigError` when a provider's ``check`` finds the gateway file lacking.
+    """
+    for i, provider in enumerate(config.providers.authentication):
+        reason = provider.check(gateway)
+        if reason:
+            raise ConfigError(config.source or config.name, f"providers.authentication[{i}]", reason)
+    return tuple(provider.build() for provider in config.providers.authentication)
 
 
 def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
@@ -73,10 +74,7 @@ def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
 
     Raises :class:`ConfigError` when the topology needs something the gateway file lacks.
     """
-    for i, provider in enumerate(config.providers.authentication):
-        if isinstance(provider, MtlsProvider) and gateway.tls.client_ca is None:
-            raise ConfigError(config.source or config.name, f"providers.authentication[{i}]",
-                              "type mtls needs tls.client_ca in the gateway file")
+    providers = _authentication_providers(config, gateway)
     services = {}
     for svc in config.services:
         up = svc.upstream
@@ -114,7 +112,6 @@ def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
             Authorizer(svc.authorization),
             ConcurrencyLimiter(svc.max_concurrent_requests),
         )
-    providers = tuple(_authentication_provider(p) for p in config.providers.authentication)
     throttle = AuthFailureThrottle(config.providers.failure_throttle, topology=config.name)
     return Topology(config.name, providers, IdentityAsserter(config.providers.identity_assertion), services, throttle)
 

@@ -9,8 +9,7 @@ import pytest
 import requests
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.providers.authentication.ldap import LdapAuthenticator
-from gateway.providers.authentication.settings import LdapProvider
+from gateway.providers.authentication.ldap import LdapAuthenticator, LdapProvider
 from tests.support.gateway import free_port, service, start_gateway
 from tests.support.ldap_server import BASE, SERVICE_DN, start_ldap
 

@@ -8,10 +8,9 @@ import time
 
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.config import HtpasswdProvider
 from gateway.providers.authentication.basic import basic_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
-from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator
+from gateway.providers.authentication.htpasswd import HtpasswdAuthenticator, HtpasswdProvider
 
 
 def basic(user: str, password: str) -> str:

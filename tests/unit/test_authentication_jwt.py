@@ -21,8 +21,7 @@ from jose import jwk, jwt
 
 from gateway.certs import write_dev_certificates
 from gateway.config import ConfigError, load_topology_file
-from gateway.providers.authentication.jwt import JwtAuthenticator
-from gateway.providers.authentication.settings import JwtProvider
+from gateway.providers.authentication.jwt import JwtAuthenticator, JwtProvider
 
 ISS, AUD = "https://sso.example.org", "hms-gateway"
 

@@ -12,15 +12,16 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import ClassVar, Literal
 
 from aiohttp import hdrs, web
 from passlib.apache import HtpasswdFile
 from passlib.hash import bcrypt
 
-from gateway.config import HtpasswdProvider
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import basic_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
+from gateway.providers.authentication.settings import ProviderSettings
 from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
@@ -28,6 +29,19 @@ log = logging.getLogger(__name__)
 # Checked against when the user does not exist, so that the answer takes as long either way.
 _DUMMY_HASH = bcrypt.using(rounds=10).hash("not-a-password")
 _RELOAD_CHECK_SECONDS = 1.0
+
+
+class HtpasswdProvider(ProviderSettings):
+    """HTTP Basic (RFC 7617) against an Apache ``htpasswd`` file (bcrypt hashes, ``htpasswd -B``)."""
+
+    type: Literal["htpasswd"]
+    realm: str = "HMS Gateway"
+    users_file: Path
+
+    path_fields: ClassVar[tuple[str, ...]] = ("users_file",)
+
+    def build(self) -> HtpasswdAuthenticator:
+        return HtpasswdAuthenticator(self)
 
 
 class HtpasswdAuthenticator:

@@ -18,22 +18,85 @@ import json
 import logging
 import ssl
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp import hdrs, web
 from jose import jwt
 from jose.exceptions import JOSEError
+from pydantic import Field, field_validator, model_validator
 
 from gateway.client_address import client_address
 from gateway.providers.authentication.base import Principal
-from gateway.providers.authentication.settings import JwtProvider
+from gateway.providers.authentication.secrets import Secret
+from gateway.providers.authentication.settings import ProviderSettings
 
 log = logging.getLogger(__name__)
 
 _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC"}
 _MAX_TOKEN_BYTES = 16 * 1024
 _MAX_JWKS_BYTES = 1024 * 1024
+_ASYMMETRIC = (
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+)
+_HMAC = ("HS256", "HS384", "HS512")
+
+
+class JwtProvider(ProviderSettings):
+    """JWT (RFC 7519) from ``Authorization: Bearer`` (RFC 6750) or the KnoxSSO cookie.
+
+    Keys come from ``public_key_file`` (PEM) and/or ``jwks_url`` (RFC 7517) for the asymmetric
+    ``algorithms``, from ``hmac_key`` for HS*. A token's ``alg`` must be listed, and picks the key
+    family, so ``none`` and HS/RS key confusion cannot verify.
+    """
+
+    type: Literal["jwt"]
+    algorithms: list[Literal[_ASYMMETRIC + _HMAC]] = Field(min_length=1)  # type: ignore[valid-type]
+    issuer: str
+    audience: str
+    public_key_file: Path | None = None
+    jwks_url: str | None = None
+    #: CA bundle for the JWKS URL's TLS certificate; None: system CAs.
+    jwks_ca_file: Path | None = None
+    #: Seconds a fetched JWKS is used before it is fetched again.
+    jwks_cache_seconds: float = Field(default=3600.0, gt=0)
+    #: At most one refetch per this many seconds when a token names an unknown ``kid``.
+    jwks_min_refresh_seconds: float = Field(default=30.0, ge=0)
+    hmac_key: Secret | None = None
+    cookie_name: str | None = "hadoop-jwt"
+    #: Allowed clock difference for ``exp``/``nbf``/``iat`` (bounded: at most 5 minutes).
+    clock_skew_seconds: int = Field(default=30, ge=0, le=300)
+    user_claim: str = "sub"
+    groups_claim: str | None = None
+
+    path_fields: ClassVar[tuple[str, ...]] = ("public_key_file", "jwks_ca_file")
+
+    @field_validator("jwks_url")
+    @classmethod
+    def _https(cls, url: str | None) -> str | None:
+        if url is None:
+            return url
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(f"{url!r} is not an https:// URL")
+        return url
+
+    @model_validator(mode="after")
+    def _keys_for_algorithms(self) -> JwtProvider:
+        asym = [a for a in self.algorithms if a in _ASYMMETRIC]
+        hmac = [a for a in self.algorithms if a in _HMAC]
+        if asym and self.public_key_file is None and self.jwks_url is None:
+            raise ValueError(f"{asym[0]} needs public_key_file or jwks_url")
+        if hmac and self.hmac_key is None:
+            raise ValueError(f"{hmac[0]} needs hmac_key")
+        if self.hmac_key is not None and not hmac:
+            raise ValueError("hmac_key is set but no HS* algorithm is allowed")
+        return self
+
+    def build(self) -> JwtAuthenticator:
+        return JwtAuthenticator(self)
 
 
 def bearer_token(header: str | None) -> str | None:

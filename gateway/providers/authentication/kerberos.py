@@ -20,20 +20,75 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+from pathlib import Path
+from typing import ClassVar, Literal
 
 import gssapi
 import gssapi.exceptions
 from aiohttp import hdrs, web
+from pydantic import Field, field_validator
 
 from gateway.client_address import client_address
 from gateway.providers.authentication.base import Principal, add_response_header
-from gateway.providers.authentication.name_rules import NameRules
+from gateway.providers.authentication.name_rules import NameRules, parse_rules
 from gateway.providers.authentication.session_cookie import SessionCookies
-from gateway.providers.authentication.settings import KerberosProvider
+from gateway.providers.authentication.secrets import Secret
+from gateway.providers.authentication.settings import FrozenModel, ProviderSettings
 
 log = logging.getLogger(__name__)
 
 _MAX_TOKEN_CHARS = 64 * 1024
+
+
+class SessionCookie(FrozenModel):
+    """The signed cookie issued after a successful SPNEGO handshake (Knox: ``hadoop.auth``)."""
+
+    name: str = "hadoop.auth"
+    #: Key the cookie is signed (and encrypted) with; share it between gateway replicas.
+    signing_key: Secret
+    lifetime_seconds: int = Field(default=3600, gt=0, le=86400)
+
+
+class KerberosProvider(ProviderSettings):
+    """SPNEGO (RFC 4559) with a keytab, as Hadoop's ``KerberosAuthenticationHandler``.
+
+    ``keytab`` may be a path or ``env:NAME`` (a variable holding the path).
+    """
+
+    type: Literal["kerberos"]
+    #: Service principal, ``HTTP/<fully qualified host>@REALM``.
+    principal: str
+    keytab: Path
+    #: Hadoop ``auth_to_local`` rules (``RULE:[1:$1@$0](.*@EXAMPLE\\.COM)s/@.*//``, ``DEFAULT``).
+    name_rules: list[str] = Field(default_factory=lambda: ["DEFAULT"], min_length=1)
+    cookie: SessionCookie | None = None
+
+    path_fields: ClassVar[tuple[str, ...]] = ("keytab",)
+
+    @field_validator("keytab", mode="before")
+    @classmethod
+    def _keytab_from_env(cls, value: object) -> object:
+        if isinstance(value, str) and value.startswith("env:"):
+            return Secret.from_reference(value).reveal()
+        return value
+
+    @field_validator("principal")
+    @classmethod
+    def _service_principal(cls, principal: str) -> str:
+        service, slash, rest = principal.partition("/")
+        host, at, realm = rest.partition("@")
+        if not (service and slash and host and at and realm):
+            raise ValueError(f"{principal!r} is not a service principal like HTTP/host@REALM")
+        return principal
+
+    @field_validator("name_rules")
+    @classmethod
+    def _rules_parse(cls, rules: list[str]) -> list[str]:
+        parse_rules(rules)  # raises ValueError naming the bad rule
+        return rules
+
+    def build(self) -> KerberosAuthenticator:
+        return KerberosAuthenticator(self)
 
 
 def negotiate_token(header: str | None) -> bytes | None:

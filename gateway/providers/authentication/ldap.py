@@ -19,6 +19,8 @@ import asyncio
 import logging
 import math
 import ssl
+from pathlib import Path
+from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
 import ldap3
@@ -26,14 +28,74 @@ from aiohttp import hdrs, web
 from ldap3.core.exceptions import LDAPException
 from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import escape_rdn, parse_dn
+from pydantic import Field, field_validator, model_validator
 
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import basic_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
-from gateway.providers.authentication.settings import LdapProvider
+from gateway.providers.authentication.secrets import Secret
+from gateway.providers.authentication.settings import ProviderSettings
 from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
+
+
+class LdapProvider(ProviderSettings):
+    """HTTP Basic checked against LDAP or Active Directory (Knox's ShiroProvider + LDAP realm).
+
+    Either ``user_dn_template`` (direct bind as ``uid={user},ou=people,...``), or search-then-bind:
+    bind as ``bind_dn``/``bind_password``, find the user with ``user_search_filter`` below
+    ``user_search_base``, bind as the entry found. Groups come from ``group_member_attribute`` of
+    the user entry (AD/overlay ``memberOf``) and/or a search below ``group_search_base``.
+    """
+
+    type: Literal["ldap"]
+    realm: str = "HMS Gateway"
+    #: ``ldap://host:389`` or ``ldaps://host:636``.
+    url: str
+    start_tls: bool = False
+    #: CA bundle (PEM) that signs the server's certificate, for LDAPS/StartTLS; None: system CAs.
+    ca_file: Path | None = None
+    user_dn_template: str | None = None
+    bind_dn: str | None = None
+    bind_password: Secret | None = None
+    user_search_base: str | None = None
+    user_search_filter: str = "(uid={user})"
+    #: Attribute of the user entry listing its groups' DNs (``memberOf``); None: not read.
+    group_member_attribute: str | None = None
+    group_search_base: str | None = None
+    #: ``{dn}`` is the user's DN, ``{user}`` the login name (both escaped).
+    group_search_filter: str = "(|(member={dn})(uniqueMember={dn})(memberUid={user}))"
+    group_name_attribute: str = "cn"
+    cache_ttl_seconds: float = Field(default=300.0, ge=0)
+    timeout_seconds: float = Field(default=5.0, gt=0)
+
+    path_fields: ClassVar[tuple[str, ...]] = ("ca_file",)
+
+    @field_validator("url")
+    @classmethod
+    def _ldap_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in ("ldap", "ldaps") or not parts.hostname:
+            raise ValueError(f"{url!r} is not an ldap:// or ldaps:// URL")
+        return url
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> LdapProvider:
+        if self.user_dn_template is None and self.user_search_base is None:
+            raise ValueError("set user_dn_template (direct bind) or user_search_base (search then bind)")
+        if self.user_dn_template is not None and "{user}" not in self.user_dn_template:
+            raise ValueError("user_dn_template must contain {user}")
+        if "{user}" not in self.user_search_filter:
+            raise ValueError("user_search_filter must contain {user}")
+        if (self.bind_dn is None) != (self.bind_password is None):
+            raise ValueError("bind_dn and bind_password go together")
+        if self.start_tls and self.url.startswith("ldaps:"):
+            raise ValueError("start_tls is for ldap:// URLs; ldaps:// is already TLS")
+        return self
+
+    def build(self) -> LdapAuthenticator:
+        return LdapAuthenticator(self)
 
 
 class LdapAuthenticator:

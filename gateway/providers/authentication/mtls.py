@@ -7,10 +7,34 @@ subject. A request without a certificate is simply not authenticated by this pro
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal
+
 from aiohttp import web
 
 from gateway.providers.authentication.base import Principal
-from gateway.providers.authentication.settings import MtlsProvider
+from gateway.providers.authentication.settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from gateway.config import GatewayConfig
+
+
+class MtlsProvider(ProviderSettings):
+    """A client certificate verified by the listener against ``tls.client_ca`` (gateway file).
+
+    The principal is the subject attribute ``principal_attribute`` (OpenSSL long names:
+    ``commonName``, ``emailAddress``, ``userId`` ...). No challenge goes into a 401: a
+    certificate is offered during the TLS handshake, not asked for by HTTP.
+    """
+
+    type: Literal["mtls"]
+    principal_attribute: str = "commonName"
+
+    def check(self, gateway: GatewayConfig) -> str | None:
+        # Without a CA the listener never asks for a certificate: this provider could never succeed.
+        return None if gateway.tls.client_ca else "type mtls needs tls.client_ca in the gateway file"
+
+    def build(self) -> MtlsAuthenticator:
+        return MtlsAuthenticator(self)
 
 
 class MtlsAuthenticator:
