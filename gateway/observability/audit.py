@@ -26,7 +26,6 @@ import json
 import logging
 import logging.handlers
 import re
-import struct
 import sys
 import time
 import uuid
@@ -38,9 +37,7 @@ from aiohttp import web
 
 from gateway.client_address import client_address
 from gateway.config import AuditConfig
-from gateway.thrift.binary import FIXED_SIZES, read_message_header
-from gateway.thrift.errors import MAX_DEPTH, ProtocolError
-from gateway.thrift.schema import ServiceSchema, StructSchema, TType
+from gateway.thrift.walk import call_objects
 
 REQUEST_ID_HEADER = "X-Request-Id"
 #: Key of the request's :class:`AuditEvent` in aiohttp's per-request storage.
@@ -48,6 +45,18 @@ AUDIT_EVENT: web.RequestKey["AuditEvent"] = web.RequestKey("hms_gateway.audit_ev
 
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _MAX_NAME = 256
+
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "AUDIT_EVENT",
+    "AuditEvent",
+    "AuditLog",
+    "audit_outcome",
+    "begin",
+    "call_objects",  # gateway.thrift.walk's, re-exported: the audit's database and table
+    "event_of",
+    "request_id",
+]
 
 #: Metrics outcomes (see docs/architecture.md) that count as a refusal; the rest but
 #: ``ok``/``exception`` are failures.
@@ -199,102 +208,3 @@ class AuditLog:
         if self._handler is not None:
             self._handler.close()
             self._handler = None
-
-
-# --- database and table named by a call --------------------------------------------------
-
-_DB_FIELDS = frozenset({"db_name", "dbname", "dbName", "databaseName", "db"})
-_TABLE_FIELDS = frozenset({"tbl_name", "table_name", "tableName", "tblName", "tbl"})
-#: Values walked before giving up: the audit never costs more than this per request.
-_BUDGET = 20_000
-
-
-class _OutOfBudget(Exception):
-    pass
-
-
-def call_objects(message: bytes, schema: ServiceSchema) -> tuple[str | None, str | None]:
-    """``(database, table)`` a strict-binary CALL names, from its arguments' schema names.
-
-    Looks at string arguments named like ``db_name``/``tbl_name`` (IDL spellings vary:
-    ``dbname``, ``dbName``, ``tableName`` ...), ``name`` in ``*database*`` methods, and the same
-    names one struct deep (``create_table(Table)``, ``create_database(Database)``, request
-    structs). Stops after a fixed number of values; returns Nones when the message is
-    malformed (the audit must never fail a request).
-    """
-    try:
-        header, pos = read_message_header(message)
-    except ProtocolError:
-        return None, None
-    method = schema.methods.get(header.name)
-    if method is None:
-        return None, None
-    found: dict[str, str] = {}
-    budget = [_BUDGET]
-    try:
-        _scan(message, pos, method.args, found, budget, 0, "database" in header.name)
-    except (IndexError, struct.error, UnicodeDecodeError, _OutOfBudget, RecursionError):
-        pass
-    return found.get("database"), found.get("table")
-
-
-def _scan(data: bytes, pos: int, schema: StructSchema | None, found: dict, budget: list,
-          depth: int, name_is_db: bool) -> int:
-    """Walk one struct from ``pos``; record names; return the position after its STOP."""
-    while True:
-        ftype = data[pos]
-        if ftype == TType.STOP:
-            return pos + 1
-        (fid,) = struct.unpack_from("!h", data, pos + 1)
-        pos += 3
-        fschema = schema.fields.get(fid) if schema is not None else None
-        if fschema is not None and ftype == TType.STRING:
-            name = fschema.name
-            key = ("database" if name in _DB_FIELDS or (name == "name" and name_is_db)
-                   else "table" if name in _TABLE_FIELDS else None)
-            if key is not None:
-                (length,) = struct.unpack_from("!i", data, pos)
-                raw = data[pos + 4 : pos + 4 + min(length, _MAX_NAME)]
-                found.setdefault(key, raw.decode("utf-8", "replace"))
-        if (fschema is not None and ftype == TType.STRUCT and depth == 0
-                and isinstance(fschema.spec, StructSchema)):
-            inner_is_db = fschema.spec.name == "Database"
-            pos = _scan(data, pos, fschema.spec, found, budget, 1, inner_is_db)
-        else:
-            pos = _skip(data, pos, ftype, budget, depth + 1)
-        if "database" in found and "table" in found:
-            return pos
-
-
-def _skip(data: bytes, pos: int, ttype: int, budget: list, depth: int) -> int:
-    budget[0] -= 1
-    if budget[0] < 0 or depth > MAX_DEPTH:
-        raise _OutOfBudget
-    size = FIXED_SIZES.get(ttype)
-    if size is not None:
-        return pos + size
-    if ttype == TType.STRING:
-        (length,) = struct.unpack_from("!i", data, pos)
-        if length < 0:
-            raise _OutOfBudget
-        return pos + 4 + length
-    if ttype == TType.STRUCT:
-        while data[pos] != TType.STOP:
-            pos = _skip(data, pos + 3, data[pos], budget, depth + 1)
-        return pos + 1
-    if ttype in (TType.LIST, TType.SET):
-        etype, count = data[pos], struct.unpack_from("!i", data, pos + 1)[0]
-        pos += 5
-        if etype in FIXED_SIZES:
-            return pos + FIXED_SIZES[etype] * max(count, 0)
-        for _ in range(count):
-            pos = _skip(data, pos, etype, budget, depth + 1)
-        return pos
-    if ttype == TType.MAP:
-        ktype, vtype, count = data[pos], data[pos + 1], struct.unpack_from("!i", data, pos + 2)[0]
-        pos += 6
-        for _ in range(count):
-            pos = _skip(data, pos, ktype, budget, depth + 1)
-            pos = _skip(data, pos, vtype, budget, depth + 1)
-        return pos
-    raise _OutOfBudget

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.thrift.binary import FIELD_HEADER, I32, read_message_header, struct_fields
+from gateway.thrift.binary import FIELD_HEADER, I32, read_message_header
 from gateway.thrift.schema import ServiceSchema, StructSchema, TType
+from gateway.thrift.walk import struct_fields
 
 #: Owner fields by struct (Hive IDL names), and the struct's owner-type field if it has one.
 _OWNER_FIELDS = {"Database": ("ownerName", "ownerType"), "Table": ("owner", None)}

@@ -25,6 +25,7 @@ __all__ = [
     "FIXED_SIZES",
     "MessageHeader",
     "read_message_header",
+    "read_reply_header",
     "write_message_header",
     "BinaryMessageScanner",
     "encode_binary_call",
@@ -96,6 +97,17 @@ def read_message_header(message: bytes | bytearray | memoryview) -> tuple[Messag
     return MessageHeader(name, mtype, seqid), 12 + name_len
 
 
+def read_reply_header(message: bytes | bytearray | memoryview) -> tuple[MessageHeader, int]:
+    """:func:`read_message_header` of a message that must be a REPLY or an EXCEPTION.
+
+    Raises ``ProtocolError`` as :func:`read_message_header`, or naming the type otherwise.
+    """
+    header, pos = read_message_header(message)
+    if header.type not in (REPLY, EXCEPTION):
+        raise ProtocolError(f"expected a REPLY or EXCEPTION message, got type {header.type}")
+    return header, pos
+
+
 def write_message_header(out: bytearray, name: str, mtype: int, seqid: int) -> None:
     """Append a strict message header to ``out``."""
     raw = name.encode("utf-8")
@@ -120,6 +132,10 @@ class BinaryMessageScanner:
     an explicit stack and only a few unconsumed bytes, so the total cost is linear in the
     message size and memory does not grow with it. Raises ``ProtocolError`` on a malformed
     message, nesting deeper than ``MAX_DEPTH``, or a message longer than ``max_bytes``.
+
+    It does not share :mod:`gateway.thrift.walk`, which reads a complete buffer by recursion:
+    a chunk may end inside any token, so the scanner must be able to stop anywhere and resume
+    from saved state (the stack of open containers, the bytes still to skip).
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -313,63 +329,3 @@ def _write_string(out: bytearray, value: object) -> None:
     raw = value.encode("utf-8") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
     out += I32.pack(len(raw))
     out += raw
-
-
-
-def struct_fields(data: bytes, pos: int, depth: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
-    """The fields of the strict-binary struct at ``pos`` and the position after its STOP.
-
-    Each field is ``(field id, wire type, value start, value end)``. For small, already
-    validated messages (a request after translation). Raises ``ProtocolError`` on malformed
-    data or nesting deeper than ``MAX_DEPTH``.
-    """
-    fields = []
-    try:
-        while (ftype := data[pos]) != TType.STOP:
-            (fid,) = I16.unpack_from(data, pos + 1)
-            end = skip_value(data, pos + 3, ftype, depth + 1)
-            fields.append((fid, ftype, pos + 3, end))
-            pos = end
-    except IndexError:
-        raise ProtocolError("binary message truncated") from None
-    return fields, pos + 1
-
-
-def skip_value(data: bytes, pos: int, ttype: int, depth: int = 0) -> int:
-    """The position just after the strict-binary value of type ``ttype`` at ``pos``.
-
-    Raises ``ProtocolError`` on a malformed value or nesting deeper than ``MAX_DEPTH``.
-    """
-    if depth > MAX_DEPTH:
-        raise ProtocolError("binary message nested too deeply")
-    try:
-        if ttype in FIXED_SIZES:
-            end = pos + FIXED_SIZES[ttype]
-        elif ttype == TType.STRING:
-            (length,) = I32.unpack_from(data, pos)
-            if length < 0:
-                raise ProtocolError("negative string length")
-            end = pos + 4 + length
-        elif ttype == TType.STRUCT:
-            end = struct_fields(data, pos, depth)[1]
-        elif ttype in (TType.LIST, TType.SET):
-            etype, count = LIST_HEADER.unpack_from(data, pos)
-            end = pos + 5
-            if etype in FIXED_SIZES:  # no per-element walk: a hostile count costs nothing
-                end += FIXED_SIZES[etype] * max(count, 0)
-            else:
-                for _ in range(count):
-                    end = skip_value(data, end, etype, depth + 1)
-        elif ttype == TType.MAP:
-            ktype, vtype, count = MAP_HEADER.unpack_from(data, pos)
-            end = pos + 6
-            for _ in range(count):
-                end = skip_value(data, end, ktype, depth + 1)
-                end = skip_value(data, end, vtype, depth + 1)
-        else:
-            raise ProtocolError(f"unknown wire type {ttype}")
-    except struct.error:
-        raise ProtocolError("binary message truncated") from None
-    if end > len(data):
-        raise ProtocolError("binary message truncated")
-    return end

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import struct
-
 from gateway.thrift.binary import (
     CALL,
     EXCEPTION,
     FIELD_HEADER,
     I32,
     ONEWAY,
-    REPLY,
     BinaryMessageScanner,
     read_message_header,
+    read_reply_header,
     write_message_header,
 )
 from gateway.thrift.compact import (
@@ -91,13 +89,6 @@ def check_call_type(header: MessageHeader, schema: ServiceSchema) -> None:
         )
 
 
-def _check_reply(message: bytes) -> tuple[MessageHeader, int]:
-    header, pos = read_message_header(message)
-    if header.type not in (REPLY, EXCEPTION):
-        raise ProtocolError(f"expected a REPLY or EXCEPTION message, got type {header.type}")
-    return header, pos
-
-
 class BinaryCodec:
     """Strict TBinaryProtocol over HTTP, as Hive 4's HTTP-mode client and Trino send it.
 
@@ -121,7 +112,7 @@ class BinaryCodec:
         return header, data
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
-        header, pos = _check_reply(message)
+        header, pos = read_reply_header(message)
         if header.seqid == seqid:
             return bytes(message)
         return bytes(message[: pos - 4]) + I32.pack(seqid) + bytes(message[pos:])
@@ -148,11 +139,8 @@ class CompactCodec:
         return header, binary
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
-        _check_reply(message)
-        try:
-            return binary_message_to_compact(message, seqid)
-        except struct.error:
-            raise ProtocolError("binary message truncated") from None
+        read_reply_header(message)
+        return binary_message_to_compact(message, seqid)
 
     def application_exception(self, name: str, seqid: int, message: str, type_code: int) -> bytes:
         return compact_application_exception(name, seqid, message, type_code)

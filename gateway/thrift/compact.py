@@ -18,7 +18,8 @@ as its Java, C++ and Python implementations write it:
 Untrusted input is handled with bounded varints (5 bytes for 32-bit values, 10 for 64-bit),
 every count checked against the bytes left (each element needs at least one), nesting limited
 to :data:`~gateway.thrift.errors.MAX_DEPTH`, and output grown as elements are read, never
-pre-allocated from a count. Every problem raises :class:`ProtocolError`.
+pre-allocated from a count (binary input: by :mod:`.walk`'s header readers). Every problem
+raises :class:`ProtocolError`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from __future__ import annotations
 import struct
 
 from .binary import (
+    DOUBLE,
     EXCEPTION,
+    FIELD_HEADER,
+    I16,
+    I32,
+    I64,
+    LIST_HEADER,
+    MAP_HEADER,
     MAX_NAME_BYTES,
     MessageHeader,
     read_message_header,
@@ -34,6 +42,7 @@ from .binary import (
 )
 from .errors import MAX_DEPTH, ProtocolError
 from .schema import TType
+from .walk import field_header, list_header, map_header, string_span
 
 __all__ = [
     "PROTOCOL_ID",
@@ -79,29 +88,15 @@ _TO_COMPACT = {
     TType.STRUCT: C_STRUCT,
 }
 
-_B_I16 = struct.Struct(">h")
-_B_I32 = struct.Struct(">i")
-_B_U32 = struct.Struct(">I")
-_B_I64 = struct.Struct(">q")
-_B_FIELD = struct.Struct(">bh")
-_B_LIST = struct.Struct(">bi")
-_B_MAP = struct.Struct(">bbi")
 _LE_DOUBLE = struct.Struct("<d")
-_BE_DOUBLE = struct.Struct(">d")
 _I16_MIN, _I16_MAX = -(1 << 15), (1 << 15) - 1
 _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-# Smallest binary encoding of one value of each type (for count checks on binary input).
-_BINARY_MIN = {
-    TType.BOOL: 1, TType.I8: 1, TType.I16: 2, TType.I32: 4, TType.I64: 8, TType.DOUBLE: 8,
-    TType.STRING: 4, TType.STRUCT: 1, TType.LIST: 5, TType.SET: 5, TType.MAP: 6,
-}
 
 
 # --- compact → binary -----------------------------------------------------------------------
 
 
-class _CompactReader:
+class _CompactToBinary:
     """Reads one compact message from ``data`` and appends its strict-binary form to ``out``."""
 
     __slots__ = ("data", "pos", "end", "out")
@@ -194,7 +189,7 @@ class _CompactReader:
             ttype = _TO_BINARY.get(ctype)
             if ttype is None:
                 raise ProtocolError(f"unknown compact type {ctype}")
-            out += _B_FIELD.pack(ttype, fid)
+            out += FIELD_HEADER.pack(ttype, fid)
             if ctype == C_TRUE or ctype == C_FALSE:
                 out.append(1 if ctype == C_TRUE else 0)
             else:
@@ -206,24 +201,24 @@ class _CompactReader:
             n = self._varint(5)
             if n > self.end - self.pos:
                 raise ProtocolError("compact string longer than the bytes left")
-            out += _B_I32.pack(n)
+            out += I32.pack(n)
             out += self.data[self.pos : self.pos + n]
             self.pos += n
         elif ctype == C_I32:
             v = self._zigzag(5)
             if not _I32_MIN <= v <= _I32_MAX:
                 raise ProtocolError("compact i32 out of range")
-            out += _B_I32.pack(v)
+            out += I32.pack(v)
         elif ctype == C_I64:
             v = self._zigzag(10)
             if not -(1 << 63) <= v < (1 << 63):
                 raise ProtocolError("compact i64 out of range")
-            out += _B_I64.pack(v)
+            out += I64.pack(v)
         elif ctype == C_I16:
             v = self._zigzag(3)
             if not _I16_MIN <= v <= _I16_MAX:
                 raise ProtocolError("compact i16 out of range")
-            out += _B_I16.pack(v)
+            out += I16.pack(v)
         elif ctype == C_BYTE:
             out.append(self._byte())
         elif ctype == C_DOUBLE:
@@ -231,7 +226,7 @@ class _CompactReader:
                 raise ProtocolError("compact message truncated in a double")
             (v,) = _LE_DOUBLE.unpack_from(self.data, self.pos)
             self.pos += 8
-            out += _BE_DOUBLE.pack(v)
+            out += DOUBLE.pack(v)
         elif ctype == C_STRUCT:
             self._struct(depth + 1)
         elif ctype == C_LIST or ctype == C_SET:
@@ -260,7 +255,7 @@ class _CompactReader:
             size = self._size("list", min_each)
         elif size * min_each > self.end - self.pos:
             raise ProtocolError(f"compact list size {size} exceeds the bytes left")
-        self.out += _B_LIST.pack(ttype, size)
+        self.out += LIST_HEADER.pack(ttype, size)
         for _ in range(size):
             self._value(ctype, depth)
 
@@ -269,7 +264,7 @@ class _CompactReader:
             raise ProtocolError("compact message nested too deeply")
         size = self._size("map", 2)
         if size == 0:
-            self.out += _B_MAP.pack(TType.STRING, TType.STRING, 0)
+            self.out += MAP_HEADER.pack(TType.STRING, TType.STRING, 0)
             return
         kv = self._byte()
         kc, vc = kv >> 4, kv & 0x0F
@@ -279,7 +274,7 @@ class _CompactReader:
         min_each = (8 if kc == C_DOUBLE else 1) + (8 if vc == C_DOUBLE else 1)
         if size * min_each > self.end - self.pos:
             raise ProtocolError(f"compact map size {size} exceeds the bytes left")
-        self.out += _B_MAP.pack(kt, vt, size)
+        self.out += MAP_HEADER.pack(kt, vt, size)
         for _ in range(size):
             self._value(kc, depth)
             self._value(vc, depth)
@@ -291,7 +286,7 @@ def compact_message_to_binary(body: bytes) -> tuple[MessageHeader, bytes]:
     Returns the header (name, type 1..4, signed i32 seqid) and the binary bytes. Raises
     ``ProtocolError`` if ``body`` is not exactly one well-formed compact message.
     """
-    reader = _CompactReader(bytes(body))
+    reader = _CompactToBinary(bytes(body))
     try:
         header = reader.message()
     except RecursionError:  # only if MAX_DEPTH exceeded the interpreter's limit
@@ -317,28 +312,23 @@ def _zz64(n: int) -> int:
     return ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
 
 
-class _BinaryReader:
-    """Reads one strict-binary message from ``data``, appending its compact form to ``out``."""
+class _BinaryToCompact:
+    """Reads one strict-binary message from ``data`` (headers checked by :mod:`.walk`) and
+    appends its compact form to ``out``."""
 
-    __slots__ = ("data", "pos", "end", "out")
+    __slots__ = ("data", "pos", "out")
 
     def __init__(self, data: bytes):
-        self.data, self.pos, self.end = data, 0, len(data)
+        self.data, self.pos = data, 0
         self.out = bytearray()
 
-    def _need(self, n: int) -> None:
-        if self.end - self.pos < n:
+    def _fixed(self, size: int) -> int:
+        """The offset of a fixed-size value at ``pos``, which moves past it."""
+        pos = self.pos
+        if len(self.data) - pos < size:
             raise ProtocolError("binary message truncated")
-
-    def _count(self, what: str, min_each: int) -> int:
-        self._need(4)
-        (n,) = _B_I32.unpack_from(self.data, self.pos)
-        self.pos += 4
-        if n < 0:
-            raise ProtocolError(f"negative {what} size in binary message")
-        if n * min_each > self.end - self.pos:
-            raise ProtocolError(f"binary {what} size {n} exceeds the bytes left")
-        return n
+        self.pos = pos + size
+        return pos
 
     def message(self, seqid: int | None) -> MessageHeader:
         header, self.pos = read_message_header(self.data)
@@ -352,8 +342,8 @@ class _BinaryReader:
         _uvarint(out, len(raw))
         out += raw
         self._struct(1)
-        if self.pos != self.end:
-            raise ProtocolError(f"{self.end - self.pos} bytes after the end of the binary message")
+        if self.pos != len(self.data):
+            raise ProtocolError(f"{len(self.data) - self.pos} bytes after the end of the binary message")
         return header
 
     def _struct(self, depth: int) -> None:
@@ -361,20 +351,11 @@ class _BinaryReader:
             raise ProtocolError("binary message nested too deeply")
         data, out = self.data, self.out
         last = 0
-        while True:
-            self._need(1)
-            ttype = data[self.pos]
-            if ttype == TType.STOP:
-                self.pos += 1
-                out.append(C_STOP)
-                return
-            self._need(3)
-            (fid,) = _B_I16.unpack_from(data, self.pos + 1)
+        while (header := field_header(data, self.pos)) is not None:
+            ttype, fid = header
             self.pos += 3
             if ttype == TType.BOOL:
-                self._need(1)
-                ctype = C_TRUE if data[self.pos] else C_FALSE
-                self.pos += 1
+                ctype = C_TRUE if data[self._fixed(1)] else C_FALSE
             else:
                 ctype = _TO_COMPACT.get(ttype)
                 if ctype is None:
@@ -388,42 +369,28 @@ class _BinaryReader:
             last = fid
             if ttype != TType.BOOL:
                 self._value(ttype, depth)
+        self.pos += 1
+        out.append(C_STOP)
 
     def _value(self, ttype: int, depth: int) -> None:
         data, out = self.data, self.out
         if ttype == TType.STRING:
-            self._need(4)
-            (n,) = _B_I32.unpack_from(data, self.pos)
-            self.pos += 4
-            if n < 0 or n > self.end - self.pos:
-                raise ProtocolError("bad string length in binary message")
-            _uvarint(out, n)
-            out += data[self.pos : self.pos + n]
-            self.pos += n
+            start, end = string_span(data, self.pos)
+            _uvarint(out, end - start)
+            out += data[start:end]
+            self.pos = end
         elif ttype == TType.I32:
-            self._need(4)
-            _uvarint(out, _zz32(_B_I32.unpack_from(data, self.pos)[0]))
-            self.pos += 4
+            _uvarint(out, _zz32(I32.unpack_from(data, self._fixed(4))[0]))
         elif ttype == TType.I64:
-            self._need(8)
-            _uvarint(out, _zz64(_B_I64.unpack_from(data, self.pos)[0]))
-            self.pos += 8
+            _uvarint(out, _zz64(I64.unpack_from(data, self._fixed(8))[0]))
         elif ttype == TType.I16:
-            self._need(2)
-            _uvarint(out, _zz32(_B_I16.unpack_from(data, self.pos)[0]))
-            self.pos += 2
+            _uvarint(out, _zz32(I16.unpack_from(data, self._fixed(2))[0]))
         elif ttype == TType.I8:
-            self._need(1)
-            out.append(data[self.pos])
-            self.pos += 1
+            out.append(data[self._fixed(1)])
         elif ttype == TType.BOOL:  # a container element
-            self._need(1)
-            out.append(C_TRUE if data[self.pos] else C_FALSE)
-            self.pos += 1
+            out.append(C_TRUE if data[self._fixed(1)] else C_FALSE)
         elif ttype == TType.DOUBLE:
-            self._need(8)
-            out += _LE_DOUBLE.pack(_BE_DOUBLE.unpack_from(data, self.pos)[0])
-            self.pos += 8
+            out += _LE_DOUBLE.pack(DOUBLE.unpack_from(data, self._fixed(8))[0])
         elif ttype == TType.STRUCT:
             self._struct(depth + 1)
         elif ttype == TType.LIST or ttype == TType.SET:
@@ -436,13 +403,8 @@ class _BinaryReader:
     def _list(self, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise ProtocolError("binary message nested too deeply")
-        self._need(1)
-        etype = self.data[self.pos]
-        self.pos += 1
-        ctype = _TO_COMPACT.get(etype)
-        if ctype is None:
-            raise ProtocolError(f"unknown binary list element type {etype}")
-        n = self._count("list", _BINARY_MIN[etype])
+        etype, n, self.pos = list_header(self.data, self.pos)
+        ctype = _TO_COMPACT[etype]
         if n < 15:
             self.out.append((n << 4) | ctype)
         else:
@@ -454,18 +416,12 @@ class _BinaryReader:
     def _map(self, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise ProtocolError("binary message nested too deeply")
-        self._need(2)
-        kt, vt = self.data[self.pos], self.data[self.pos + 1]
-        self.pos += 2
-        kc, vc = _TO_COMPACT.get(kt), _TO_COMPACT.get(vt)
-        if kc is None or vc is None:
-            raise ProtocolError("unknown binary map key or value type")
-        n = self._count("map", _BINARY_MIN[kt] + _BINARY_MIN[vt])
+        kt, vt, n, self.pos = map_header(self.data, self.pos)
         if n == 0:
             self.out.append(0)
             return
         _uvarint(self.out, n)
-        self.out.append((kc << 4) | vc)
+        self.out.append((_TO_COMPACT[kt] << 4) | _TO_COMPACT[vt])
         for _ in range(n):
             self._value(kt, depth)
             self._value(vt, depth)
@@ -477,7 +433,7 @@ def binary_message_to_compact(message: bytes, seqid: int | None = None) -> bytes
     ``seqid``, when given, replaces the message's own. Raises ``ProtocolError`` on a malformed
     or truncated message or bytes after it.
     """
-    reader = _BinaryReader(bytes(message))
+    reader = _BinaryToCompact(bytes(message))
     try:
         reader.message(seqid)
     except RecursionError:

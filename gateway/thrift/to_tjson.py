@@ -6,20 +6,20 @@ pass through by wire type, so replies from newer HMS versions stay lossless exce
 strings that are not UTF-8: those are decoded with U+FFFD replacement, as Apache Java's
 ``TBinaryProtocol.readString`` does (it is ``new String(bytes, UTF_8)``).
 
-Output pieces are appended to a list of ``str``; the caller joins them. The hot loop
-(``read_struct`` and ``_read_value``) is self-contained so it can be swapped for a C
-extension with the same contract.
+Output pieces are appended to a list of ``str``; the caller joins them. List, set and map
+headers are read and checked by :mod:`.walk`; field and string headers and fixed-size values
+are read inline, the per-value hot path. The C extension (``_speedups.ReplyTranslator``) has
+the same contract.
 """
 
 from __future__ import annotations
 
-import struct
-
-from .binary import DOUBLE, I8, I16, I32, I64, MIN_SIZES
+from .binary import DOUBLE, FIELD_HEADER, I8, I16, I32, I64
 from .errors import MAX_DEPTH, ProtocolError
 from .schema import BINARY, StructSchema, TType, TypeSpec
 from .tjson import TYPE_TO_TAG, encode_base64, format_double, format_double_key, quote_string
 from .to_binary import compatible_spec
+from .walk import list_header, map_header
 
 __all__ = ["read_struct"]
 
@@ -28,9 +28,7 @@ _unpack_i16 = I16.unpack_from
 _unpack_i32 = I32.unpack_from
 _unpack_i64 = I64.unpack_from
 _unpack_double = DOUBLE.unpack_from
-_LIST_HEAD = struct.Struct(">bi").unpack_from
-_MAP_HEAD = struct.Struct(">bbi").unpack_from
-_FIELD_HEAD = struct.Struct(">bh").unpack_from
+_FIELD_HEAD = FIELD_HEADER.unpack_from
 
 _STRING, _I32, _I64, _STRUCT, _BOOL = TType.STRING, TType.I32, TType.I64, TType.STRUCT, TType.BOOL
 _LIST, _SET, _MAP, _DOUBLE, _I16, _I8 = TType.LIST, TType.SET, TType.MAP, TType.DOUBLE, TType.I16, TType.I8
@@ -82,7 +80,7 @@ def read_struct(data: bytes, pos: int, schema: StructSchema | None, out: list[st
 
 
 def _read_value(data: bytes, pos: int, ttype: int, spec: TypeSpec | None, out: list[str], depth: int) -> int:
-    if ttype == _STRING:
+    if ttype == _STRING:  # walk.string_span, inline: one call per string costs 10 %
         length = _unpack_i32(data, pos)[0]
         pos += 4
         end = pos + length
@@ -120,21 +118,11 @@ def _read_value(data: bytes, pos: int, ttype: int, spec: TypeSpec | None, out: l
     raise ProtocolError(f"unknown binary type {ttype}")
 
 
-def _check_count(data: bytes, pos: int, count: int, min_size: int) -> None:
-    # Reject sizes the remaining bytes cannot hold before looping over them.
-    if count < 0 or count * min_size > len(data) - pos:
-        raise ProtocolError("bad container size in binary message")
-
-
 def _read_list(data: bytes, pos: int, spec: TypeSpec | None, out: list[str], depth: int) -> int:
     if depth > MAX_DEPTH:
         raise ProtocolError("binary message nested too deeply")
-    etype, count = _LIST_HEAD(data, pos)
-    pos += 5
-    tag = TYPE_TO_TAG.get(etype)
-    if tag is None:
-        raise ProtocolError(f"unknown binary element type {etype}")
-    _check_count(data, pos, count, MIN_SIZES[etype])
+    etype, count, pos = list_header(data, pos)
+    tag = TYPE_TO_TAG[etype]
     espec = compatible_spec(spec.elem, etype) if spec is not None else None  # type: ignore[union-attr]
     out.append(f'["{tag}",{count}')
     append = out.append
@@ -148,13 +136,8 @@ def _read_list(data: bytes, pos: int, spec: TypeSpec | None, out: list[str], dep
 def _read_map(data: bytes, pos: int, spec: TypeSpec | None, out: list[str], depth: int) -> int:
     if depth > MAX_DEPTH:
         raise ProtocolError("binary message nested too deeply")
-    ktype, vtype, count = _MAP_HEAD(data, pos)
-    pos += 6
-    ktag = TYPE_TO_TAG.get(ktype)
-    vtag = TYPE_TO_TAG.get(vtype)
-    if ktag is None or vtag is None:
-        raise ProtocolError("unknown binary map key/value type")
-    _check_count(data, pos, count, MIN_SIZES[ktype] + MIN_SIZES[vtype])
+    ktype, vtype, count, pos = map_header(data, pos)
+    ktag, vtag = TYPE_TO_TAG[ktype], TYPE_TO_TAG[vtype]
     kspec = vspec = None
     if spec is not None:
         kspec = compatible_spec(spec.key, ktype)  # type: ignore[union-attr]

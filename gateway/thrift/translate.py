@@ -19,6 +19,7 @@ from .binary import (
     MessageHeader,
     encode_binary_call,
     read_message_header,
+    read_reply_header,
     write_message_header,
 )
 from .errors import ProtocolError, excerpt
@@ -34,7 +35,6 @@ __all__ = [
     "binary_reply_to_tjson",
     "tapplication_exception_tjson",
     "encode_binary_call",
-    "decode_binary_reply_header",
     "CALL",
     "REPLY",
     "EXCEPTION",
@@ -126,14 +126,12 @@ def binary_reply_to_tjson(message: bytes, schema: ServiceSchema, seqid: int | No
                 return translator.take()
         except ProtocolError:
             pass  # the Python code below gives the canonical reason
-    header, pos = read_message_header(data)
+    header, pos = read_reply_header(data)
     if header.type == REPLY:
         method = schema.methods.get(header.name)
         result = method.result if method is not None else None
-    elif header.type == EXCEPTION:
-        result = TAPPLICATION_EXCEPTION
     else:
-        raise ProtocolError(f"expected a REPLY or EXCEPTION message, got type {header.type}")
+        result = TAPPLICATION_EXCEPTION
     out = ["[1,", quote_string(header.name), f",{header.type},{header.seqid if seqid is None else seqid},"]
     try:
         end = read_struct(data, pos, result, out, 0)
@@ -157,13 +155,3 @@ def tapplication_exception_tjson(name: str, seqid: int, message: str, type_code:
         f'{{"1":{{"str":{quote_string(message)}}},"2":{{"i32":{int(type_code)}}}}}]'
     ).encode("utf-8", "replace")
 
-
-def decode_binary_reply_header(message: bytes) -> MessageHeader:
-    """The header of a strict-binary REPLY or EXCEPTION message.
-
-    Raises ``ProtocolError`` if the header is malformed or the type is neither.
-    """
-    header, _ = read_message_header(message)
-    if header.type not in (REPLY, EXCEPTION):
-        raise ProtocolError(f"expected a REPLY or EXCEPTION message, got type {header.type}")
-    return header

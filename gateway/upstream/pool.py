@@ -19,7 +19,7 @@ from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, acc
 from gateway.upstream.exchange import UpstreamCall
 from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
 from gateway.upstream.streaming import ReplySink
-from gateway.upstream.identity_pool import (
+from gateway.upstream.ugi import (
     UgiKey,
     check_set_ugi_reply,
     set_ugi_call,

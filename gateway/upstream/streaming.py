@@ -38,7 +38,7 @@ class ReplySink:
     """Where the pool feeds the raw reply of one call (see the module docstring).
 
     ``new_translator(max_bytes)`` returns a fresh translator (``feed``/``take``/``pending``,
-    see :mod:`gateway.thrift.streaming`); ``prepare(response)`` adds headers before sending.
+    see :mod:`gateway.thrift.reply_translator`); ``prepare(response)`` adds headers before sending.
     """
 
     def __init__(

@@ -781,7 +781,7 @@ def _stream(schema, message: bytes, max_bytes: int, chunks: list[int]):
     must agree is whether a translation is delivered, and its bytes.
     """
     from gateway.thrift.errors import ProtocolError
-    from gateway.thrift.streaming import reply_translator
+    from gateway.thrift.reply_translator import reply_translator
 
     translator = reply_translator(schema, max_bytes, 7)
     out, pos, end = [], 0, None

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.thrift import _speedups, accel
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.streaming import reply_translator
+from gateway.thrift.reply_translator import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary
 from tests.support.fake_hms import list_of_strings_reply
 from tests.unit.test_thrift_conformance import binary, sample_stats, sample_table, tjson

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from gateway.thrift.schema import load_schema
-from gateway.thrift.streaming import reply_translator
+from gateway.thrift.reply_translator import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.upstream.errors import UpstreamBadReply, UpstreamUnavailable
 from gateway.upstream.pool import UpstreamPool

@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 from thrift.protocol import TBinaryProtocol, TJSONProtocol
 from thrift.transport import TTransport
 
-from gateway.thrift.binary import CALL, REPLY, BinaryMessageScanner, encode_binary_call
+from gateway.thrift.binary import CALL, REPLY, BinaryMessageScanner, encode_binary_call, read_reply_header
 from gateway.thrift.schema import TType
 from gateway.thrift.translate import (
     UNKNOWN_METHOD,
     binary_reply_to_tjson,
-    decode_binary_reply_header,
     tapplication_exception_tjson,
     tjson_call_to_binary,
 )
@@ -132,7 +131,7 @@ def test_reply_round_trips_through_apache_reader(apache_hms, schema):
         (rname, rtype, rseqid), back = read_tjson(out, type(result))
         assert (rname, rtype, rseqid) == (name, REPLY, 99)
         assert back == result
-        assert decode_binary_reply_header(message).seqid == 3
+        assert read_reply_header(message)[0].seqid == 3
 
 
 def test_container_key_map_round_trip(apache_hms, schema):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.thrift.binary import BinaryMessageScanner, encode_binary_call
+from gateway.thrift.binary import BinaryMessageScanner, encode_binary_call, read_reply_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import TType
-from gateway.thrift.translate import binary_reply_to_tjson, decode_binary_reply_header, tjson_call_to_binary
+from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary
 
 DEC = '{"1":{"rec":{"1":{"rec":{"1":{"str":"%s"},"3":{"i16":2}}}}}}'  # unused helper shape
 
@@ -171,6 +171,6 @@ def test_scanner_enforces_max_bytes():
         BinaryMessageScanner(len(message) - 1).feed(message)
 
 
-def test_decode_binary_reply_header_rejects_call():
+def test_read_reply_header_rejects_call():
     with pytest.raises(ProtocolError):
-        decode_binary_reply_header(encode_binary_call("get_table", 1, []))
+        read_reply_header(encode_binary_call("get_table", 1, []))

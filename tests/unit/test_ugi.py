@@ -17,7 +17,7 @@ from gateway.providers.identity import Identity
 from gateway.thrift.binary import BinaryMessageScanner, read_message_header
 from gateway.thrift.schema import TType
 from gateway.thrift.translate import encode_binary_call
-from gateway.upstream.identity_pool import (
+from gateway.upstream.ugi import (
     UpstreamIdentityRefused,
     check_set_ugi_reply,
     set_ugi_call,

@@ -14,13 +14,13 @@ The idle list is ordered by check-in time; at most ``pool_size`` connections and
 
 from __future__ import annotations
 
-import struct
 from typing import Protocol, Sequence
 
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import EXCEPTION, REPLY, encode_binary_call, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import TType
+from gateway.thrift.walk import iter_fields, string_span
 from gateway.upstream.errors import UpstreamError
 
 #: What a connection is bound to: (user, sorted groups); None for the gateway's own calls
@@ -73,32 +73,25 @@ def check_set_ugi_reply(reply: bytes, upstream: str) -> None:
         raise UpstreamIdentityRefused(f"upstream {upstream} did not answer set_ugi")
     try:
         if header.type == REPLY:
-            ftype = reply[pos]
-            if ftype == TType.STOP:
+            first = next(iter_fields(reply, pos), None)
+            if first is None or first[0] == 0:  # void or success
                 return
-            (fid,) = struct.unpack_from("!h", reply, pos + 1)
-            if fid == 0:
-                return
-            if ftype != TType.STRUCT:
+            if first[1] != TType.STRUCT:
                 raise UpstreamIdentityRefused(f"upstream {upstream} refused set_ugi")
-            pos += 3  # the MetaException struct: message is field 1
-        message = _string_field_1(reply, pos)
-    except (IndexError, struct.error, UnicodeDecodeError):
+            pos = first[2]  # the MetaException struct
+        message = _exception_message(reply, pos)
+    except ProtocolError:
         raise UpstreamIdentityRefused(f"upstream {upstream} sent a malformed set_ugi reply") from None
     raise UpstreamIdentityRefused(f"upstream {upstream} refused set_ugi: {message[:200]}")
 
 
-def _string_field_1(data: bytes, pos: int) -> str:
-    # Exceptions here (MetaException, TApplicationException) carry the message as field 1,
-    # written first by every Apache Thrift writer; anything else reads as "no message".
-    ftype = data[pos]
-    if ftype != TType.STRING:
-        return "no message"
-    (fid,) = struct.unpack_from("!h", data, pos + 1)
-    (length,) = struct.unpack_from("!i", data, pos + 3)
-    if fid != 1 or not 0 <= length <= len(data):
-        return "no message"
-    return data[pos + 7 : pos + 7 + length].decode("utf-8")
+def _exception_message(data: bytes, pos: int) -> str:
+    # MetaException and TApplicationException carry their message as string field 1.
+    for fid, ftype, start, _ in iter_fields(data, pos):
+        if fid == 1 and ftype == TType.STRING:
+            first, last = string_span(data, start)
+            return data[first:last].decode("utf-8", "replace")
+    return "no message"
 
 
 def take_idle(idle: list[_Pooled], key: UgiKey) -> _Pooled | None:

@@ -1,0 +1,56 @@
+"""Resumable translation of one strict-binary REPLY/EXCEPTION into TJSON, fed chunk by chunk.
+
+:func:`reply_translator` returns an object with ``feed(chunk) -> int | None`` (the message
+length once the chunks fed so far hold the whole message; bytes after it are ignored) and
+``take() -> bytes`` (the TJSON produced since the last call), plus ``pending`` (bytes waiting).
+``feed`` raises ``ProtocolError`` on a malformed message or one longer than ``max_bytes``.
+
+The C translator (``_speedups.ReplyTranslator``) emits TJSON as values complete and keeps
+only the bytes of the token being read. The pure-Python fallback finds the end with
+:class:`~gateway.thrift.binary.BinaryMessageScanner` and translates the whole message then.
+"""
+
+from __future__ import annotations
+
+from . import accel
+from .binary import BinaryMessageScanner
+from .schema import ServiceSchema
+
+__all__ = ["reply_translator"]
+
+
+class _PyReplyTranslator:
+    __slots__ = ("_schema", "_seqid", "_scanner", "_chunks", "_out")
+
+    def __init__(self, schema: ServiceSchema, max_bytes: int, seqid: int | None):
+        self._schema, self._seqid = schema, seqid
+        self._scanner = BinaryMessageScanner(max_bytes)
+        self._chunks: list[bytes] = []
+        self._out = b""
+
+    @property
+    def pending(self) -> int:
+        return len(self._out)
+
+    def feed(self, chunk: bytes) -> int | None:
+        if self._chunks is None:
+            return self._scanner.feed(b"")
+        self._chunks.append(bytes(chunk))
+        end = self._scanner.feed(chunk)
+        if end is not None:
+            from .translate import binary_reply_to_tjson  # translate imports this package's modules
+
+            message = b"".join(self._chunks)[:end]
+            self._chunks = None  # type: ignore[assignment]
+            self._out = binary_reply_to_tjson(message, self._schema, seqid=self._seqid)
+        return end
+
+    def take(self) -> bytes:
+        out, self._out = self._out, b""
+        return out
+
+
+def reply_translator(schema: ServiceSchema, max_bytes: int, seqid: int | None = None):
+    """A translator for one reply (see the module docstring); ``seqid`` replaces the reply's."""
+    fast = accel.reply_translator(schema, max_bytes, seqid)
+    return fast if fast is not None else _PyReplyTranslator(schema, max_bytes, seqid)
