@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from .binary import FIXED_SIZES, LIST_HEADER, MAP_HEADER, MIN_SIZES, read_message_header
+from .binary import FIXED_SIZES, LIST_HEADER, MAP_HEADER, MIN_SIZES, REPLY, read_message_header
 from .errors import MAX_DEPTH, ProtocolError
 from .schema import ServiceSchema, StructSchema, TType
 
@@ -36,6 +36,7 @@ __all__ = [
     "skip_value",
     "iter_fields",
     "struct_fields",
+    "reply_succeeded",
     "call_objects",
 ]
 
@@ -189,6 +190,23 @@ def struct_fields(data: bytes, pos: int, depth: int = 0) -> tuple[list[Field], i
     """
     fields = list(iter_fields(data, pos, depth))
     return fields, (fields[-1][3] if fields else pos) + 1
+
+
+def reply_succeeded(message: bytes) -> bool:
+    """Whether ``message`` is a REPLY whose result struct holds field 0 (success) or nothing
+    (a void method's success); Thrift puts declared exceptions in fields 1..n.
+
+    Reads only the message header and the first field header; ``False`` for an EXCEPTION,
+    another message type or a malformed start, never raises.
+    """
+    try:
+        header, pos = read_message_header(message)
+        if header.type != REPLY:
+            return False
+        first = field_header(message, pos)
+    except ProtocolError:
+        return False
+    return first is None or first[1] == 0
 
 
 # --- database and table named by a call -------------------------------------------------------

@@ -15,6 +15,7 @@ from gateway.thrift.walk import (
     Budget,
     call_objects,
     iter_fields,
+    reply_succeeded,
     list_header,
     map_header,
     skip_value,
@@ -22,6 +23,7 @@ from gateway.thrift.walk import (
     struct_fields,
 )
 from tests.support.apache_codec import strict_binary, write_message
+from tests.support.fake_hms import binary_message, list_of_strings_reply
 from tests.unit.test_thrift_conformance import sample_stats, sample_table
 
 
@@ -116,3 +118,15 @@ def test_call_objects_stops_once_both_names_are_found(schema):
     # the same list first: the budget ends the walk and nothing is found, without an error
     reordered = head + names + body + b"\x00"
     assert call_objects(reordered, schema) == (None, None)
+
+
+def test_reply_succeeded_reads_the_result_field(apache_hms):
+    s, t = apache_hms.service, apache_hms.ttypes
+    assert reply_succeeded(list_of_strings_reply("get_all_databases", 1, ["a"]))
+    assert reply_succeeded(binary_message("drop_database", 2, 1, b"\x00"))  # void
+    no_such = write_message(strict_binary, "get_database", TMessageType.REPLY, 1,
+                            s.get_database_result(o1=t.NoSuchObjectException("gone")))
+    assert not reply_succeeded(no_such)
+    assert not reply_succeeded(binary_message("get_database", 3, 1, b"\x00"))  # EXCEPTION
+    assert not reply_succeeded(binary_message("get_database", 2, 1, b""))  # truncated
+    assert not reply_succeeded(b"\x00garbage")
