@@ -4,7 +4,7 @@ Two kinds of file, after Apache Knox:
 
 * the gateway file (``config/gateway.yaml``): listeners, TLS, limits, the topology directory;
 * one topology file per topology (``config/topologies/<name>.yaml``): its providers
-  (authentication, ...) and services (role, path, upstream, exposed methods).
+  (authentication, ...) and services (kind, path, upstream, exposed methods).
 
 Relative paths inside a file are resolved against that file's directory. Every problem is raised
 as :class:`ConfigError` naming the file, the key and the reason.
@@ -296,7 +296,8 @@ class UpstreamConfig(_Model):
 
 
 class ServiceConfig(_Model):
-    role: str = "HMSHTTPTHRIFT"
+    #: Which handler serves it (``gateway.services.KINDS``): ``hms-thrift``, the HMS Thrift RPC.
+    kind: str = "hms-thrift"
     #: Path below ``/gateway/{topology}/``, without leading or trailing slash.
     path: str
     upstream: UpstreamConfig

@@ -24,6 +24,7 @@ from gateway.certs import certificate_not_after
 from gateway.client_address import ClientAddresses
 from gateway.config import GatewayConfig, TopologyConfig
 from gateway.dispatch import Dispatcher
+from gateway.pipeline.steps.observe import AuditTrail, RequestMetrics
 from gateway.observability import metrics
 from gateway.observability.audit import AuditLog
 from gateway.observability.management import management_app
@@ -140,7 +141,7 @@ class Gateway:
     ):
         self.config = config
         self.schema = schema or load_schema()
-        build = functools.partial(build_topology, gateway=config)
+        build = functools.partial(build_topology, gateway=config, schema=self.schema)
         self.router = Router({name: build(t) for name, t in topologies.items()})
         self.reloader = TopologyReloader(config.topologies_dir, self.router, topologies, build)
         self.ssl_context = server_ssl_context(config.tls)
@@ -165,7 +166,8 @@ class Gateway:
         middlewares, ``client_max_size``) would only add work to every request.
         """
         limits = self.config.limits
-        dispatcher = Dispatcher(self.router, self.schema, limits, self.audit, self.client_addresses)
+        observers = (RequestMetrics(frozenset(self.schema.methods)), AuditTrail(self.audit))
+        dispatcher = Dispatcher(self.router, observers, self.client_addresses)
         options = dict(access_log=None, keepalive_timeout=limits.client_idle_timeout_seconds)
         peers = self.client_addresses.proxied_peers
         if peers is not None:

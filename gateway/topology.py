@@ -16,6 +16,16 @@ from gateway.config import (
     TopologyConfig,
 )
 from gateway.limits import ConcurrencyLimiter
+from gateway.pipeline.step import Chain
+from gateway.pipeline.steps.authentication import Authentication
+from gateway.pipeline.steps.exposure import MethodExposure
+from gateway.pipeline.steps.identity_assertion import IdentityAssertion
+from gateway.pipeline.steps.ownership import OwnershipAssertion
+from gateway.pipeline.steps.service_acl import ServiceAcl
+from gateway.providers.ownership import OwnerAssertion
+from gateway.services import KINDS
+from gateway.services.thrift_rpc import ThriftRpcService
+from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.providers.authentication.base import AuthenticationProvider
 from gateway.providers.authentication.throttle import AuthFailureThrottle
 from gateway.providers.authorization import Authorizer
@@ -27,14 +37,14 @@ from gateway.upstream.pool import UpstreamPool
 
 @dataclass(frozen=True)
 class Service:
-    """One service of a topology: where it listens, what it exposes, where it dispatches."""
+    """One service of a topology: its path, its upstream HMS list, its admission limit, and
+    the handler of its kind (which holds the service's step chain)."""
 
     topology: str
     config: ServiceConfig
-    methods: frozenset[str]
     upstream: Upstream
-    authorizer: Authorizer
     limiter: ConcurrencyLimiter
+    handler: ThriftRpcService
 
     @property
     def path(self) -> str:
@@ -44,15 +54,7 @@ class Service:
 @dataclass(frozen=True)
 class Topology:
     name: str
-    authentication: tuple[AuthenticationProvider, ...]
-    identity: IdentityAsserter
     services: dict[str, Service]
-    #: Repeated-failure slow-down and 429 (None: off).
-    throttle: AuthFailureThrottle | None = None
-
-    def challenges(self) -> list[str]:
-        """Every ``WWW-Authenticate`` challenge this topology offers, in provider order."""
-        return [c for provider in self.authentication if (c := provider.challenge())]
 
 
 def _authentication_providers(
@@ -69,51 +71,72 @@ def _authentication_providers(
     return tuple(provider.build() for provider in config.providers.authentication)
 
 
-def build_topology(config: TopologyConfig, gateway: GatewayConfig) -> Topology:
-    """Providers and upstream pools for one validated topology (no I/O until the first request).
+def _upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
+    up = svc.upstream
+    pools = [
+        HttpUpstream(
+            url,
+            connect_timeout=up.connect_timeout_seconds,
+            timeout=up.timeout_seconds,
+            pool_size=up.pool_size,
+            max_reply_bytes=gateway.limits.max_reply_bytes,
+        )
+        if url.lower().startswith(("http://", "https://"))
+        else UpstreamPool(
+            url,
+            framed=up.transport == "framed",
+            connect_timeout=up.connect_timeout_seconds,
+            timeout=up.timeout_seconds,
+            pool_size=up.pool_size,
+            max_identities=up.max_identities,
+            max_reply_bytes=gateway.limits.max_reply_bytes,
+        )
+        for url in up.urls
+    ]
+    return Upstream(
+        pools,
+        max_failover_attempts=up.max_failover_attempts,
+        failover_sleep=up.failover_sleep_seconds,
+        probe_interval=up.probe_interval_seconds,
+        round_robin=up.round_robin,
+    )
 
-    Raises :class:`ConfigError` when the topology needs something the gateway file lacks.
+
+def build_topology(
+    config: TopologyConfig, gateway: GatewayConfig, schema: ServiceSchema | None = None
+) -> Topology:
+    """Services of one validated topology, each with its step chain, upstream pools and kind's
+    handler (no I/O until the first request). ``schema``: the IDL (default: the bundled one).
+
+    Raises :class:`ConfigError` when the topology needs something the gateway file lacks, or
+    names an unknown service kind.
     """
     providers = _authentication_providers(config, gateway)
-    services = {}
-    for svc in config.services:
-        up = svc.upstream
-        pools = [
-            HttpUpstream(
-                url,
-                connect_timeout=up.connect_timeout_seconds,
-                timeout=up.timeout_seconds,
-                pool_size=up.pool_size,
-                max_reply_bytes=gateway.limits.max_reply_bytes,
-            )
-            if url.lower().startswith(("http://", "https://"))
-            else UpstreamPool(
-                url,
-                framed=up.transport == "framed",
-                connect_timeout=up.connect_timeout_seconds,
-                timeout=up.timeout_seconds,
-                pool_size=up.pool_size,
-                max_identities=up.max_identities,
-                max_reply_bytes=gateway.limits.max_reply_bytes,
-            )
-            for url in up.urls
-        ]
-        services[svc.path] = Service(
-            config.name,
-            svc,
-            frozenset(svc.methods),
-            Upstream(
-                pools,
-                max_failover_attempts=up.max_failover_attempts,
-                failover_sleep=up.failover_sleep_seconds,
-                probe_interval=up.probe_interval_seconds,
-                round_robin=up.round_robin,
-            ),
-            Authorizer(svc.authorization),
-            ConcurrencyLimiter(svc.max_concurrent_requests),
-        )
     throttle = AuthFailureThrottle(config.providers.failure_throttle, topology=config.name)
-    return Topology(config.name, providers, IdentityAsserter(config.providers.identity_assertion), services, throttle)
+    # Knox builds a provider chain per service; so does the gateway, in data-path order.
+    authentication = Authentication(config.name, providers, throttle)
+    identity = IdentityAssertion(config.name, IdentityAsserter(config.providers.identity_assertion))
+    schema = schema or load_schema()
+    ownership = OwnershipAssertion(OwnerAssertion(schema))
+    services = {}
+    for i, svc in enumerate(config.services):
+        kind = KINDS.get(svc.kind)
+        if kind is None:
+            raise ConfigError(config.source or config.name, f"services[{i}].kind",
+                              f"unknown service kind {svc.kind!r}; known: {', '.join(sorted(KINDS))}")
+        chain = Chain((
+            authentication,
+            identity,
+            ServiceAcl(config.name, svc.path, Authorizer(svc.authorization)),
+            MethodExposure(config.name, svc.path, frozenset(svc.methods)),
+            ownership,
+        ))
+        upstream = _upstream(svc, gateway)
+        services[svc.path] = Service(
+            config.name, svc, upstream, ConcurrencyLimiter(svc.max_concurrent_requests),
+            kind(config.name, svc.path, upstream, chain, schema, gateway.limits),
+        )
+    return Topology(config.name, services)
 
 
 class Router:

@@ -37,24 +37,18 @@ from aiohttp import web
 
 from gateway.client_address import client_address
 from gateway.config import AuditConfig
-from gateway.thrift.walk import call_objects
 
 REQUEST_ID_HEADER = "X-Request-Id"
-#: Key of the request's :class:`AuditEvent` in aiohttp's per-request storage.
-AUDIT_EVENT: web.RequestKey["AuditEvent"] = web.RequestKey("hms_gateway.audit_event", "AuditEvent")
 
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _MAX_NAME = 256
 
 __all__ = [
     "REQUEST_ID_HEADER",
-    "AUDIT_EVENT",
     "AuditEvent",
     "AuditLog",
     "audit_outcome",
     "begin",
-    "call_objects",  # gateway.thrift.walk's, re-exported: the audit's database and table
-    "event_of",
     "request_id",
 ]
 
@@ -120,16 +114,9 @@ class AuditEvent:
         }
 
 
-def begin(request: web.Request) -> AuditEvent:
-    """Start the audit event of ``request`` and keep it in the request's storage."""
-    event = AuditEvent(request_id(request), client_address(request))
-    request[AUDIT_EVENT] = event
-    return event
-
-
-def event_of(request: web.Request) -> AuditEvent | None:
-    """The request's :class:`AuditEvent`, if :func:`begin` ran."""
-    return request.get(AUDIT_EVENT)
+def begin(request: web.BaseRequest) -> AuditEvent:
+    """The audit event of ``request``: its request id and client address, started now."""
+    return AuditEvent(request_id(request), client_address(request))
 
 
 class AuditLog:

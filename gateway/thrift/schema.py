@@ -131,6 +131,8 @@ class MethodSchema:
     oneway: bool
     args: StructSchema
     result: StructSchema
+    #: thriftpy2's generated result class, for steps that decode a whole reply.
+    result_class: type | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +240,7 @@ def load_schema(idl_path: Path | None = None, service: str = DEFAULT_SERVICE) ->
                     oneway=bool(getattr(result_cls, "oneway", False)),
                     args=builder.struct(args_cls, f"{name}_args"),
                     result=builder.struct(result_cls, f"{name}_result"),
+                    result_class=result_cls,
                 )
         structs = {
             s.name: s for cls, s in builder.structs.items() if not s.name.endswith(("_args", "_result"))

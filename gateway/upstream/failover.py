@@ -16,7 +16,7 @@ import logging
 from typing import Protocol
 
 from gateway.observability import metrics
-from gateway.providers.identity import Identity
+from gateway.upstream.ugi import Identity
 from gateway.thrift.translate import encode_binary_call
 from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError
 from gateway.upstream.streaming import ReplySink

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from gateway.providers.identity import Identity
+from gateway.upstream.ugi import Identity
 from gateway.thrift.binary import BinaryMessageScanner
 from gateway.thrift.errors import ProtocolError
 from gateway.upstream.errors import (

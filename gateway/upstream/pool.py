@@ -13,13 +13,13 @@ import logging
 from urllib.parse import urlsplit
 
 from gateway.observability import metrics
-from gateway.providers.identity import Identity
 from gateway.thrift.errors import ProtocolError
 from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, accounted_call
 from gateway.upstream.exchange import UpstreamCall
 from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
 from gateway.upstream.streaming import ReplySink
 from gateway.upstream.ugi import (
+    Identity,
     UgiKey,
     check_set_ugi_reply,
     set_ugi_call,
@@ -53,7 +53,7 @@ class UpstreamPool:
     ``timeout`` (seconds) bounds one call from sending the request to reading the last reply
     byte; ``connect_timeout`` bounds opening a connection; at most ``pool_size`` idle
     connections are kept, of at most ``max_identities`` identities (LRU, see
-    :mod:`gateway.upstream.identity_pool`); replies larger than ``max_reply_bytes`` are refused.
+    :mod:`gateway.upstream.ugi`); replies larger than ``max_reply_bytes`` are refused.
     """
 
     def __init__(

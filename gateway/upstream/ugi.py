@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
-from gateway.providers.identity import Identity
 from gateway.thrift.binary import EXCEPTION, REPLY, encode_binary_call, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import TType
@@ -28,6 +27,14 @@ from gateway.upstream.errors import UpstreamError
 UgiKey = tuple[str, tuple[str, ...]] | None
 
 SET_UGI = "set_ugi"
+
+
+class Identity(Protocol):
+    """Who an upstream call acts for (the identity assertion's result; the upstream needs only
+    these two attributes)."""
+
+    user: str
+    groups: frozenset[str]
 
 
 class UpstreamIdentityRefused(UpstreamError):
@@ -130,6 +137,7 @@ def trim_idle(idle: list[_Pooled], pool_size: int, max_identities: int) -> list[
 
 
 __all__: Sequence[str] = (
+    "Identity",
     "UgiKey",
     "UpstreamIdentityRefused",
     "ugi_key",

@@ -15,11 +15,10 @@ from gateway.observability.audit import (
     AuditLog,
     audit_outcome,
     begin,
-    call_objects,
-    event_of,
     request_id,
 )
 from gateway.thrift.schema import TType
+from gateway.thrift.walk import call_objects
 from gateway.thrift.translate import encode_binary_call, tjson_call_to_binary
 
 
@@ -40,10 +39,10 @@ def test_request_id_from_client_only_when_sane(given, kept):
         assert str(uuid.UUID(rid)) == rid and rid != given
 
 
-def test_begin_keeps_the_event_on_the_request():
-    req = make_mocked_request("POST", "/")
+def test_begin_names_the_request_and_its_client():
+    req = make_mocked_request("POST", "/", headers={"X-Request-Id": "abc-1"})
     event = begin(req)
-    assert event_of(req) is event
+    assert event.request_id == "abc-1" and event.client is not None
 
 
 @pytest.mark.parametrize("detail, outcome", [

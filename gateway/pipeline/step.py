@@ -1,0 +1,76 @@
+"""The interface of a pipeline step, and the chain of one service's steps.
+
+A step is a small object with up to three hooks, each optional:
+
+* ``on_request(exchange)``: HTTP level, before the body is read (authentication, identity
+  assertion, service ACL);
+* ``on_call(exchange)``: after the body is decoded into ``exchange.header`` and
+  ``exchange.call`` (method exposure, ownership assertion, catalog policy);
+* ``on_reply(exchange, reply)``: for the methods named in ``reply_methods`` only, with the
+  whole reply (:class:`gateway.pipeline.reply.Reply`) to read or change. Every other method's
+  reply streams to the client untouched (the C translator's path).
+
+A hook ends the request by raising an :class:`gateway.pipeline.outcomes.Outcome` (or
+``ProtocolError``, ``Throttled``); the status comes from the one table in that module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gateway.pipeline.exchange import Exchange
+    from gateway.pipeline.reply import Reply
+
+
+class Step:
+    """Base class: hooks left as they are here are never called (the chain skips them)."""
+
+    #: Short name for docs and logs.
+    name = "step"
+    #: Methods whose replies :meth:`on_reply` must see.
+    reply_methods: frozenset[str] = frozenset()
+
+    async def on_request(self, exchange: "Exchange") -> None:
+        """Before the body is read. Raise an ``Outcome`` to end the request."""
+
+    async def on_call(self, exchange: "Exchange") -> None:
+        """After the call is decoded. Raise an ``Outcome`` to end the request."""
+
+    async def on_reply(self, exchange: "Exchange", reply: "Reply") -> None:
+        """With the whole reply of a method in :attr:`reply_methods`."""
+
+
+def _overrides(step: Step, hook: str) -> bool:
+    return getattr(type(step), hook) is not getattr(Step, hook)
+
+
+class Chain:
+    """One service's steps in order, with each hook's list worked out once at start-up."""
+
+    def __init__(self, steps: Iterable[Step]):
+        self.steps = tuple(steps)
+        self._request = tuple(s for s in self.steps if _overrides(s, "on_request"))
+        self._call = tuple(s for s in self.steps if _overrides(s, "on_call"))
+        reply: dict[str, list[Step]] = {}
+        for step in self.steps:
+            for method in step.reply_methods:
+                reply.setdefault(method, []).append(step)
+        self._reply = {method: tuple(steps) for method, steps in reply.items()}
+
+    async def on_request(self, exchange: "Exchange") -> None:
+        for step in self._request:
+            await step.on_request(exchange)
+
+    async def on_call(self, exchange: "Exchange") -> None:
+        for step in self._call:
+            await step.on_call(exchange)
+
+    def reply_steps(self, method: str) -> tuple[Step, ...]:
+        """The steps that must see the reply of ``method`` (empty: stream it untouched)."""
+        return self._reply.get(method, ())
+
+    async def on_reply(self, exchange: "Exchange", reply: "Reply") -> None:
+        for step in self._reply.get(reply.header.name, ()):
+            await step.on_reply(exchange, reply)

@@ -1,0 +1,54 @@
+"""Authentication (Knox: the authentication provider of a topology): the first provider that
+establishes a principal wins; none → 401 with every challenge of the topology (RFC 9110 §11.6.1).
+Password checks spend the client address's budget (:mod:`gateway.providers.authentication.throttle`):
+a spent budget raises ``Throttled`` (429)."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import hdrs
+
+from gateway.client_address import client_address
+from gateway.observability import metrics
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.outcomes import Unauthenticated
+from gateway.pipeline.step import Step
+from gateway.providers.authentication.base import AuthenticationProvider, well_formed
+from gateway.providers.authentication.throttle import THROTTLE, AuthFailureThrottle, Throttled
+
+log = logging.getLogger(__name__)
+
+
+class Authentication(Step):
+    """Sets ``exchange.principal``. Raises :class:`Unauthenticated` or ``Throttled``."""
+
+    name = "authentication"
+
+    def __init__(self, topology: str, providers: tuple[AuthenticationProvider, ...],
+                 throttle: AuthFailureThrottle):
+        self.topology, self.providers, self.throttle = topology, providers, throttle
+        self.challenges = [(hdrs.WWW_AUTHENTICATE, c) for p in providers if (c := p.challenge())]
+
+    async def on_request(self, exchange: Exchange) -> None:
+        request = exchange.request
+        request[THROTTLE] = self.throttle  # the providers' password checks spend its budget
+        try:
+            for provider in self.providers:
+                principal = await provider.authenticate(request)
+                if principal is not None and not well_formed(principal):
+                    log.info("401 %s: %s gave a user or group name that is empty, not UTF-8 or "
+                             "holds control characters", self.topology, provider.name)
+                    principal = None
+                if principal is not None or request.headers.get(hdrs.AUTHORIZATION):
+                    outcome = "success" if principal else "failure"
+                    metrics.child(metrics.AUTHENTICATION, self.topology, provider.name, outcome).inc()
+                if principal is not None:
+                    exchange.principal, exchange.event.user = principal, principal.name
+                    return
+        except Throttled:
+            log.warning("429 %s: password checks from %s refused: too many failures",
+                        self.topology, client_address(request))
+            raise
+        log.info("401 %s from %s", self.topology, client_address(request))
+        raise Unauthenticated("authentication required", self.challenges)

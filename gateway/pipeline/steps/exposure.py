@@ -1,0 +1,34 @@
+"""Method exposure: a service answers only the methods its topology lists (the rest get a
+``TApplicationException`` UNKNOWN_METHOD in the client's protocol, as a Thrift server answers
+a method it does not have; nothing goes upstream)."""
+
+from __future__ import annotations
+
+import logging
+
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.outcomes import NotExposed
+from gateway.pipeline.step import Step
+from gateway.thrift.translate import UNKNOWN_METHOD
+
+log = logging.getLogger(__name__)
+
+
+class MethodExposure(Step):
+    """Raises :class:`NotExposed` for a method outside ``methods``."""
+
+    name = "method-exposure"
+
+    def __init__(self, topology: str, service: str, methods: frozenset[str]):
+        self.topology, self.service, self.methods = topology, service, methods
+
+    async def on_call(self, exchange: Exchange) -> None:
+        header, codec = exchange.header, exchange.codec
+        assert header is not None and codec is not None
+        if header.name in self.methods:
+            return
+        user = exchange.identity.user if exchange.identity else None
+        log.info("method %s not exposed by %s/%s (user %s)", header.name[:100], self.topology, self.service, user)
+        reason = f"method {header.name} is not exposed by this service"
+        body = codec.application_exception(header.name, header.seqid, reason, UNKNOWN_METHOD)
+        raise NotExposed(reason, body, codec.content_type)

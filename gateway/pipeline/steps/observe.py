@@ -1,0 +1,44 @@
+"""The two steps that see every response, routed or not: request metrics and the audit line.
+
+They run last, in the dispatcher, with the request's :class:`~gateway.observability.audit.AuditEvent`,
+the response and its outcome label (:mod:`gateway.pipeline.outcomes`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from gateway.observability import metrics
+from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent, AuditLog
+
+
+class RequestMetrics:
+    """``hms_gateway_requests_total`` and ``hms_gateway_request_duration_seconds`` by topology,
+    service, method (an IDL method or ``other``) and outcome. Unrouted requests (404, 505) have
+    no topology and are not counted here (the audit line has them)."""
+
+    def __init__(self, known_methods: frozenset[str]):
+        self.known_methods = known_methods
+
+    def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None:
+        if event.topology is None or event.service is None:
+            return
+        method = event.method
+        label = metrics.method_label(method, self.known_methods) if method else "other"
+        metrics.child(metrics.REQUESTS, event.topology, event.service, label, outcome).inc()
+        metrics.child(metrics.REQUEST_DURATION, event.topology, event.service, label, outcome).observe(
+            time.perf_counter() - event.started
+        )
+
+
+class AuditTrail:
+    """Echoes the request id (``X-Request-Id``) and writes the request's audit line."""
+
+    def __init__(self, log: AuditLog):
+        self.log = log
+
+    def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None:
+        response.headers[REQUEST_ID_HEADER] = event.request_id
+        self.log.write(event, outcome, response.status)

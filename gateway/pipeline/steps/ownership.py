@@ -1,0 +1,22 @@
+"""Ownership assertion: objects created through the gateway are owned by the effective user
+(:class:`gateway.providers.ownership.OwnerAssertion`; HMS 2.3 keeps whatever owner the client
+wrote)."""
+
+from __future__ import annotations
+
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.step import Step
+from gateway.providers.ownership import OwnerAssertion
+
+
+class OwnershipAssertion(Step):
+    """Rewrites ``exchange.call``. Raises ``ProtocolError`` (400) for a malformed create call."""
+
+    name = "ownership-assertion"
+
+    def __init__(self, assertion: OwnerAssertion):
+        self.assertion = assertion
+
+    async def on_call(self, exchange: Exchange) -> None:
+        assert exchange.header is not None and exchange.identity is not None
+        exchange.call = self.assertion.apply(exchange.call, exchange.header.name, exchange.identity.user)

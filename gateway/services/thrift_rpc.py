@@ -1,0 +1,169 @@
+"""Service kind ``hms-thrift``: the Hive Metastore Thrift RPC over HTTP POST (MS-HMSHTTP).
+
+One request: refuse what is not a POST (405) or is too large (413); request-side steps
+(authentication, identity assertion, service ACL); read the body (408, 413); decode it with the
+client's protocol, told by its first byte (400, :mod:`gateway.thrift.codec`); call-side steps
+(method exposure, ownership assertion); the upstream call; reply-side steps for the methods
+that declared them; encode the reply in the client's protocol.
+
+A TJSON reply of a method no step needs streams to the client while it still arrives (the C
+translator, :mod:`gateway.upstream.streaming`); other replies are read whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import hdrs, web
+
+from gateway.client_address import client_address
+from gateway.config import Limits
+from gateway.observability import metrics
+from gateway.observability.audit import REQUEST_ID_HEADER
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.outcomes import BodyTimeout, MethodNotAllowed, TooLarge
+from gateway.pipeline.reply import Reply
+from gateway.pipeline.step import Chain
+from gateway.providers.authentication.base import RESPONSE_HEADERS
+from gateway.thrift.binary import ONEWAY
+from gateway.thrift.codec import detect_codec
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.reply_translator import reply_translator
+from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.walk import call_objects, reply_succeeded
+from gateway.upstream.errors import UpstreamError, UpstreamTimeout
+from gateway.upstream.failover import Upstream, is_read_only
+from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken
+
+log = logging.getLogger(__name__)
+
+
+def reply_outcome(message: bytes) -> str:
+    """``ok`` for a REPLY carrying success (field 0, or a void method's empty result), else
+    ``exception`` (a declared exception or a ``TApplicationException``)."""
+    return "ok" if reply_succeeded(message) else "exception"
+
+
+class ThriftRpcService:
+    """Serves one ``hms-thrift`` service: ``upstream`` its HMS list, ``chain`` its steps."""
+
+    kind = "hms-thrift"
+
+    def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
+                 schema: ServiceSchema, limits: Limits):
+        self.topology, self.path = topology, path
+        self.upstream, self.chain, self.schema = upstream, chain, schema
+        self.max_request_bytes = limits.max_request_bytes
+        self.body_timeout = limits.client_body_timeout_seconds
+
+    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        """The response to one request and its outcome label. Raises pipeline outcomes."""
+        request = exchange.request
+        if request.method != hdrs.METH_POST:
+            raise MethodNotAllowed("only POST is allowed", {hdrs.ALLOW: hdrs.METH_POST})
+        if request.content_length is not None and request.content_length > self.max_request_bytes:
+            raise self._too_large()
+        await self.chain.on_request(exchange)
+        body = await self._read_body(request)
+        metrics.child(metrics.REQUEST_BYTES, self.topology, self.path).inc(len(body))
+        event = exchange.event
+        try:
+            codec = detect_codec(body, request.content_type)
+            header, call = codec.decode_call(body, self.schema)
+        except ProtocolError as exc:
+            log.info("400 %s/%s from %s: %s", self.topology, self.path, client_address(request), exc.reason)
+            event.reason = exc.reason
+            raise
+        exchange.codec, exchange.header, exchange.call = codec, header, call
+        event.method = header.name
+        event.database, event.table = call_objects(call, self.schema)
+        await self.chain.on_call(exchange)
+        return await self._dispatch(exchange)
+
+    async def _dispatch(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        header, codec, event = exchange.header, exchange.codec, exchange.event
+        assert header is not None and codec is not None
+        oneway = header.type == ONEWAY  # the codec checked it against the IDL
+        reply_steps = self.chain.reply_steps(header.name)
+        sink = None if oneway or reply_steps or codec.name != "tjson" else self._sink(exchange)
+        identity = exchange.identity
+        try:
+            reply = await self.upstream.call(
+                exchange.call, expect_reply=not oneway, identity=identity,
+                read_only=is_read_only(header.name), sink=sink,
+            )
+        except UpstreamError as exc:
+            log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, header.name, exc)
+            event.reason = str(exc)
+            if sink is not None and sink.response is not None:  # reply partly sent: cut it
+                sink.abort()
+                return sink.response, ("upstream_timeout" if isinstance(exc, UpstreamTimeout)
+                                       else "upstream_unavailable")
+            raise
+        except (ClientGone, StreamBroken) as exc:
+            log.warning("%s/%s %s: reply stream cut: %s", self.topology, self.path, header.name, exc)
+            event.reason = str(exc)
+            assert sink is not None
+            sink.abort()
+            return sink.response or web.Response(status=502, text=f"{exc}\n"), "upstream_unavailable"
+        if reply is None:
+            return web.Response(status=200), "ok"
+        if sink is not None and sink.done:
+            try:
+                response = await sink.finish()
+            except ClientGone as exc:
+                log.warning("%s/%s %s: client went away: %s", self.topology, self.path, header.name, exc)
+                sink.abort()
+                return sink.response, "upstream_unavailable"  # type: ignore[return-value]
+            metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(sink.sent)
+            return response, reply_outcome(reply)
+        if reply_steps:
+            seen = Reply(reply, self.schema)
+            await self.chain.on_reply(exchange, seen)
+            reply = seen.message
+        try:
+            body = codec.encode_reply(reply, self.schema, header.seqid)
+        except ProtocolError as exc:
+            log.warning("502 %s/%s %s: bad upstream reply: %s", self.topology, self.path, header.name, exc.reason)
+            return (web.Response(status=502, text=f"upstream sent a malformed reply: {exc.reason}\n"),
+                    "upstream_unavailable")
+        metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(len(body))
+        return web.Response(body=body, content_type=codec.content_type), reply_outcome(reply)
+
+    def _sink(self, exchange: Exchange) -> ReplySink:
+        """A sink that streams the TJSON translation of the reply (:mod:`gateway.upstream.streaming`)."""
+        request, seqid, event = exchange.request, exchange.header.seqid, exchange.event  # type: ignore[union-attr]
+
+        def prepare(response: web.StreamResponse) -> None:
+            for name, value in request.get(RESPONSE_HEADERS, ()):
+                response.headers.add(name, value)
+            response.headers[REQUEST_ID_HEADER] = event.request_id
+
+        return ReplySink(
+            request, lambda max_bytes: reply_translator(self.schema, max_bytes, seqid),
+            exchange.codec.content_type, prepare,  # type: ignore[union-attr]
+        )
+
+    def _too_large(self) -> TooLarge:
+        return TooLarge(f"request body larger than {self.max_request_bytes} bytes")
+
+    async def _read_body(self, request: web.BaseRequest) -> bytes:
+        content = request.content
+        if content.is_eof():  # the whole body came with the headers (the usual case): no timer
+            body = content.read_nowait()
+            if len(body) > self.max_request_bytes:
+                raise self._too_large()
+            return body
+        # Chunked bodies have no Content-Length: count while reading and stop at the limit.
+        chunks, size = [], 0
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                async for chunk in content.iter_chunked(64 * 1024):
+                    size += len(chunk)
+                    if size > self.max_request_bytes:
+                        raise self._too_large()
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise BodyTimeout("request body not received in time") from None
+        return b"".join(chunks)
