@@ -85,9 +85,9 @@ class ProxyUserRule(_Model):
 
 
 class ImpersonationConfig(_Model):
-    """``doAs`` (Knox/Hadoop): ``?doAs=<user>`` acts as another user, only as ``proxy_users`` allow."""
+    """``doAs`` (Knox/Hadoop): ``?doAs=<user>`` acts as another user, only as ``proxy_users``
+    allow; without proxy users, impersonation is off."""
 
-    enabled: bool = False
     #: Authenticated (mapped) user name → what it may impersonate.
     proxy_users: dict[str, ProxyUserRule] = {}
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
 
 from gateway.client_address import ClientAddresses
-from gateway.observability.audit import AuditEvent, begin
+from gateway.observability.audit import AuditEvent, audit_event
 from gateway.observability.log_format import REQUEST_ID
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import NotFound, Outcome, Overloaded, VersionNotSupported, response_for
@@ -51,7 +51,7 @@ class Dispatcher:
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         self.client_addresses(request)  # once; client_address(request) reads it from here on
-        event = begin(request)
+        event = audit_event(request)
         REQUEST_ID.set(event.request_id)
         try:
             response, outcome = await self._serve(request, event)

@@ -48,7 +48,7 @@ __all__ = [
     "AuditEvent",
     "AuditLog",
     "audit_outcome",
-    "begin",
+    "audit_event",
     "request_id",
 ]
 
@@ -114,7 +114,7 @@ class AuditEvent:
         }
 
 
-def begin(request: web.BaseRequest) -> AuditEvent:
+def audit_event(request: web.BaseRequest) -> AuditEvent:
     """The audit event of ``request``: its request id and client address, started now."""
     return AuditEvent(request_id(request), client_address(request))
 

@@ -1,7 +1,8 @@
 """The management listener (plain HTTP): ``/metrics``, ``/healthz``, ``/readyz``.
 
-``/healthz`` answers 200 while the process runs; ``/readyz`` answers 200 when at least one
-upstream of every service answers a Thrift call, else 503 naming what is down.
+``/healthz`` answers 200 while the process runs; ``/readyz`` answers 200 when the readiness
+check finds nothing wrong (the gateway's: some service's upstream answers a Thrift call and the
+process is not draining), else 503 naming what is wrong.
 """
 
 from __future__ import annotations

@@ -91,7 +91,6 @@ class IdentityAsserter:
         config = config or IdentityAssertionConfig()
         self.principal_mapping: Mapping[str, str] = dict(config.principal_mapping)
         self.group_mapping = {u: frozenset(g) for u, g in config.group_mapping.items()}
-        self.impersonation = config.impersonation.enabled
         self.proxy_users = {u: _ProxyUser(r) for u, r in config.impersonation.proxy_users.items()}
 
     def mapped_groups(self, user: str) -> frozenset[str]:
@@ -105,7 +104,7 @@ class IdentityAsserter:
         target = _doas(request)
         if target is None or target == user:
             return Identity(user=user, principal=principal, groups=groups)
-        if not self.impersonation:
+        if not self.proxy_users:
             raise PermissionError("impersonation (doAs) is not enabled for this topology")
         if not target or len(target) > _MAX_NAME or not target.isprintable():
             raise PermissionError("doAs names no valid user")

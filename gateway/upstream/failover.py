@@ -47,9 +47,6 @@ class Dispatchable(Protocol):
         sink: ReplySink | None = None,
     ) -> bytes | None: ...
 
-    def is_down(self, label: str) -> bool:
-        return label in self._down
-
     async def close(self) -> None: ...
 
 
@@ -58,14 +55,14 @@ class Upstream:
 
     def __init__(
         self,
-        pools: list[Dispatchable],
+        endpoints: list[Dispatchable],
         *,
         max_failover_attempts: int = 3,
         failover_sleep: float = 0.1,
         probe_interval: float = 5.0,
         round_robin: bool = False,
     ):
-        self.pools = pools
+        self.endpoints = endpoints
         self.max_attempts = max(1, max_failover_attempts)
         self.failover_sleep = failover_sleep
         self.probe_interval = probe_interval
@@ -75,12 +72,12 @@ class Upstream:
         self._next = itertools.count()
 
     def _order(self) -> list[Dispatchable]:
-        pools = self.pools
-        if self.round_robin and len(pools) > 1:
-            start = next(self._next) % len(pools)
-            pools = pools[start:] + pools[:start]
-        up = [p for p in pools if p.label not in self._down]
-        return up or list(pools)  # all down: try them all rather than fail without trying
+        endpoints = self.endpoints
+        if self.round_robin and len(endpoints) > 1:
+            start = next(self._next) % len(endpoints)
+            endpoints = endpoints[start:] + endpoints[:start]
+        up = [e for e in endpoints if e.label not in self._down]
+        return up or list(endpoints)  # all down: try them all rather than fail without trying
 
     async def call(
         self,
@@ -113,7 +110,7 @@ class Upstream:
         raise last
 
     def _mark_down(self, pool: Dispatchable, exc: Exception) -> None:
-        if len(self.pools) < 2 or pool.label in self._down:
+        if len(self.endpoints) < 2 or pool.label in self._down:
             return
         log.warning("upstream %s marked down: %s", pool.label, exc)
         self._down.add(pool.label)
@@ -133,13 +130,10 @@ class Upstream:
             metrics.child(metrics.UPSTREAM_UP, pool.label).set(1)
             log.info("upstream %s answers again", pool.label)
 
-    def is_down(self, label: str) -> bool:
-        return label in self._down
-
     async def close(self) -> None:
         for task in self._probes.values():
             task.cancel()
         await asyncio.gather(*self._probes.values(), return_exceptions=True)
         self._probes.clear()
-        for pool in self.pools:
+        for pool in self.endpoints:
             await pool.close()

@@ -46,7 +46,7 @@ def gateway(metastore, tmp_path_factory) -> RunningGateway:
     identity = {
         "principal_mapping": "mary=marie",
         "group_mapping": "alice=analysts;*=staff",
-        "impersonation": {"enabled": True, "proxy_users": {
+        "impersonation": {"proxy_users": {
             "alice": {"users": ["bob"], "hosts": ["127.0.0.0/8"]},
             "carol": {"users": ["bob"], "hosts": ["10.0.0.0/8"]},
         }},

@@ -14,7 +14,7 @@ from gateway.observability.audit import (
     AuditEvent,
     AuditLog,
     audit_outcome,
-    begin,
+    audit_event,
     request_id,
 )
 from gateway.thrift.schema import TType
@@ -39,9 +39,9 @@ def test_request_id_from_client_only_when_sane(given, kept):
         assert str(uuid.UUID(rid)) == rid and rid != given
 
 
-def test_begin_names_the_request_and_its_client():
+def test_audit_event_names_the_request_and_its_client():
     req = make_mocked_request("POST", "/", headers={"X-Request-Id": "abc-1"})
-    event = begin(req)
+    event = audit_event(req)
     assert event.request_id == "abc-1" and event.client is not None
 
 

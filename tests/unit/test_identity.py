@@ -82,7 +82,7 @@ def test_principal_and_group_mapping():
     assert other.user == "zed"
 
 
-IMPERSONATION = {"enabled": True, "proxy_users": {
+IMPERSONATION = {"proxy_users": {
     "alice": {"users": ["bob"], "groups": ["etl"], "hosts": ["127.0.0.0/8", "::1"]},
     "svc": {"users": ["*"], "hosts": ["*"]},
 }}
@@ -115,6 +115,6 @@ def test_doas(user, query, remote, effective, refusal):
 
 
 def test_doas_refused_when_impersonation_disabled():
-    a = asserter(impersonation={"proxy_users": IMPERSONATION["proxy_users"]})
+    a = asserter(impersonation={"proxy_users": {}})
     with pytest.raises(PermissionError, match="not enabled"):
         a.assert_identity(Principal("alice", "htpasswd"), request("?doAs=bob"))

@@ -157,7 +157,7 @@ class JwksCache:
 
 
 class JwtAuthenticator:
-    """Bearer (RFC 6750) and KnoxSSO cookie; 401 challenge ``Bearer realm="<topology>"``."""
+    """Bearer (RFC 6750) and KnoxSSO cookie; 401 challenge ``Bearer realm="HMS Gateway"``."""
 
     name = "jwt"
 
