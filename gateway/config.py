@@ -306,6 +306,9 @@ class ServiceConfig(_Model):
     authorization: AuthorizationConfig | None = None
     #: Requests served at once; beyond it, 503 with ``Retry-After``. None: no limit.
     max_concurrent_requests: int | None = Field(default=None, ge=1)
+    #: Catalog policies (Ranger's Hive model, :mod:`gateway.policy`): a Ranger export or
+    #: plugin download (``*.json``) or the project's YAML. None: no catalog policy.
+    policy_file: Path | None = None
 
     @field_validator("path")
     @classmethod
@@ -419,9 +422,18 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
         except ValueError as exc:
             field, _, reason = str(exc).partition(": ")
             raise ConfigError(path, f"providers.authentication[{i}].{field}", reason) from None
+    services = []
+    for i, service in enumerate(cfg.services):
+        if service.policy_file is not None:
+            policy_file = _resolve(base, service.policy_file)
+            if not policy_file.is_file():
+                raise ConfigError(path, f"services[{i}].policy_file", f"no such file: {policy_file}")
+            service = service.model_copy(update={"policy_file": policy_file})
+        services.append(service)
     return cfg.model_copy(
         update={
             "providers": cfg.providers.model_copy(update={"authentication": providers}),
+            "services": services,
             "source": path,
         }
     )

@@ -1,0 +1,372 @@
+"""The one evaluator of catalog policies, after Apache Ranger's policy engine.
+
+Semantics follow ``RangerPolicyEngineImpl`` and ``RangerDefaultPolicyEvaluator``
+(apache/ranger ``agents-common``), checked against the decisions of Ranger's own test cases
+(``agents-common/src/test/resources/policyengine/test_policyengine_hive*.json``):
+
+* **Resource match** (``RangerDefaultPolicyResourceMatcher.getMatchType``). A request names a
+  database, optionally a table, optionally a column; each named level must match the policy's
+  level (values with ``*``/``?``, case-insensitive, ``isExcludes`` inverts). A request deeper
+  than the policy does not match (a database-only policy says nothing about tables). A request
+  shallower than the policy matches as SELF when every deeper policy level is ``*`` (Ranger's
+  ``isMatchAny``), else as DESCENDANT: the policy covers something below the requested object.
+* **One policy, one access type** (``evaluatePolicyItems``/``getMatchingPolicyItem``): a deny
+  item naming the user and the access decides *deny* unless a deny exception names them too;
+  then an allow item decides *allow* unless an allow exception names them; otherwise
+  ``isDenyAllElse`` decides *deny*; otherwise the policy has no say.
+* **Across policies** (``RangerPolicyEngineImpl.evaluatePoliciesNoAudit`` and the per-access
+  merge in ``evaluatePolicyItems``): the verdict of the highest ``policyPriority`` wins; at equal
+  priority deny beats allow. Disabled policies are never evaluated. No verdict: denied, policy
+  id ``-1`` (Ranger's "no policy decided").
+* **A concrete access** counts SELF matches only. **``_any``** (listings, ``use db``) counts
+  SELF and DESCENDANT matches, ignoring denials from DESCENDANT matches (Ranger's
+  ``ignoreDescendantDeny``); it is allowed when one access type is allowed, and denied by a
+  policy only when every access type is decided and denied (Ranger's ``getCompositeAccessResult``).
+
+Deciding policy when several policies of equal priority give the same verdict: the first in
+file order (Ranger orders such ties by an internal evaluation-cost estimate, so the reported id
+may differ from Ranger's there; the decision itself does not).
+
+Performance: wildcard values are compiled to regular expressions once at load; the policies
+that can concern a user (by user, group, ``public``, ``{USER}``) are worked out once per
+(user, groups) and cached; :meth:`PolicyEngine.visible_tables` and
+:meth:`PolicyEngine.visible_databases` match a whole listing with a few C-level passes and one
+decision per distinct set of matching policies.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+from gateway.policy.model import (
+    ACCESS_TYPES,
+    ALL,
+    ANY_ACCESS,
+    LEVELS,
+    Policy,
+    PolicySet,
+    ResourceSpec,
+)
+
+_USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
+_SUBJECT_CACHE_SIZE = 1024
+NO_POLICY = -1
+
+
+class Resource(NamedTuple):
+    """A catalog object: a database, a table in it, or a column of that table."""
+
+    database: str
+    table: str | None = None
+    column: str | None = None
+
+    def levels(self) -> tuple[str, ...]:
+        """The named levels, lower-cased, top down. Raises ``ValueError`` when a level is
+        skipped (a column without a table), which Ranger never matches."""
+        if self.column is not None and self.table is None:
+            raise ValueError("a column needs its table")
+        named = (self.database, self.table, self.column)
+        return tuple(v.lower() for v in named if v is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one request: ``policy_id`` is the deciding policy, or ``-1`` when no
+    policy decided (then ``allowed`` is False), as Ranger's ``RangerAccessResult`` reports."""
+
+    allowed: bool
+    policy_id: int
+    access: str
+    policy_name: str | None = None
+
+    @property
+    def reason(self) -> str:
+        verdict = "allowed" if self.allowed else "denied"
+        if self.policy_id == NO_POLICY:
+            return f"{verdict}: no policy decided (policy id -1)"
+        return f"{verdict} by policy {self.policy_id} ({self.policy_name})"
+
+
+def _has_wildcard(value: str) -> bool:
+    return "*" in value or "?" in value
+
+
+def _to_regex(value: str) -> str:
+    """Ranger's wildcard value as a regex: ``*`` any run, ``?`` one character, the rest literal
+    (unlike fnmatch, ``[...]`` is literal, as in ``RangerAbstractResourceMatcher``)."""
+    return "(?:" + re.escape(value).replace(r"\*", ".*").replace(r"\?", ".") + ")"
+
+
+@lru_cache(maxsize=4096)
+def _user_regex(values: tuple[str, ...], user: str) -> re.Pattern[str]:
+    """Values holding ``{USER}``, with the user's (lower-cased) name put in, as one regex."""
+    alternatives = []
+    for value in values:
+        parts = [_to_regex(p)[3:-1] for p in value.split(_USER_TOKEN)]
+        alternatives.append("(?:" + re.escape(user).join(parts) + ")")
+    return re.compile("|".join(alternatives), re.DOTALL)
+
+
+class _LevelMatcher:
+    """One policy level, compiled: exact values in a set, wildcard values in one regex."""
+
+    __slots__ = ("excludes", "match_any", "literals", "regex", "block_regex", "user_values")
+
+    def __init__(self, spec: ResourceSpec):
+        values = [v.lower() for v in spec.values]
+        self.excludes = spec.excludes
+        self.match_any = "*" in values and not spec.excludes  # Ranger's isMatchAny
+        self.user_values = tuple(v for v in values if _USER_TOKEN in v)
+        static = [v for v in values if _USER_TOKEN not in v]
+        self.literals = frozenset(v for v in static if not _has_wildcard(v))
+        wild = "|".join(_to_regex(v) for v in static if _has_wildcard(v))
+        self.regex = re.compile(wild, re.DOTALL) if wild else None
+        # The same alternatives anchored per line, to match a newline-joined listing in one pass.
+        self.block_regex = re.compile(f"^(?:{wild})$", re.MULTILINE) if wild else None
+
+    def match(self, value: str, user: str) -> bool:
+        """``value`` lower-cased."""
+        if self.match_any:
+            return True
+        hit = (
+            value in self.literals
+            or (self.regex is not None and self.regex.fullmatch(value) is not None)
+            or (bool(self.user_values) and _user_regex(self.user_values, user.lower()).fullmatch(value) is not None)
+        )
+        return hit != self.excludes
+
+    def matching(self, names: frozenset[str], block: str, user: str) -> set[str]:
+        """Which of ``names`` (lower-cased, none holding a newline) match; ``block`` is them
+        joined with newlines."""
+        hits = set(self.literals & names)
+        if self.block_regex is not None:
+            hits.update(self.block_regex.findall(block))
+        if self.user_values:  # rare: one match per name
+            regex = _user_regex(self.user_values, user.lower())
+            hits.update(n for n in names if regex.fullmatch(n) is not None)
+        return set(names - hits) if self.excludes else hits
+
+
+class _Compiled:
+    """A policy with its levels compiled; ``deep_any[r]``: every level below the first ``r``
+    is ``*``, so a request naming ``r`` levels is a SELF match."""
+
+    __slots__ = ("policy", "id", "name", "priority", "order", "matchers", "depth", "deep_any")
+
+    def __init__(self, policy: Policy, order: int):
+        self.policy = policy
+        self.id, self.name, self.priority, self.order = policy.id, policy.name, policy.priority, order
+        self.matchers = tuple(_LevelMatcher(spec) for spec in policy.resources)
+        self.depth = len(self.matchers)
+        self.deep_any = tuple(
+            all(m.match_any for m in self.matchers[r:]) for r in range(self.depth + 1)
+        )
+
+
+class _Entry(NamedTuple):
+    """A policy as it concerns one (user, groups): the accesses its deny and allow items
+    decide for them after exceptions, and whether it denies everything else."""
+
+    policy: _Compiled
+    denied: frozenset[str]
+    allowed: frozenset[str]
+    deny_all_else: bool
+
+    def verdict(self, access: str) -> bool | None:
+        """True allow, False deny, None no say (Ranger ``getMatchingPolicyItem`` order)."""
+        if access in self.denied:
+            return False
+        if access in self.allowed:
+            return True
+        return False if self.deny_all_else else None
+
+
+def _granted(items, exceptions, user: str, groups: frozenset[str]) -> frozenset[str]:
+    granted: set[str] = set()
+    for item in items:
+        if item.applies_to(user, groups):
+            granted |= item.accesses
+    for item in exceptions:
+        if item.applies_to(user, groups):
+            granted -= item.accesses
+    return frozenset(granted)
+
+
+def _decide(matched: Iterable[tuple[_Entry, bool]], access: str) -> Decision:
+    """One access type across the matched policies, each with ``descendant`` (its denials
+    ignored); ``matched`` in evaluation order (priority, then file order)."""
+    best: tuple[_Entry, bool] | None = None
+    for entry, descendant in matched:
+        if best is not None and entry.policy.priority < best[0].policy.priority:
+            break  # a lower priority never overrides a decision
+        verdict = entry.verdict(access)
+        if verdict is None or (descendant and verdict is False):
+            continue
+        if best is None or (best[1] and not verdict):  # at equal priority, deny beats allow
+            best = (entry, verdict)
+    if best is None:
+        return Decision(False, NO_POLICY, access)
+    return Decision(best[1], best[0].policy.id, access, best[0].policy.name)
+
+
+def _decide_any(matched: Sequence[tuple[_Entry, bool]]) -> Decision:
+    """Ranger's ``_any``: allowed if one access type is; denied by a policy if all are denied."""
+    first_denial = None
+    undecided = False
+    for access in ACCESS_TYPES:
+        decision = _decide(matched, access)
+        if decision.allowed:
+            return Decision(True, decision.policy_id, ANY_ACCESS, decision.policy_name)
+        if decision.policy_id == NO_POLICY:
+            undecided = True
+        elif first_denial is None:
+            first_denial = decision
+    if undecided or first_denial is None:
+        return Decision(False, NO_POLICY, ANY_ACCESS)
+    return Decision(False, first_denial.policy_id, ANY_ACCESS, first_denial.policy_name)
+
+
+class PolicyEngine:
+    """Evaluates a :class:`PolicySet` for requests. Built once per policy file (topology
+    build or reload); immutable afterwards, safe to share between requests.
+
+    ``user`` is the effective user name (after identity assertion), ``groups`` its groups;
+    names of users and groups are case-sensitive, resource names case-insensitive.
+    """
+
+    def __init__(self, policies: PolicySet | Iterable[Policy]):
+        policy_list = policies.policies if isinstance(policies, PolicySet) else tuple(policies)
+        enabled = [p for p in policy_list if p.enabled]
+        # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
+        order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
+        self._policies = tuple(_Compiled(enabled[i], rank) for rank, i in enumerate(order))
+        self._subjects: OrderedDict[tuple[str, frozenset[str]], tuple[_Entry, ...]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    # --- the policies that concern one (user, groups), cached --------------------------------
+
+    def _subject(self, user: str, groups: Iterable[str]) -> tuple[_Entry, ...]:
+        key = (user, groups if isinstance(groups, frozenset) else frozenset(groups))
+        entries = self._subjects.get(key)
+        if entries is not None:
+            self._subjects.move_to_end(key)
+            return entries
+        out = []
+        for compiled in self._policies:
+            p = compiled.policy
+            denied = _granted(p.deny, p.deny_exceptions, user, key[1])
+            allowed = _granted(p.allow, p.allow_exceptions, user, key[1])
+            if denied or allowed or p.deny_all_else:
+                out.append(_Entry(compiled, denied, allowed, p.deny_all_else))
+        entries = tuple(out)
+        self._subjects[key] = entries
+        if len(self._subjects) > _SUBJECT_CACHE_SIZE:
+            self._subjects.popitem(last=False)
+        return entries
+
+    @staticmethod
+    def _matches(
+        entries: Iterable[_Entry], levels: tuple[str, ...], user: str, any_access: bool
+    ) -> list[tuple[_Entry, bool]]:
+        """(entry, descendant) for each policy whose resource matches ``levels``."""
+        out = []
+        r = len(levels)
+        for entry in entries:
+            compiled = entry.policy
+            if r > compiled.depth:
+                continue
+            if not all(m.match(v, user) for m, v in zip(compiled.matchers, levels)):
+                continue
+            descendant = not compiled.deep_any[r]
+            if descendant and not any_access:
+                continue
+            out.append((entry, descendant))
+        return out
+
+    # --- the API ---------------------------------------------------------------------------
+
+    def evaluate(
+        self, user: str, groups: Iterable[str], resource: Resource, access: str
+    ) -> Decision:
+        """Ranger's ``isAccessAllowed`` for one request: ``access`` is one of
+        :data:`~gateway.policy.model.ACCESS_TYPES`, ``all``, or ``_any``.
+
+        Raises ``ValueError`` for an unknown access type or a column without a table.
+        """
+        access = access.lower()
+        if access != ANY_ACCESS and access != ALL and access not in ACCESS_TYPES:
+            raise ValueError(f"unknown access type {access!r}")
+        levels = resource.levels()
+        any_access = access == ANY_ACCESS
+        matched = self._matches(self._subject(user, groups), levels, user, any_access)
+        return _decide_any(matched) if any_access else _decide(matched, access)
+
+    def visible(self, user: str, groups: Iterable[str], database: str, table: str | None = None) -> bool:
+        """Whether a listing shows the database (or the table): ``_any`` access on it or on
+        something below it."""
+        return self.evaluate(user, groups, Resource(database, table), ANY_ACCESS).allowed
+
+    def visible_databases(self, user: str, groups: Iterable[str], names: Sequence[str]) -> list[str]:
+        """The names of ``names`` the user may see, in order (``visible`` for each)."""
+        return self._visible_names(user, groups, (), names)
+
+    def visible_tables(
+        self, user: str, groups: Iterable[str], database: str, names: Sequence[str]
+    ) -> list[str]:
+        """The table names of ``database`` the user may see, in order (``visible`` for each)."""
+        return self._visible_names(user, groups, (database.lower(),), names)
+
+    def _visible_names(
+        self, user: str, groups: Iterable[str], prefix: tuple[str, ...], names: Sequence[str]
+    ) -> list[str]:
+        k = len(prefix)  # the level the names are at
+        constant: list[tuple[_Entry, bool]] = []
+        variable: list[tuple[_Entry, bool]] = []
+        for entry, descendant in self._matches(self._subject(user, groups), prefix, user, True):
+            if entry.policy.depth <= k:
+                continue  # says nothing about the level below
+            descendant = not entry.policy.deep_any[k + 1]
+            level = entry.policy.matchers[k]
+            (constant if level.match_any else variable).append((entry, descendant))
+        if not variable:
+            return list(names) if _decide_any(constant).allowed else []
+        block = "\n".join(names)
+        if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
+            return [n for n in names if self._visible_one(user, prefix, n.lower(), constant, variable)]
+        lowered = block.lower().split("\n") if names else []
+        block = "\n".join(lowered)
+        distinct = frozenset(lowered)
+        bits: dict[str, int] = {}
+        for i, (entry, _) in enumerate(variable):
+            bit = 1 << i
+            for name in entry.policy.matchers[k].matching(distinct, block, user):
+                bits[name] = bits.get(name, 0) | bit
+        verdicts = {
+            signature: self._verdict_for(signature, constant, variable)
+            for signature in set(bits.values()) | {0}
+        }
+        return [n for n, low in zip(names, lowered) if verdicts[bits.get(low, 0)]]
+
+    @staticmethod
+    def _verdict_for(signature: int, constant, variable) -> bool:
+        chosen = constant + [v for i, v in enumerate(variable) if signature >> i & 1]
+        chosen.sort(key=lambda ed: ed[0].policy.order)
+        return _decide_any(chosen).allowed
+
+    def _visible_one(self, user, prefix, name, constant, variable) -> bool:
+        k = len(prefix)
+        signature = 0
+        for i, (entry, _) in enumerate(variable):
+            if entry.policy.matchers[k].match(name, user):
+                signature |= 1 << i
+        return self._verdict_for(signature, constant, variable)
+
+
+__all__ = ["Decision", "NO_POLICY", "PolicyEngine", "Resource", "LEVELS"]

@@ -1,0 +1,101 @@
+"""Catalog policies in Apache Ranger's Hive service model, as typed, frozen objects.
+
+Both sources (:mod:`gateway.policy.yaml_source`, :mod:`gateway.policy.ranger_json`) produce
+these; :mod:`gateway.policy.engine` evaluates them. Terms are Ranger's (``RangerPolicy``,
+``RangerPolicyItem``, ``RangerPolicyResource``; Hive service definition ``ranger-servicedef-hive.json``):
+
+* resources form the hierarchy ``database`` > ``table`` > ``column``; a policy names the first
+  one, two or three levels, each a list of values with ``*``/``?`` wildcards, matched
+  case-insensitively, optionally ``isExcludes`` (matches what the values do not);
+* access types are :data:`ACCESS_TYPES`; ``all`` grants every one of them;
+* a policy item names users, groups (``public``: everyone) and ``{USER}`` (any user);
+* a policy has allow items, allow exceptions, deny items and deny exceptions, a
+  ``policyPriority`` (0 normal, 1 override), ``isDenyAllElse`` and ``isEnabled``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Hive access types of Ranger's Hive service definition that concern catalog objects, in the
+#: order the ``_any`` access is checked; ``all`` implies each of them.
+ACCESS_TYPES: tuple[str, ...] = (
+    "select", "update", "create", "drop", "alter", "index", "lock", "read", "write",
+)
+ALL = "all"
+#: Ranger's ``RangerPolicyEngine.ANY_ACCESS``: "some access", used for listings and ``use db``.
+ANY_ACCESS = "_any"
+#: Ranger's ``RangerPolicyEngine.GROUP_PUBLIC`` and ``USER_CURRENT``.
+GROUP_PUBLIC = "public"
+USER_CURRENT = "{USER}"
+#: The resource levels, top down (Ranger Hive: database level 1, table 2, column 3).
+LEVELS: tuple[str, ...] = ("database", "table", "column")
+#: Ranger's ``policyPriority`` values.
+PRIORITY_NORMAL, PRIORITY_OVERRIDE = 0, 1
+
+
+def expand_accesses(accesses: "tuple[str, ...] | list[str]") -> frozenset[str]:
+    """Access names as granted: ``all`` adds every type of :data:`ACCESS_TYPES` (Ranger's
+    ``impliedGrants``). Raises ``ValueError`` naming an unknown access type."""
+    out: set[str] = set()
+    for access in accesses:
+        name = access.lower()
+        if name == ALL:
+            out.update(ACCESS_TYPES)
+        elif name not in ACCESS_TYPES:
+            raise ValueError(f"unknown access type {access!r} (known: {', '.join(ACCESS_TYPES + (ALL,))})")
+        out.add(name)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class ResourceSpec:
+    """One level of a policy's resource (Ranger ``RangerPolicyResource``)."""
+
+    values: tuple[str, ...]
+    excludes: bool = False
+
+
+@dataclass(frozen=True)
+class PolicyItem:
+    """Who (users, groups, ``public``, ``{USER}``) gets which accesses (Ranger ``RangerPolicyItem``)."""
+
+    accesses: frozenset[str]
+    users: frozenset[str] = frozenset()
+    groups: frozenset[str] = frozenset()
+
+    def applies_to(self, user: str, groups: frozenset[str]) -> bool:
+        """Ranger ``RangerDefaultPolicyItemEvaluator.matchUserGroupAndOwner`` without roles."""
+        return (
+            user in self.users
+            or USER_CURRENT in self.users
+            or GROUP_PUBLIC in self.groups
+            or not self.groups.isdisjoint(groups)
+        )
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One access policy. ``resources`` holds the named levels top down (1 to 3 of
+    :data:`LEVELS`); ``priority`` is Ranger's ``policyPriority``."""
+
+    id: int
+    name: str
+    resources: tuple[ResourceSpec, ...]
+    allow: tuple[PolicyItem, ...] = ()
+    allow_exceptions: tuple[PolicyItem, ...] = ()
+    deny: tuple[PolicyItem, ...] = ()
+    deny_exceptions: tuple[PolicyItem, ...] = ()
+    priority: int = PRIORITY_NORMAL
+    deny_all_else: bool = False
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """What one policy file holds: the policies, and what the loader left out (policies on
+    other resources such as ``url`` or ``udf``, masking and row-filter policies), by id."""
+
+    policies: tuple[Policy, ...]
+    source: str = ""
+    skipped: tuple[int, ...] = field(default=())

@@ -1,0 +1,137 @@
+"""The project's own policy file (YAML): Ranger's Hive policy model in the gateway's words.
+
+```yaml
+policies:
+  - id: 10
+    name: analysts read sales
+    priority: normal            # normal (0) or override (1): Ranger's policyPriority
+    deny_all_else: false        # Ranger's isDenyAllElse
+    enabled: true               # Ranger's isEnabled
+    resources:                  # database, then optionally table, then column
+      database: [sales]
+      table: ["*"]
+      column: {values: ["ssn", "card_*"], excludes: true}   # Ranger's isExcludes
+    allow:            [{groups: [analysts], accesses: [select]}]
+    allow_exceptions: [{users: [intern], accesses: [select]}]
+    deny:             []
+    deny_exceptions:  []
+```
+
+Raises :class:`gateway.config.ConfigError` naming the file, the key and the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.config import _read_yaml, _validate
+from gateway.policy.model import (
+    PRIORITY_NORMAL,
+    PRIORITY_OVERRIDE,
+    Policy,
+    PolicyItem,
+    PolicySet,
+    ResourceSpec,
+    expand_accesses,
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Resource(_Model):
+    values: list[str] = Field(min_length=1)
+    excludes: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:  # a bare list (or one string) of values
+        if isinstance(value, str):
+            return {"values": [value]}
+        return {"values": value} if isinstance(value, list) else value
+
+
+class _Item(_Model):
+    users: list[str] = []
+    groups: list[str] = []
+    accesses: list[str] = Field(min_length=1)
+
+    @field_validator("accesses")
+    @classmethod
+    def _known(cls, accesses: list[str]) -> list[str]:
+        expand_accesses(accesses)
+        return accesses
+
+    @model_validator(mode="after")
+    def _someone(self) -> "_Item":
+        if not self.users and not self.groups:
+            raise ValueError("names no users and no groups (use groups: [public] for everyone)")
+        return self
+
+    def build(self) -> PolicyItem:
+        return PolicyItem(expand_accesses(self.accesses), frozenset(self.users), frozenset(self.groups))
+
+
+class _Resources(_Model):
+    database: _Resource
+    table: _Resource | None = None
+    column: _Resource | None = None
+
+    @model_validator(mode="after")
+    def _contiguous(self) -> "_Resources":
+        if self.column is not None and self.table is None:
+            raise ValueError("column needs table")
+        return self
+
+
+class _Policy(_Model):
+    id: int
+    name: str = ""
+    enabled: bool = True
+    priority: Literal["normal", "override"] = "normal"
+    deny_all_else: bool = False
+    resources: _Resources
+    allow: list[_Item] = []
+    allow_exceptions: list[_Item] = []
+    deny: list[_Item] = []
+    deny_exceptions: list[_Item] = []
+
+    def build(self) -> Policy:
+        r = self.resources
+        levels = [x for x in (r.database, r.table, r.column) if x is not None]
+        return Policy(
+            id=self.id,
+            name=self.name or f"policy {self.id}",
+            resources=tuple(ResourceSpec(tuple(x.values), x.excludes) for x in levels),
+            allow=tuple(i.build() for i in self.allow),
+            allow_exceptions=tuple(i.build() for i in self.allow_exceptions),
+            deny=tuple(i.build() for i in self.deny),
+            deny_exceptions=tuple(i.build() for i in self.deny_exceptions),
+            priority=PRIORITY_OVERRIDE if self.priority == "override" else PRIORITY_NORMAL,
+            deny_all_else=self.deny_all_else,
+            enabled=self.enabled,
+        )
+
+
+class _PolicyFile(_Model):
+    policies: list[_Policy]
+
+    @field_validator("policies")
+    @classmethod
+    def _unique_ids(cls, policies: list[_Policy]) -> list[_Policy]:
+        seen: set[int] = set()
+        for policy in policies:
+            if policy.id in seen:
+                raise ValueError(f"policy id {policy.id} is used twice")
+            seen.add(policy.id)
+        return policies
+
+
+def load_yaml_policies(path: Path) -> PolicySet:
+    """Read and validate a YAML policy file. Raises :class:`~gateway.config.ConfigError`."""
+    parsed = _validate(_PolicyFile, _read_yaml(path), path)
+    return PolicySet(tuple(p.build() for p in parsed.policies), str(path))
