@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -20,6 +22,7 @@ __all__ = [
     "connect",
     "load_idl",
     "parse_metastore_uri",
+    "partition_name",
 ]
 
 IDL_PATH = Path(__file__).resolve().parent.parent / "thrift" / "idl" / "hive_metastore.thrift"
@@ -67,33 +70,40 @@ def connect(metastore_uri: str, *, framed: bool = False, timeout: float = 120.0)
         client.close()
 
 
-def add_partitions(metastore_uri: str, db: str, table: str, values: Iterable[Sequence[str]]) -> int:
+def add_partitions(
+    metastore_uri: str, db: str, table: str, values: Iterable[Sequence[str]], *,
+    connections: int = 1, make_local_dirs: bool = False,
+) -> int:
     """Add one partition per item of ``values`` (one string per partition key) to an existing table.
 
     Existing partitions are kept (``ifNotExists``); each new one gets the table's storage descriptor
-    with no location, so HMS derives ``<table location>/<key>=<escaped value>`` and creates it.
-    Returns the number of partitions actually added. Raises the IDL's MetaException /
-    InvalidObjectException / NoSuchObjectException as thriftpy2 exceptions.
+    with no location, so HMS derives ``<table location>/<key>=<escaped value>``. Partitions go in
+    ``add_partitions_req`` batches of 1,000 over ``connections`` parallel connections (HMS serves
+    each connection on its own thread). With ``make_local_dirs`` and a ``file:`` table location,
+    the partition directories are created on this host first: HMS then finds them instead of
+    making each one, which Hadoop's local filesystem follows with a ``chmod`` child process when
+    its native library is absent (as with the pyspark jars). Use it only when this host shares
+    the metastore's filesystem. Returns the number of partitions actually added. Raises the IDL's
+    MetaException / InvalidObjectException / NoSuchObjectException as thriftpy2 exceptions, and
+    ValueError for a value count that does not match the partition keys.
     """
+    if connections < 1:
+        raise ValueError(f"connections must be at least 1, got {connections}")
     hms = load_idl()
-    added = 0
     with connect(metastore_uri) as client:
         tbl = client.get_table(db, table)
-        nkeys = len(tbl.partitionKeys or [])
+    keys = [key.name.lower() for key in tbl.partitionKeys or []]
+    location = urlsplit(tbl.sd.location or "")
+    local_root = Path(location.path) if make_local_dirs and location.scheme == "file" else None
+
+    def partitions() -> Iterator[list]:
         batch: list = []
-
-        def flush() -> int:
-            if not batch:
-                return 0
-            req = hms.AddPartitionsRequest(dbName=db, tblName=table, parts=batch, ifNotExists=True, needResult=True)
-            result = client.add_partitions_req(req)
-            batch.clear()
-            return len(result.partitions or [])
-
         for vals in values:
             vals = [str(v) for v in vals]
-            if len(vals) != nkeys:
-                raise ValueError(f"{db}.{table} has {nkeys} partition keys, got values {vals!r}")
+            if len(vals) != len(keys):
+                raise ValueError(f"{db}.{table} has {len(keys)} partition keys, got values {vals!r}")
+            if local_root is not None:
+                (local_root / partition_name(keys, vals)).mkdir(parents=True, exist_ok=True)
             sd = hms.StorageDescriptor(
                 cols=tbl.sd.cols, location=None, inputFormat=tbl.sd.inputFormat,
                 outputFormat=tbl.sd.outputFormat, compressed=tbl.sd.compressed, numBuckets=tbl.sd.numBuckets,
@@ -102,9 +112,53 @@ def add_partitions(metastore_uri: str, db: str, table: str, values: Iterable[Seq
             )
             batch.append(hms.Partition(values=vals, dbName=db, tableName=table, sd=sd, parameters={}))
             if len(batch) >= _BATCH:
-                added += flush()
-        added += flush()
-    return added
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+    batches = partitions()
+    take = threading.Lock()  # one generator, several sending threads
+    failed = threading.Event()  # a failed batch stops the other connections after their current one
+
+    def send() -> int:
+        added = 0
+        try:
+            with connect(metastore_uri) as conn:
+                while not failed.is_set():
+                    with take:
+                        batch = next(batches, None)
+                    if batch is None:
+                        break
+                    req = hms.AddPartitionsRequest(dbName=db, tblName=table, parts=batch, ifNotExists=True, needResult=True)
+                    added += len(conn.add_partitions_req(req).partitions or [])
+        except BaseException:
+            failed.set()
+            raise
+        return added
+
+    if connections == 1:
+        return send()
+    with ThreadPoolExecutor(connections, thread_name_prefix="add-partitions") as pool:
+        futures = [pool.submit(send) for _ in range(connections)]
+        return sum(future.result() for future in futures)
+
+
+def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
+    """Hive's partition name and directory, ``k1=v1/k2=v2``, with ``FileUtils.escapePathName``
+    escaping (``%XX``, upper-case hex) of keys and values; an empty value is Hive's default
+    partition name. Follows ``Warehouse.makePartName`` (Hive 2.3) on a non-Windows host."""
+    return "/".join(f"{_escape_path_name(k)}={_escape_path_name(v)}" for k, v in zip(keys, values, strict=True))
+
+
+_DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+_ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
+
+
+def _escape_path_name(text: str) -> str:
+    if not text:
+        return _DEFAULT_PARTITION_NAME
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
 def catalog_exists(metastore_uri: str, *, framed: bool = False) -> bool:

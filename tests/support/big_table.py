@@ -1,7 +1,9 @@
 """A table with many partitions in a real HMS, and raw strict-binary calls to it.
 
 Used by ``tests/integration/test_large_replies.py`` and ``bench/run.py``. Partitions are added
-over Thrift (``add_partitions_req`` in batches), which is much faster than Spark SQL.
+over Thrift (``add_partitions_req`` in batches), which is much faster than Spark SQL, over two
+connections (HMS works on both cores), into directories made here beforehand (HMS would fork a
+``chmod`` for each directory it makes; see ``metastore_client.add_partitions``).
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from gateway.thrift.binary import BinaryMessageScanner, encode_binary_call
 from gateway.thrift.schema import TType
 
 
+ADD_CONNECTIONS = 2  # one per core: HMS serves each connection on its own thread
+
+
 def create_partitioned_table(uri: str, db: str, table: str, partitions: int) -> int:
     """Create ``db.table`` (one int column, one string partition key ``p``) with ``partitions``
-    partitions ``p=00000…``; returns the number added. An existing database is kept."""
+    partitions ``p=00000…``; returns the number added. An existing database is kept.
+
+    The metastore must share this host's filesystem (its warehouse is a local ``file:`` path)."""
     hms = metastore_client.load_idl()
     with metastore_client.connect(uri) as client:
         try:
@@ -35,7 +42,9 @@ def create_partitioned_table(uri: str, db: str, table: str, partitions: int) -> 
             tableName=table, dbName=db, owner="bench", sd=sd, parameters={},
             partitionKeys=[hms.FieldSchema("p", "string", "")], tableType="MANAGED_TABLE",
         ))
-    return metastore_client.add_partitions(uri, db, table, ([f"{i:05d}"] for i in range(partitions)))
+    return metastore_client.add_partitions(
+        uri, db, table, ([f"{i:05d}"] for i in range(partitions)), connections=ADD_CONNECTIONS, make_local_dirs=True,
+    )
 
 
 def get_partitions_call(db: str, table: str, seqid: int = 1) -> bytes:

@@ -45,11 +45,12 @@ def start_hms(
 ) -> RunningHMS:
     """Start an HMS in ``workdir`` on a free port; with ``catalog``, run the demo pipeline into it.
 
+    Test metastores are throwaway, so Derby skips the log sync at each commit (``durable=False``).
     Retries a few times if another process grabs the port between the pick and the JVM's bind.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
     for attempt in range(3):
-        server = EmbeddedHMS(workdir, free_port(), framed=framed)
+        server = EmbeddedHMS(workdir, free_port(), framed=framed, durable=False)
         try:
             server.start()
             break
