@@ -1,4 +1,4 @@
-"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``demo``."""
+"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``demo``, ``policy check``."""
 
 from __future__ import annotations
 
@@ -63,6 +63,34 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.config, workdir=args.workdir, hms_port=args.hms_port)
 
 
+def cmd_policy_check(args: argparse.Namespace) -> int:
+    """Prints the decision and the deciding policy id (-1: none); exit 0 allowed, 1 denied."""
+    from gateway.policy import Resource, load_policy_file
+
+    config, topologies = _load(args.config)
+    topology = topologies.get(args.topology)
+    if topology is None:
+        raise ConfigError(config.topologies_dir, "--topology", f"no topology {args.topology!r}")
+    attached = [s for s in topology.services if s.policy_file is not None]
+    if args.service is not None:
+        attached = [s for s in attached if s.path == args.service.strip("/")]
+    if len(attached) != 1:
+        reason = ("no service with a policy_file" if not attached
+                  else "several services have a policy_file: name one with --service")
+        raise ConfigError(topology.source or topology.name, "--service", reason)
+    engine = load_policy_file(attached[0].policy_file)
+    groups = [g for g in (args.groups or "").split(",") if g]
+    try:
+        decision = engine.evaluate(args.user, groups, Resource(args.database, args.table, args.column), args.access)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    verdict = "allowed" if decision.allowed else "denied"
+    name = f" ({decision.policy_name})" if decision.policy_name else ""
+    print(f"{verdict} policy={decision.policy_id}{name}")
+    return 0 if decision.allowed else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="hms-gateway", description="Authenticating HTTPS gateway for the Hive Metastore."
@@ -92,6 +120,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, default=Path("var/demo"))
     p.add_argument("--hms-port", type=int, default=9083)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)")
+    policy_sub = p.add_subparsers(dest="policy_command", required=True)
+    p = policy_sub.add_parser("check", help="which policy allows or denies an access, and why")
+    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    p.add_argument("--topology", required=True)
+    p.add_argument("--service", help="service path (needed when several services have a policy_file)")
+    p.add_argument("--user", required=True)
+    p.add_argument("--groups", default="", help="comma-separated groups")
+    p.add_argument("--database", required=True)
+    p.add_argument("--table")
+    p.add_argument("--column")
+    p.add_argument("--access", default="_any",
+                   help="select update create drop alter index lock read write all, or _any (default)")
+    p.set_defaults(func=cmd_policy_check)
 
     args = parser.parse_args(argv)
     from gateway.observability.log_format import configure_logging

@@ -1,0 +1,81 @@
+"""``hms-gateway policy check`` on a temporary gateway file, topology and policy file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.cli import main
+
+POLICIES = """
+policies:
+  - id: 21
+    name: analysts read sales
+    resources: {database: [sales], table: ["*"], column: ["*"]}
+    allow: [{groups: [analysts], accesses: [select]}]
+  - id: 22
+    name: no payroll
+    resources: {database: [sales], table: [payroll], column: ["*"]}
+    deny: [{groups: [public], accesses: [all]}]
+"""
+
+
+def setup(tmp: Path, services: str) -> Path:
+    (tmp / "topologies").mkdir()
+    (tmp / "users").write_text("")
+    (tmp / "policies").mkdir()  # not in topologies_dir: every *.yaml there is a topology
+    (tmp / "policies" / "catalog.yaml").write_text(POLICIES)
+    (tmp / "topologies" / "default.yaml").write_text(
+        "providers: {authentication: [{type: htpasswd, users_file: ../users}]}\nservices:\n" + services
+    )
+    gateway = tmp / "gateway.yaml"
+    gateway.write_text("tls: {certificate: c.pem, private_key: k.pem}\ntopologies_dir: topologies\n")
+    return gateway
+
+
+ONE = """
+  - path: hms
+    upstream: {urls: ["thrift://hms:9083"]}
+    policy_file: ../policies/catalog.yaml
+  - path: open
+    upstream: {urls: ["thrift://hms:9083"]}
+"""
+
+
+def check(gateway: Path, *args: str) -> list[str]:
+    return ["policy", "check", "--config", str(gateway), "--topology", "default", *args]
+
+
+@pytest.mark.parametrize("args,code,line", [
+    (["--user", "bea", "--groups", "staff,analysts", "--database", "sales", "--table", "orders",
+      "--column", "id", "--access", "select"], 0, "allowed policy=21 (analysts read sales)"),
+    (["--user", "bea", "--groups", "analysts", "--database", "sales", "--table", "payroll",
+      "--access", "select"], 1, "denied policy=22 (no payroll)"),
+    (["--user", "zed", "--database", "sales", "--access", "select"], 1, "denied policy=-1"),
+    (["--user", "bea", "--groups", "analysts", "--database", "SALES"], 0, "allowed policy=21 (analysts read sales)"),
+    (["--user", "bea", "--groups", "analysts", "--database", "sales", "--service", "/hms/", "--table", "x"], 0,
+     "allowed policy=21 (analysts read sales)"),
+])
+def test_policy_check_prints_the_decision_and_policy(tmp_path: Path, capsys, args, code, line):
+    gateway = setup(tmp_path, ONE)
+    assert main(check(gateway, *args)) == code
+    assert capsys.readouterr().out.strip() == line
+
+
+def test_policy_check_refusals(tmp_path: Path, capsys):
+    gateway = setup(tmp_path, ONE + ONE.replace("path: hms", "path: hms2").replace("path: open", "path: open2"))
+    assert main(check(gateway, "--user", "bea", "--database", "sales")) == 2
+    assert "several services have a policy_file" in capsys.readouterr().err
+    assert main(check(gateway, "--user", "bea", "--database", "sales", "--service", "open")) == 2
+    assert "no service with a policy_file" in capsys.readouterr().err
+    assert main(check(gateway, "--service", "hms2", "--user", "bea", "--database", "sales", "--access", "delete")) == 2
+    assert "unknown access type" in capsys.readouterr().err
+    argv = check(gateway, "--service", "hms", "--user", "u", "--database", "d")
+    argv[argv.index("default")] = "nope"
+    assert main(argv) == 2
+    assert "no topology 'nope'" in capsys.readouterr().err
+    (tmp_path / "policies" / "catalog.yaml").write_text("policies: [{id: x}]")
+    assert main(check(gateway, "--service", "hms", "--user", "u", "--database", "d")) == 2
+    err = capsys.readouterr().err
+    assert "catalog.yaml: policies[0].id:" in err
