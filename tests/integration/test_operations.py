@@ -183,7 +183,8 @@ def test_connection_without_request_headers_is_closed(hms, tmp_path):
 
 
 def test_failover_and_recovery_with_two_real_metastores(hms_factory, tmp_path):
-    first, second = hms_factory(), hms_factory()
+    with ThreadPoolExecutor(2) as pool:  # two JVMs start side by side
+        first, second = pool.map(lambda _: hms_factory(), range(2))
     urls = [f"thrift://127.0.0.1:{first.port}", f"thrift://127.0.0.1:{second.port}"]
     svc = service(urls, probe_interval_seconds=0.5, failover_sleep_seconds=0, timeout_seconds=10)
     gw = start_gateway(tmp_path, {"default": {"services": [svc]}}, USERS)
