@@ -37,6 +37,7 @@ decision per distinct set of matching policies.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from gateway.policy.model import (
 
 _USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
 _SUBJECT_CACHE_SIZE = 1024
+_DATABASE_CACHE_SIZE = 8192
 NO_POLICY = -1
 
 
@@ -115,16 +117,20 @@ def _user_regex(values: tuple[str, ...], user: str) -> re.Pattern[str]:
 class _LevelMatcher:
     """One policy level, compiled: exact values in a set, wildcard values in one regex."""
 
-    __slots__ = ("excludes", "match_any", "literals", "regex", "block_regex", "user_values")
+    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "block_regex", "user_values")
 
     def __init__(self, spec: ResourceSpec):
         values = [v.lower() for v in spec.values]
+        self.key = (tuple(sorted(set(values))), spec.excludes)
         self.excludes = spec.excludes
         self.match_any = "*" in values and not spec.excludes  # Ranger's isMatchAny
         self.user_values = tuple(v for v in values if _USER_TOKEN in v)
         static = [v for v in values if _USER_TOKEN not in v]
         self.literals = frozenset(v for v in static if not _has_wildcard(v))
-        wild = "|".join(_to_regex(v) for v in static if _has_wildcard(v))
+        # 'prefix*', the usual Ranger value, as a prefix; other wildcard values as one regex
+        self.prefixes = tuple(v[:-1] for v in static if v.endswith("*") and not _has_wildcard(v[:-1]))
+        wild = "|".join(_to_regex(v) for v in static
+                        if _has_wildcard(v) and not (v.endswith("*") and not _has_wildcard(v[:-1])))
         self.regex = re.compile(wild, re.DOTALL) if wild else None
         # The same alternatives anchored per line, to match a newline-joined listing in one pass.
         self.block_regex = re.compile(f"^(?:{wild})$", re.MULTILINE) if wild else None
@@ -135,21 +141,52 @@ class _LevelMatcher:
             return True
         hit = (
             value in self.literals
+            or value.startswith(self.prefixes)
             or (self.regex is not None and self.regex.fullmatch(value) is not None)
             or (bool(self.user_values) and _user_regex(self.user_values, user.lower()).fullmatch(value) is not None)
         )
         return hit != self.excludes
 
-    def matching(self, names: frozenset[str], block: str, user: str) -> set[str]:
-        """Which of ``names`` (lower-cased, none holding a newline) match; ``block`` is them
-        joined with newlines."""
+    def hits(self, listing: "_Listing", user: str) -> set[str]:
+        """Which names of ``listing`` the values match, before ``excludes`` inverts it."""
+        names = listing.distinct
         hits = set(self.literals & names)
+        if self.prefixes:
+            hits.update(listing.starting_with(self.prefixes))
         if self.block_regex is not None:
-            hits.update(self.block_regex.findall(block))
+            hits.update(self.block_regex.findall(listing.block))
         if self.user_values:  # rare: one match per name
             regex = _user_regex(self.user_values, user.lower())
             hits.update(n for n in names if regex.fullmatch(n) is not None)
-        return set(names - hits) if self.excludes else hits
+        return hits
+
+
+class _Listing:
+    """Lower-cased names of one listing (none holding a newline), ready for batch matching:
+    a set, the names joined with newlines for one regex pass, and, when many prefix values
+    are to be looked up, the names sorted for bisection."""
+
+    __slots__ = ("distinct", "block", "prefix_lookups", "_sorted")
+
+    def __init__(self, lowered: list[str], prefix_lookups: int):
+        self.distinct = frozenset(lowered)
+        self.block = "\n".join(lowered)
+        self.prefix_lookups = prefix_lookups
+        self._sorted: list[str] | None = None
+
+    def starting_with(self, prefixes: tuple[str, ...]) -> list[str]:
+        if self.prefix_lookups < 3:  # a pass over the names is cheaper than sorting them
+            return [n for n in self.distinct if n.startswith(prefixes)]
+        if self._sorted is None:
+            self._sorted = sorted(self.distinct)
+        names, out = self._sorted, []
+        for prefix in prefixes:
+            start = bisect_left(names, prefix)
+            end = start
+            while end < len(names) and names[end].startswith(prefix):
+                end += 1
+            out.extend(names[start:end])
+        return out
 
 
 class _Compiled:
@@ -231,6 +268,26 @@ def _decide_any(matched: Sequence[tuple[_Entry, bool]]) -> Decision:
     return Decision(False, first_denial.policy_id, ANY_ACCESS, first_denial.policy_name)
 
 
+class _Lru(OrderedDict):
+    """A bounded map dropping the least recently used entry."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.size = size
+
+    def get(self, key):
+        value = super().get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def put(self, key, value):
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
 class PolicyEngine:
     """Evaluates a :class:`PolicySet` for requests. Built once per policy file (topology
     build or reload); immutable afterwards, safe to share between requests.
@@ -245,44 +302,50 @@ class PolicyEngine:
         # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
         order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
         self._policies = tuple(_Compiled(enabled[i], rank) for rank, i in enumerate(order))
-        self._subjects: OrderedDict[tuple[str, frozenset[str]], tuple[_Entry, ...]] = OrderedDict()
+        self._subjects = _Lru(_SUBJECT_CACHE_SIZE)
+        self._databases = _Lru(_DATABASE_CACHE_SIZE)
 
     def __len__(self) -> int:
         return len(self._policies)
 
-    # --- the policies that concern one (user, groups), cached --------------------------------
+    # --- the policies that concern one (user, groups), and one database, cached ------------
 
     def _subject(self, user: str, groups: Iterable[str]) -> tuple[_Entry, ...]:
         key = (user, groups if isinstance(groups, frozenset) else frozenset(groups))
         entries = self._subjects.get(key)
-        if entries is not None:
-            self._subjects.move_to_end(key)
-            return entries
-        out = []
-        for compiled in self._policies:
-            p = compiled.policy
-            denied = _granted(p.deny, p.deny_exceptions, user, key[1])
-            allowed = _granted(p.allow, p.allow_exceptions, user, key[1])
-            if denied or allowed or p.deny_all_else:
-                out.append(_Entry(compiled, denied, allowed, p.deny_all_else))
-        entries = tuple(out)
-        self._subjects[key] = entries
-        if len(self._subjects) > _SUBJECT_CACHE_SIZE:
-            self._subjects.popitem(last=False)
+        if entries is None:
+            out = []
+            for compiled in self._policies:
+                p = compiled.policy
+                denied = _granted(p.deny, p.deny_exceptions, user, key[1])
+                allowed = _granted(p.allow, p.allow_exceptions, user, key[1])
+                if denied or allowed or p.deny_all_else:
+                    out.append(_Entry(compiled, denied, allowed, p.deny_all_else))
+            entries = self._subjects.put(key, tuple(out))
         return entries
 
-    @staticmethod
+    def _at_database(self, user: str, groups: Iterable[str], database: str) -> tuple[_Entry, ...]:
+        """The subject's policies whose database level matches ``database`` (lower-cased)."""
+        entries = self._subject(user, groups)
+        key = (id(entries), database)  # entries live as long as their cache slot
+        hit = self._databases.get(key)
+        if hit is None or hit[0] is not entries:
+            hit = self._databases.put(key, (entries, tuple(
+                e for e in entries if e.policy.matchers[0].match(database, user))))
+        return hit[1]
+
     def _matches(
-        entries: Iterable[_Entry], levels: tuple[str, ...], user: str, any_access: bool
+        self, user: str, groups: Iterable[str], levels: tuple[str, ...], any_access: bool
     ) -> list[tuple[_Entry, bool]]:
         """(entry, descendant) for each policy whose resource matches ``levels``."""
         out = []
         r = len(levels)
-        for entry in entries:
+        below = levels[1:]
+        for entry in self._at_database(user, groups, levels[0]):
             compiled = entry.policy
             if r > compiled.depth:
                 continue
-            if not all(m.match(v, user) for m, v in zip(compiled.matchers, levels)):
+            if below and not all(m.match(v, user) for m, v in zip(compiled.matchers[1:], below)):
                 continue
             descendant = not compiled.deep_any[r]
             if descendant and not any_access:
@@ -305,7 +368,7 @@ class PolicyEngine:
             raise ValueError(f"unknown access type {access!r}")
         levels = resource.levels()
         any_access = access == ANY_ACCESS
-        matched = self._matches(self._subject(user, groups), levels, user, any_access)
+        matched = self._matches(user, groups, levels, any_access)
         return _decide_any(matched) if any_access else _decide(matched, access)
 
     def visible(self, user: str, groups: Iterable[str], database: str, table: str | None = None) -> bool:
@@ -326,33 +389,44 @@ class PolicyEngine:
     def _visible_names(
         self, user: str, groups: Iterable[str], prefix: tuple[str, ...], names: Sequence[str]
     ) -> list[str]:
-        k = len(prefix)  # the level the names are at
+        k = len(prefix)  # the level the names are at: 0 databases, 1 tables
+        entries = self._at_database(user, groups, prefix[0]) if prefix else self._subject(user, groups)
         constant: list[tuple[_Entry, bool]] = []
         variable: list[tuple[_Entry, bool]] = []
-        for entry, descendant in self._matches(self._subject(user, groups), prefix, user, True):
+        for entry in entries:
             if entry.policy.depth <= k:
                 continue  # says nothing about the level below
-            descendant = not entry.policy.deep_any[k + 1]
-            level = entry.policy.matchers[k]
-            (constant if level.match_any else variable).append((entry, descendant))
+            pair = (entry, not entry.policy.deep_any[k + 1])
+            (constant if entry.policy.matchers[k].match_any else variable).append(pair)
         if not variable:
             return list(names) if _decide_any(constant).allowed else []
         block = "\n".join(names)
         if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
-            return [n for n in names if self._visible_one(user, prefix, n.lower(), constant, variable)]
-        lowered = block.lower().split("\n") if names else []
-        block = "\n".join(lowered)
-        distinct = frozenset(lowered)
-        bits: dict[str, int] = {}
+            return [n for n in names if self._visible_one(user, k, n.lower(), constant, variable)]
+        lowered = block.lower().split("\n")
+        masks: dict[tuple, tuple[_LevelMatcher, int]] = {}  # one pass per distinct level spec
         for i, (entry, _) in enumerate(variable):
-            bit = 1 << i
-            for name in entry.policy.matchers[k].matching(distinct, block, user):
-                bits[name] = bits.get(name, 0) | bit
+            matcher = entry.policy.matchers[k]
+            masks[matcher.key] = (matcher, masks.get(matcher.key, (matcher, 0))[1] | 1 << i)
+        listing = _Listing(lowered, sum(len(m.prefixes) for m, _ in masks.values()))
+        # A name's signature (the variable policies it matches) is base ^ flips[name]: an
+        # excluding level matches every name but its hits, so only hits cost anything.
+        base = 0
+        flips: dict[str, int] = {}
+        for matcher, mask in masks.values():
+            if matcher.excludes:
+                base |= mask
+            for name in matcher.hits(listing, user):
+                flips[name] = flips.get(name, 0) | mask
         verdicts = {
             signature: self._verdict_for(signature, constant, variable)
-            for signature in set(bits.values()) | {0}
+            for signature in {base ^ flip for flip in flips.values()} | {base}
         }
-        return [n for n, low in zip(names, lowered) if verdicts[bits.get(low, 0)]]
+        usual = verdicts[base]
+        unusual = {name for name, flip in flips.items() if verdicts[base ^ flip] != usual}
+        if not unusual:
+            return list(names) if usual else []
+        return [n for n, low in zip(names, lowered) if (low in unusual) != usual]
 
     @staticmethod
     def _verdict_for(signature: int, constant, variable) -> bool:
@@ -360,13 +434,11 @@ class PolicyEngine:
         chosen.sort(key=lambda ed: ed[0].policy.order)
         return _decide_any(chosen).allowed
 
-    def _visible_one(self, user, prefix, name, constant, variable) -> bool:
-        k = len(prefix)
+    def _visible_one(self, user, k, name, constant, variable) -> bool:
         signature = 0
         for i, (entry, _) in enumerate(variable):
             if entry.policy.matchers[k].match(name, user):
                 signature |= 1 << i
         return self._verdict_for(signature, constant, variable)
-
 
 __all__ = ["Decision", "NO_POLICY", "PolicyEngine", "Resource", "LEVELS"]

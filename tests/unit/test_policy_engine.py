@@ -226,3 +226,14 @@ def test_listing_with_excluded_and_per_user_table_names():
     assert engine.visible_tables("ann", [], "db", names) == ["ann_own", "bob_own", "facts"]
     assert [n for n in names if engine.visible("ann", [], "db", n)] == ["ann_own", "bob_own", "facts"]
     assert engine.visible_tables("bob", [], "db", names) == ["ann_x", "ann_own", "bob_own", "facts"]
+
+
+def test_listing_with_many_prefix_values():
+    engine = PolicyEngine([
+        policy(1, res("db"), res("a*", "ab*", "c*", "d?x*"), allow=(item("select", users=["ann"]),)),
+        policy(2, res("db"), res("ab_secret*"), deny=(item("select", users=["ann"]),)),
+    ])
+    names = ["a", "ab", "ab_secret_1", "b", "c1", "dzx", "dx", "AB_SECRET"]
+    expected = [n for n in names if engine.visible("ann", [], "db", n)]
+    assert expected == ["a", "ab", "c1", "dzx"]
+    assert engine.visible_tables("ann", [], "db", names) == expected
