@@ -18,10 +18,12 @@ from gateway.config import (
 from gateway.limits import ConcurrencyLimiter
 from gateway.pipeline.step import Chain
 from gateway.pipeline.steps.authentication import Authentication
+from gateway.pipeline.steps.catalog_policy import CatalogPolicy
 from gateway.pipeline.steps.exposure import MethodExposure
 from gateway.pipeline.steps.identity_assertion import IdentityAssertion
 from gateway.pipeline.steps.ownership import OwnershipAssertion
 from gateway.pipeline.steps.service_acl import ServiceAcl
+from gateway.policy import load_policy_file
 from gateway.providers.ownership import OwnerAssertion
 from gateway.services import KINDS
 from gateway.services.thrift_rpc import ThriftRpcService
@@ -124,11 +126,14 @@ def build_topology(
         if kind is None:
             raise ConfigError(config.source or config.name, f"services[{i}].kind",
                               f"unknown service kind {svc.kind!r}; known: {', '.join(sorted(KINDS))}")
+        policy = (CatalogPolicy(config.name, svc.path, load_policy_file(svc.policy_file), schema),) \
+            if svc.policy_file is not None else ()
         chain = Chain((
             authentication,
             identity,
             ServiceAcl(config.name, svc.path, Authorizer(svc.authorization)),
             MethodExposure(config.name, svc.path, frozenset(svc.methods)),
+            *policy,
             ownership,
         ))
         upstream = _upstream(svc, gateway)

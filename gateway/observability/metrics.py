@@ -56,6 +56,11 @@ PASSWORD_CHECKS = Counter(
     "refused: not run, the client address had spent its budget (429).",
     ["topology", "outcome"], registry=REGISTRY,
 )
+POLICY_DECISIONS = Counter(
+    "hms_gateway_policy_decisions", "Catalog-policy decisions: calls allowed or denied, objects "
+    "hidden from listings, calls refused because the policy cannot judge the method.",
+    ["topology", "service", "outcome"], registry=REGISTRY,
+)
 CONFIG_RELOADS = Counter(
     "hms_gateway_config_reloads", "Topology reloads by outcome.", ["outcome"], registry=REGISTRY,
 )

@@ -77,6 +77,16 @@ class NotExposed(Outcome):
         self.body, self.content_type = body, content_type
 
 
+class Answered(Outcome):
+    """A step answered the call itself, as HMS would (``reply``: a strict-binary REPLY or
+    EXCEPTION with the call's seqid); the service kind writes it in the client's protocol and
+    nothing goes upstream. Used for catalog-policy refusals."""
+
+    def __init__(self, reason: str, reply: bytes):
+        super().__init__(reason)
+        self.reply = reply
+
+
 #: Outcome (or error) class → (HTTP status, outcome label). Looked up along the class's MRO,
 #: so a subclass (UpstreamTimeout of UpstreamError) may have its own row.
 STATUSES: dict[type[Exception], tuple[int, str]] = {
@@ -92,6 +102,7 @@ STATUSES: dict[type[Exception], tuple[int, str]] = {
     Forbidden: (403, "forbidden"),
     Overloaded: (503, "overloaded"),
     NotExposed: (200, "not_exposed"),
+    Answered: (200, "forbidden"),
     UpstreamTimeout: (504, "upstream_timeout"),
     UpstreamError: (502, "upstream_unavailable"),
 }

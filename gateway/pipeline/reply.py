@@ -9,10 +9,7 @@ declared in ``reply_methods``.
 
 from __future__ import annotations
 
-from thriftpy2.protocol import TBinaryProtocol
-from thriftpy2.thrift import TMessageType
-from thriftpy2.transport import TMemoryBuffer
-
+from gateway.pipeline.thrift_objects import decode_struct, encode_reply
 from gateway.thrift.binary import REPLY, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
@@ -42,21 +39,9 @@ class Reply:
             method = self._schema.methods.get(self.header.name)
             if self.is_exception or method is None or method.result_class is None:
                 raise ProtocolError(f"no result struct to decode for {self.header.name[:100]}")
-            proto = TBinaryProtocol(TMemoryBuffer(self.message), strict_read=True)
-            try:
-                proto.read_message_begin()
-                result = method.result_class()
-                result.read(proto)
-            except Exception as exc:  # thriftpy2 raises its own and struct errors
-                raise ProtocolError(f"reply does not decode: {type(exc).__name__}") from None
-            self._result = result
+            self._result = decode_struct(self.message, method.result_class)
         return self._result
 
     def replace(self, result) -> None:
         """Encode ``result`` (this method's result struct) as the reply's new message."""
-        buffer = TMemoryBuffer()
-        proto = TBinaryProtocol(buffer, strict_write=True)
-        proto.write_message_begin(self.header.name, TMessageType.REPLY, self.header.seqid)
-        result.write(proto)
-        proto.write_message_end()
-        self.message, self._result = buffer.getvalue(), result
+        self.message, self._result = encode_reply(self.header.name, self.header.seqid, result), result

@@ -22,7 +22,7 @@ from gateway.config import Limits
 from gateway.observability import metrics
 from gateway.observability.audit import REQUEST_ID_HEADER
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.outcomes import BodyTimeout, MethodNotAllowed, TooLarge
+from gateway.pipeline.outcomes import Answered, BodyTimeout, MethodNotAllowed, TooLarge, status_of
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Chain
 from gateway.providers.authentication.base import RESPONSE_HEADERS
@@ -78,7 +78,13 @@ class ThriftRpcService:
         exchange.codec, exchange.header, exchange.call = codec, header, call
         event.method = header.name
         event.database, event.table = call_objects(call, self.schema)
-        await self.chain.on_call(exchange)
+        try:
+            await self.chain.on_call(exchange)
+        except Answered as answer:  # a step answered as HMS would: nothing goes upstream
+            event.reason = answer.reason
+            body = codec.encode_reply(answer.reply, self.schema, header.seqid)
+            metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(len(body))
+            return web.Response(body=body, content_type=codec.content_type), status_of(answer)[1]
         return await self._dispatch(exchange)
 
     async def _dispatch(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:

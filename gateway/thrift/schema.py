@@ -131,7 +131,8 @@ class MethodSchema:
     oneway: bool
     args: StructSchema
     result: StructSchema
-    #: thriftpy2's generated result class, for steps that decode a whole reply.
+    #: thriftpy2's generated args and result classes, for steps that decode a call or a reply.
+    args_class: type | None = None
     result_class: type | None = None
 
 
@@ -240,6 +241,7 @@ def load_schema(idl_path: Path | None = None, service: str = DEFAULT_SERVICE) ->
                     oneway=bool(getattr(result_cls, "oneway", False)),
                     args=builder.struct(args_cls, f"{name}_args"),
                     result=builder.struct(result_cls, f"{name}_result"),
+                    args_class=args_cls,
                     result_class=result_cls,
                 )
         structs = {
