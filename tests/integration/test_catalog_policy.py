@@ -20,12 +20,13 @@ policies:
     resources: {database: [sales], table: ["*"], column: ["*"]}
     allow: [{groups: [analysts], accesses: [select]}]
   - id: 2
-    name: bob reads the spec database
+    name: bob reads the spec database and may drop its tables
     resources: {database: [hmshttptestdatabase], table: ["*"], column: ["*"]}
-    allow: [{users: [bob], accesses: [select]}]
+    allow: [{users: [bob], accesses: [select, drop]}]
 """
 METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables",
-           "get_tables_by_type", "get_table", "get_partition_names", "get_partitions", "get_all_functions"]
+           "get_tables_by_type", "get_table", "get_partition_names", "get_partitions", "get_all_functions",
+           "drop_table", "create_database"]
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,18 @@ def test_nothing_refused_reaches_hms_and_unjudged_methods_are_refused(gateway):
     refused = call(gateway, "alice", "get_all_functions")
     assert upstream_calls(gateway) == before
     assert "does not have privileges" in json.dumps(refused)
+
+
+def test_writes_need_the_matching_access(gateway):
+    drop = '{"1":{"str":"hmshttptestdatabase"},"2":{"str":"no_such_table"},"3":{"tf":0}}'
+    before = upstream_calls(gateway)
+    refused = call(gateway, "alice", "drop_table", drop)
+    create = call(gateway, "alice", "create_database", '{"1":{"rec":{"1":{"str":"alice_db"}}}}')
+    assert upstream_calls(gateway) == before  # refused writes never reach HMS
+    assert refused[4] == {"2": {"rec": {"1": {"str": "User alice does not have privileges for DROP on "
+                                                    "hmshttptestdatabase.no_such_table"}}}}
+    assert "does not have privileges for CREATE on alice_db" in json.dumps(create)
+    # bob may drop there: the call reaches HMS, which answers for the table that is not there
+    allowed = call(gateway, "bob", "drop_table", drop)
+    assert upstream_calls(gateway) == before + 1
+    assert list(allowed[4]) == ["1"]  # HMS's own NoSuchObjectException (field 1)

@@ -24,6 +24,9 @@ get_database                  hidden → ``NoSuchObjectException(<name>)``
 get_table, get_partitions     hidden → ``NoSuchObjectException("<db>.<table> table not found")``
 get_partition_names           hidden → ``TApplicationException`` INTERNAL_ERROR
                               "Internal error processing get_partition_names"
+create/drop/alter database    needs ``create``/``drop``/``alter`` on the database, else
+create/drop/alter table,      ``MetaException`` "User <u> does not have privileges for
+add/drop partition            <ACCESS> on <db>.<table>" (partitions: ``alter`` on the table)
 ============================  =====================================================
 
 Columns are not filtered yet (issue 11 item 6).
@@ -39,7 +42,7 @@ from gateway.pipeline.outcomes import Answered
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Step
 from gateway.pipeline.thrift_objects import decode_args, encode_reply
-from gateway.policy import PolicyEngine
+from gateway.policy import PolicyEngine, Resource
 from gateway.thrift.codec import BINARY
 from gateway.thrift.schema import MethodSchema, ServiceSchema
 from gateway.thrift.translate import INTERNAL_ERROR
@@ -63,6 +66,34 @@ _OBJECT_CALLS: dict[str, tuple[str, str | None, str]] = {
 }
 
 
+#: Writes → (database argument path, table argument path or None, Ranger access type).
+_WRITES: dict[str, tuple[str, str | None, str]] = {
+    "create_database": ("database.name", None, "create"),
+    "drop_database": ("name", None, "drop"),
+    "alter_database": ("dbname", None, "alter"),
+    "create_table": ("tbl.dbName", "tbl.tableName", "create"),
+    "create_table_with_environment_context": ("tbl.dbName", "tbl.tableName", "create"),
+    "drop_table": ("dbname", "name", "drop"),
+    "drop_table_with_environment_context": ("dbname", "name", "drop"),
+    "alter_table": ("dbname", "tbl_name", "alter"),
+    "alter_table_with_environment_context": ("dbname", "tbl_name", "alter"),
+    "alter_table_with_cascade": ("dbname", "tbl_name", "alter"),
+    "add_partition": ("new_part.dbName", "new_part.tableName", "alter"),
+    "drop_partition": ("db_name", "tbl_name", "alter"),
+    "drop_partition_by_name": ("db_name", "tbl_name", "alter"),
+}
+
+
+def _argument(args, path: str):
+    """``args.a.b`` for ``path`` ``"a.b"``; None when a part is missing."""
+    value = args
+    for part in path.split("."):
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
 def _declared(method: MethodSchema | None, struct_name: str) -> tuple[str, type] | None:
     """(result attribute, thriftpy2 class) of the exception ``struct_name`` that ``method``
     declares, or None."""
@@ -83,10 +114,10 @@ class CatalogPolicy(Step):
     def __init__(self, topology: str, service: str, engine: PolicyEngine, schema: ServiceSchema):
         self.topology, self.service, self.engine, self.schema = topology, service, engine, schema
         for name, arguments in {**{m: (a,) for m, a in _LISTINGS.items()},
-                                **{m: a[:2] for m, a in _OBJECT_CALLS.items()}}.items():
+                                **{m: a[:2] for m, a in {**_OBJECT_CALLS, **_WRITES}.items()}}.items():
             spec = schema.methods[name].args_class.thrift_spec  # type: ignore[union-attr]
             known = {field[1] for field in spec.values()}
-            missing = [a for a in arguments if a is not None and a not in known]
+            missing = [a for a in arguments if a is not None and a.split(".")[0] not in known]
             if missing:  # the IDL is not the one this table was written for
                 raise ValueError(f"{name} has no argument {missing[0]} in this IDL")
         self._decisions = {
@@ -108,6 +139,9 @@ class CatalogPolicy(Step):
         method = self.schema.methods.get(header.name)
         target = _OBJECT_CALLS.get(header.name)
         user, groups = self._who(exchange)
+        if header.name in _WRITES and method is not None:
+            self._check_write(exchange, method, user, groups)
+            return
         if target is None or method is None:
             self._decisions["unjudged"].inc()
             log.info("catalog policy of %s/%s cannot judge %s: refused for %s",
@@ -127,6 +161,25 @@ class CatalogPolicy(Step):
                  self.topology, self.service, name[:200], user, header.name)
         raise Answered(f"catalog policy: {name} not visible to {user}",
                        self._missing(method, header.name, header.seqid, missing, database, table))
+
+    def _check_write(self, exchange: Exchange, method: MethodSchema, user: str, groups: frozenset[str]) -> None:
+        header = exchange.header
+        assert header is not None
+        db_path, table_path, access = _WRITES[header.name]
+        args = decode_args(exchange.call, method)
+        database = _argument(args, db_path) or ""
+        table = _argument(args, table_path) if table_path else None
+        decision = self.engine.evaluate(user, groups, Resource(database, table or None), access)
+        if decision.allowed:
+            self._decisions["allowed"].inc()
+            return
+        self._decisions["denied"].inc()
+        name = database if table is None else f"{database}.{table}"
+        log.info("catalog policy of %s/%s denies %s %s to %s (%s)",
+                 self.topology, self.service, access, name[:200], user, decision.reason)
+        message = f"User {user} does not have privileges for {access.upper()} on {name}"
+        raise Answered(f"catalog policy: {access} on {name} denied to {user} ({decision.reason})",
+                       _exception_reply(method, header.name, header.seqid, "MetaException", message))
 
     async def on_reply(self, exchange: Exchange, reply: Reply) -> None:
         if reply.is_exception:
