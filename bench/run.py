@@ -9,12 +9,21 @@ sides call by call so both see the same machine load:
 * gateway: HTTPS kept alive, TJSON request, raw body bytes read (no decoding; a minimal
   HTTP/1.1 client, so that client-side HTTP parsing is not counted); also without keep-alive
   (``Connection: close``, as Microsoft's Node client sends) for information;
+* the floor (issue 14): ``bench/floor.py``, a bare aiohttp HTTPS handler on uvloop with the
+  gateway's TLS context, answering the gateway's own ``get_all_databases`` reply. Direct,
+  gateway and floor interleaved kept alive (the gateway's own work = gateway - floor - direct),
+  then ``Connection: close`` against the gateway and the floor, each with a full handshake and
+  with the previous connection's TLS session offered (resumption checked on every connection);
 * 32 concurrent clients (threads, one connection each) calling ``get_table`` for a fixed time;
 * translation alone on the same 5,000 partitions: the gateway's translators against Apache
   Thrift's Python ``TJSONProtocol`` writer (binary → TJSON) and reader (TJSON → binary).
 
-Prints medians and ratios and exits 1 when a target of issue 3 is missed. ``--markdown PATH``
-also writes the results table. Run with ``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback.
+Prints medians and ratios and exits 1 when a target of issue 3 is missed (the aims of issue 14
+are printed, met or not, and do not change the exit status). ``--markdown PATH`` also writes
+the results table; ``--small`` measures only the small calls, the floor and the handshakes;
+``--hold SECONDS`` then calls the gateway and the floor for that long each, printing each
+process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
+``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import random
 import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,6 +47,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+import yaml  # noqa: E402
 from thrift.protocol import TBinaryProtocol, TJSONProtocol  # noqa: E402
 
 from gateway.thrift import accel  # noqa: E402
@@ -45,7 +56,7 @@ from gateway.thrift.schema import TType, load_schema  # noqa: E402
 from gateway.thrift.translate import binary_reply_to_tjson, tjson_call_to_binary  # noqa: E402
 from tests.support.apache_codec import read_message, write_message  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
+from tests.support.gateway import service, start_gateway, stop_process  # noqa: E402
 from tests.support.hms import start_hms  # noqa: E402
 from tests.support.thrift_gen import hive_metastore_modules  # noqa: E402
 
@@ -107,25 +118,34 @@ class Gateway:
 
     A minimal HTTP/1.1 client on an ``ssl`` socket: the request is pre-built, and the reply is
     read as raw bytes up to its end (``Content-Length``, or the last chunk of a chunked body),
-    so neither side spends time decoding; only the status code is checked.
+    so neither side spends time decoding; only the status code is checked. ``port`` points it
+    at another server with the gateway's certificate (the floor). With ``resume``, each new
+    connection offers the TLS session of the previous one (RFC 8446 2.2 tickets, RFC 5077 for
+    TLS 1.2), as Node's https agent does; :attr:`reused` counts the connections that resumed.
     """
 
-    def __init__(self, gw, keep_alive: bool = True):
-        self.gw, self.keep_alive = gw, keep_alive
+    def __init__(self, gw, keep_alive: bool = True, *, resume: bool = False, port: int | None = None):
+        self.gw, self.keep_alive, self.resume = gw, keep_alive, resume
+        self.port = gw.port if port is None else port
         path = "/" + gw.url().split("/", 3)[3]
         token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         self.head = (
-            f"POST {path} HTTP/1.1\r\nHost: localhost:{gw.port}\r\nAuthorization: Basic {token}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: localhost:{self.port}\r\nAuthorization: Basic {token}\r\n"
             "Content-Type: application/vnd.apache.thrift.json\r\n"
             + ("" if keep_alive else "Connection: close\r\n")
         )
         self.context = gw.ssl_context()
         self.sock: ssl.SSLSocket | None = None
+        self.session: ssl.SSLSession | None = None
+        self.connections = self.reused = 0
 
     def _connect(self) -> ssl.SSLSocket:
-        raw = socket.create_connection(("127.0.0.1", self.gw.port))
+        raw = socket.create_connection(("127.0.0.1", self.port))
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return self.context.wrap_socket(raw, server_hostname="localhost")
+        sock = self.context.wrap_socket(raw, server_hostname="localhost", session=self.session)
+        self.connections += 1
+        self.reused += sock.session_reused
+        return sock
 
     def call(self, body: bytes) -> bytes:
         if self.sock is None:
@@ -166,29 +186,115 @@ class Gateway:
 
     def close(self) -> None:
         if self.sock is not None:
+            if self.resume:
+                # Read after the reply: a TLS 1.3 ticket arrives after the handshake.
+                self.session = self.sock.session
             self.sock.close()
             self.sock = None
 
 
 def side_by_side(direct: Direct, gateway: Gateway, binary: bytes, tjson: bytes, n: int) -> tuple[float, float]:
-    """Median milliseconds of ``n`` calls on each side, interleaved pair by pair.
+    """Median milliseconds of ``n`` calls on each side, interleaved (see :func:`interleaved`)."""
+    d, g = interleaved([(direct.call, binary), (gateway.call, tjson)], n)
+    return d, g
 
-    Which side goes first in a pair is random (fixed seed): with a strict alternation, HMS's
-    garbage collections, which come every k calls, can lock onto one side and bias the ratio.
+
+def interleaved(sides: list[tuple], n: int) -> list[float]:
+    """Median milliseconds of ``n`` calls of each ``(call, message)`` side, one round at a time.
+
+    The order within a round is random (fixed seed): with a strict alternation, HMS's garbage
+    collections, which come every k calls, can lock onto one side and bias the ratio.
     """
     for _ in range(3):  # warm-up: connections, HMS's JIT
-        direct.call(binary)
-        gateway.call(tjson)
+        for call, message in sides:
+            call(message)
     order = random.Random(n)
-    d, g = [], []
+    samples: list[list[float]] = [[] for _ in sides]
+    rounds = list(zip(sides, samples))
     for _ in range(n):
-        sides = [(direct.call, binary, d), (gateway.call, tjson, g)]
-        order.shuffle(sides)
-        for call, message, samples in sides:
+        order.shuffle(rounds)
+        for (call, message), out in rounds:
             t0 = time.perf_counter()
             call(message)
-            samples.append(time.perf_counter() - t0)
-    return median_ms(d), median_ms(g)
+            out.append(time.perf_counter() - t0)
+    return [median_ms(out) for out in samples]
+
+
+def hold(client: Gateway, tjson: bytes, pid: int, seconds: float) -> tuple[int, float]:
+    """Call for ``seconds`` on one kept-alive connection (for a profiler attached to ``pid``);
+    returns (calls made, CPU seconds ``pid`` used meanwhile, from ``/proc/<pid>/stat``)."""
+    def cpu() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+    client.call(tjson)
+    calls, start = 0, cpu()
+    stop_at = time.perf_counter() + seconds
+    while time.perf_counter() < stop_at:
+        client.call(tjson)
+        calls += 1
+    used = cpu() - start
+    client.close()
+    return calls, used
+
+
+def start_floor(gw, body: bytes, workdir: Path) -> tuple[subprocess.Popen, int]:
+    """Start ``bench/floor.py`` with the gateway's certificate, answering ``body``; (process, port)."""
+    tls = yaml.safe_load((gw.workdir / "gateway.yaml").read_text())["tls"]
+    (workdir / "floor-body").write_bytes(body)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "bench" / "floor.py"), "--certificate", tls["certificate"],
+         "--private-key", tls["private_key"], "--body", str(workdir / "floor-body")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline()
+    if not line.startswith("listening "):
+        stop_process(proc)
+        raise RuntimeError(f"the floor did not start: {line!r}")
+    return proc, int(line.split()[1])
+
+
+def floor_and_handshakes(gw, floor_port: int, direct: Direct, binary: bytes, tjson: bytes,
+                         n: int) -> tuple[dict[str, float], list[tuple[str, str]]]:
+    """The gateway against the floor for one small call: keep-alive, then ``Connection: close``
+    with and without TLS session resumption. Returns (figures, table rows)."""
+    keep, floor = Gateway(gw), Gateway(gw, port=floor_port)
+    d, g, f = interleaved([(direct.call, binary), (keep.call, tjson), (floor.call, tjson)], n)
+    keep.close()
+    floor.close()
+    nc = max(20, n // 3)
+    clients = {
+        "gateway": Gateway(gw, keep_alive=False), "gateway resumed": Gateway(gw, keep_alive=False, resume=True),
+        "floor": Gateway(gw, keep_alive=False, port=floor_port),
+        "floor resumed": Gateway(gw, keep_alive=False, resume=True, port=floor_port),
+    }
+    close = dict(zip(clients, interleaved([(direct.call, binary)] + [(c.call, tjson) for c in clients.values()],
+                                         nc)[1:]))
+    for name, client in clients.items():
+        want = client.connections - 1 if client.resume else 0  # only the first has nothing to offer
+        if client.reused != want:
+            raise RuntimeError(f"{name}: {client.reused} of {client.connections} connections resumed, want {want}")
+    fig = {
+        "direct": d, "gateway": g, "floor": f, "own": g - f - d,
+        **{f"close {k}": v for k, v in close.items()},
+        "resumed/floor": close["gateway resumed"] / close["floor"],
+        "resumed/floor resumed": close["gateway resumed"] / close["floor resumed"],
+    }
+    rows = [
+        (f"get_all_databases keep-alive: direct / gateway / floor (ms, median of {n})", f"{d:.3f} / {g:.3f} / {f:.3f}"),
+        ("get_all_databases keep-alive: gateway minus floor minus direct, the gateway's own work (ms)",
+         f"{fig['own']:.3f}"),
+        (f"get_all_databases Connection: close, full handshake: gateway / floor (ms, median of {nc})",
+         f"{close['gateway']:.2f} / {close['floor']:.2f}"),
+        (f"get_all_databases Connection: close, TLS session resumed: gateway / floor (ms, median of {nc})",
+         f"{close['gateway resumed']:.2f} / {close['floor resumed']:.2f}"),
+        ("Connection: close, gateway resumed / floor full handshake; / floor resumed",
+         f"{fig['resumed/floor']:.2f}; {fig['resumed/floor resumed']:.2f}"),
+    ]
+    print(f"floor: keep-alive direct {d:.3f} gateway {g:.3f} floor {f:.3f} ms, gateway's own {fig['own']:.3f} ms; "
+          f"close full {close['gateway']:.2f} / {close['floor']:.2f}, resumed {close['gateway resumed']:.2f} / "
+          f"{close['floor resumed']:.2f} ms (gateway / floor)", flush=True)
+    return fig, rows
 
 
 def throughput(make_client, message: bytes, threads: int, seconds: float) -> float:
@@ -248,6 +354,26 @@ def translation_alone(binary_reply: bytes) -> dict[str, float]:
     return out
 
 
+def concurrency_and_translation(hms_port: int, gw, get_table: tuple, binary_reply: bytes,
+                                rows: list[tuple[str, str]], ratios: dict[str, float]) -> None:
+    """32 concurrent ``get_table`` clients direct and through the gateway, then translation alone."""
+    direct_tp = throughput(lambda: Direct(hms_port), get_table[0], CONCURRENCY, CONCURRENT_SECONDS)
+    gateway_tp = throughput(lambda: Gateway(gw), get_table[1], CONCURRENCY, CONCURRENT_SECONDS)
+    ratios["32 clients get_table throughput gateway/direct"] = gateway_tp / direct_tp
+    rows.append((f"{CONCURRENCY} clients get_table for {CONCURRENT_SECONDS:g} s: direct / gateway (calls/s)",
+                 f"{direct_tp:.0f} / {gateway_tp:.0f}"))
+    print(f"{CONCURRENCY} clients get_table: direct {direct_tp:.0f}/s gateway {gateway_tp:.0f}/s", flush=True)
+
+    tr = translation_alone(binary_reply)
+    ratios["binary->TJSON speed-up vs Apache TJSONProtocol writer"] = tr["apache_writer"] / tr["gateway_b2j"]
+    ratios["TJSON->binary speed-up vs Apache TJSONProtocol reader"] = tr["apache_reader"] / tr["gateway_j2b"]
+    rows.append(("binary->TJSON of the 5,000 partitions: gateway / pure Python / Apache writer (ms)",
+                 f"{tr['gateway_b2j']:.1f} / {tr['python_b2j']:.0f} / {tr['apache_writer']:.0f}"))
+    rows.append((f"TJSON->binary of add_partitions with them ({tr['tjson_call_bytes'] / 1e6:.2f} MB): "
+                 "gateway / pure Python / Apache reader (ms)",
+                 f"{tr['gateway_j2b']:.1f} / {tr['python_j2b']:.0f} / {tr['apache_reader']:.0f}"))
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -271,17 +397,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", type=Path, help="also write the results table (Markdown) here")
     parser.add_argument("--rounds", type=int, default=1, help="multiply the number of calls measured")
+    parser.add_argument("--small", action="store_true",
+                        help="only the small calls, the floor and the handshakes (no 5,000 partitions, "
+                             "throughput or translation; the targets of issue 3 not measured are left out)")
+    parser.add_argument("--hold", type=float, default=0.0, metavar="SECONDS",
+                        help="after the measurements, call get_all_databases kept alive for SECONDS more "
+                             "(to attach a profiler to the gateway, whose pid is printed)")
     opts = parser.parse_args(argv)
     info = machine()
     load_before = load()
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))
     print(f"bench: workdir {work}; starting HMS", flush=True)
     hms = start_hms(work / "hms")
-    gw = None
+    gw = floor_proc = None
     try:
         t0 = time.perf_counter()
-        create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS)
-        print(f"bench: {PARTITIONS} partitions added in {time.perf_counter() - t0:.0f} s; starting gateway", flush=True)
+        create_partitioned_table(hms.uri, DB, TABLE, 10 if opts.small else PARTITIONS)
+        print(f"bench: partitions added in {time.perf_counter() - t0:.0f} s; starting gateway", flush=True)
         gw = start_gateway(
             work / "gateway",
             {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"], timeout_seconds=300,
@@ -301,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
         }
         rows: list[tuple[str, str]] = []
         ratios: dict[str, float] = {}
+        if opts.small:
+            del calls["get_partitions(5000)"]
         direct, keep, close = Direct(hms.port), Gateway(gw), Gateway(gw, keep_alive=False)
         sizes = {}
         for name, (binary, tjson, n) in calls.items():
@@ -315,27 +449,29 @@ def main(argv: list[str] | None = None) -> int:
                          "for information)", f"{dc:.2f} / {gc:.2f}"))
             print(f"{name:24s} direct {d:8.2f} ms  gateway {g:8.2f} ms  (close: {dc:.2f} / {gc:.2f} ms)  "
                   f"ratio {g / d:5.2f}  reply {sizes[name][0]} B binary, {sizes[name][1]} B TJSON", flush=True)
-        binary_reply = direct.call(calls["get_partitions(5000)"][0])
+        small = calls["get_all_databases"]
+        floor_proc, floor_port = start_floor(gw, keep.call(small[1]), work)
+        fig, floor_rows = floor_and_handshakes(gw, floor_port, direct, small[0], small[1], small[2] * opts.rounds)
+        aims = {
+            "get_all_databases keep-alive: gateway's own work (ms)": (fig["own"], 0.15),
+            "Connection: close with resumption, gateway / floor full handshake": (fig["resumed/floor"], 1.2),
+            "Connection: close with resumption, gateway / floor resumed": (fig["resumed/floor resumed"], 1.2),
+        }
+        rows += floor_rows
+        if opts.hold:
+            for name, pid, port in (("gateway", gw.process.pid, gw.port), ("floor", floor_proc.pid, floor_port)):
+                print(f"bench: calling get_all_databases on the {name} for {opts.hold:g} s (pid {pid})", flush=True)
+                calls_made, cpu = hold(Gateway(gw, port=port), small[1], pid, opts.hold)
+                print(f"bench: {name}: {calls_made} calls, {opts.hold * 1000 / calls_made:.3f} ms each, "
+                      f"{cpu * 1000 / calls_made:.3f} ms of its CPU (user + system) each", flush=True)
+        binary_reply = None if opts.small else direct.call(calls["get_partitions(5000)"][0])
         direct.close()
         keep.close()
-
-        get_table = calls["get_table"]
-        direct_tp = throughput(lambda: Direct(hms.port), get_table[0], CONCURRENCY, CONCURRENT_SECONDS)
-        gateway_tp = throughput(lambda: Gateway(gw), get_table[1], CONCURRENCY, CONCURRENT_SECONDS)
-        ratios["32 clients get_table throughput gateway/direct"] = gateway_tp / direct_tp
-        rows.append((f"{CONCURRENCY} clients get_table for {CONCURRENT_SECONDS:g} s: direct / gateway (calls/s)",
-                     f"{direct_tp:.0f} / {gateway_tp:.0f}"))
-        print(f"{CONCURRENCY} clients get_table: direct {direct_tp:.0f}/s gateway {gateway_tp:.0f}/s", flush=True)
-
-        tr = translation_alone(binary_reply)
-        ratios["binary->TJSON speed-up vs Apache TJSONProtocol writer"] = tr["apache_writer"] / tr["gateway_b2j"]
-        ratios["TJSON->binary speed-up vs Apache TJSONProtocol reader"] = tr["apache_reader"] / tr["gateway_j2b"]
-        rows.append(("binary->TJSON of the 5,000 partitions: gateway / pure Python / Apache writer (ms)",
-                     f"{tr['gateway_b2j']:.1f} / {tr['python_b2j']:.0f} / {tr['apache_writer']:.0f}"))
-        rows.append((f"TJSON->binary of add_partitions with them ({tr['tjson_call_bytes'] / 1e6:.2f} MB): "
-                     "gateway / pure Python / Apache reader (ms)",
-                     f"{tr['gateway_j2b']:.1f} / {tr['python_j2b']:.0f} / {tr['apache_reader']:.0f}"))
+        if binary_reply is not None:
+            concurrency_and_translation(hms.port, gw, calls["get_table"], binary_reply, rows, ratios)
     finally:
+        if floor_proc is not None:
+            stop_process(floor_proc)
         if gw is not None:
             gw.stop()
         hms.server.stop()
@@ -345,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = ["| target | measured | limit | result |", "|---|---|---|---|"]
     print()
     for name, limit in TARGETS.items():
+        if name not in ratios:
+            continue  # --small
         value = ratios[name]
         ok = value >= limit if name in HIGHER_IS_BETTER else value <= limit
         sign = ">=" if name in HIGHER_IS_BETTER else "<="
@@ -352,6 +490,10 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
         print(f"{'PASS' if ok else 'MISS'}  {name:55s} {value:7.2f}  (target {sign} {limit:g})")
         lines.append(f"| {name} | {value:.2f} | {sign} {limit:g} | {'pass' if ok else '**miss**'} |")
+    lines += ["", "| aim of issue 14 (not a pass/fail target) | measured | aim |", "|---|---|---|"]
+    for name, (value, limit) in aims.items():
+        print(f"{'met ' if value <= limit else 'not met'}  {name:66s} {value:7.3f}  (aim <= {limit:g})")
+        lines.append(f"| {name} | {value:.3f} | <= {limit:g} |")
     lines += ["", "| measurement | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     lines += ["", "| machine | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in info.items()]
     for key, value in info.items():

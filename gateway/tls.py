@@ -12,6 +12,13 @@ _VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 def server_ssl_context(tls: TLSConfig) -> ssl.SSLContext:
     """An ``SSLContext`` that accepts TLS ``tls.minimum_version`` or newer, with the configured chain.
 
+    Session resumption is left at OpenSSL's server defaults, which resume both ways: TLS 1.3
+    session tickets (RFC 8446 4.6.1, ``num_tickets`` 2 per handshake) and TLS 1.2 tickets
+    (RFC 5077) or session ids (the server session cache). Ticket keys belong to the context, so
+    the gateway makes one context and every connection on the listener shares it
+    (``tests/integration/test_tls_resumption.py``); a client sending ``Connection: close`` on
+    each call then pays an abbreviated handshake instead of a full one.
+
     Raises :class:`ConfigError` naming ``tls.certificate``/``tls.ciphers`` when the files cannot be
     loaded or the cipher string selects nothing. Messages never include key material.
     """
