@@ -7,7 +7,6 @@ authentication cache).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 import time
@@ -42,7 +41,7 @@ class CredentialCache:
 
     def _digest(self, user: str, password: str) -> bytes:
         msg = user.encode() + b"\x00" + password.encode()
-        return hmac.new(self._key, msg, hashlib.sha256).digest()
+        return hmac.digest(self._key, msg, "sha256")
 
     def key(self, user: str, password: str) -> bytes:
         """The keyed digest that stands for these credentials (safe to hold; not reversible)."""
