@@ -8,7 +8,8 @@ Python imports ``sitecustomize`` at start-up from the first ``sys.path`` entry t
 file with the net growth and the 30 allocation sites (grouped by traceback) that grew most since
 the baseline.
 Without the variable this module does nothing. tracemalloc sees Python-level allocations only
-(OpenSSL's, libuv's and the C allocator's own fragmentation are invisible to it).
+(OpenSSL's, libuv's and the C allocator's own fragmentation are invisible to it), and its own
+tables and snapshots grow the process's RSS: judge growth by the dump, not by RSS.
 """
 
 import os
@@ -17,6 +18,7 @@ _PATH = os.environ.get("HMS_GATEWAY_TRACEMALLOC")
 
 
 def _trace(path: str, warmup: float, interval: float) -> None:
+    import linecache
     import time
     import tracemalloc
 
@@ -31,7 +33,8 @@ def _trace(path: str, warmup: float, interval: float) -> None:
         stats = snapshot.compare_to(baseline, "traceback")
         grown = sum(s.size_diff for s in stats)
         lines = [f"# {time.monotonic() - started:.0f} s after the baseline; traced {current / 2**20:.1f} MiB "
-                 f"(peak {peak / 2**20:.1f} MiB), {grown / 1024:+.1f} KiB since the baseline"]
+                 f"(peak {peak / 2**20:.1f} MiB), {grown / 1024:+.1f} KiB since the baseline; tracemalloc's "
+                 f"own tables {tracemalloc.get_tracemalloc_memory() / 2**20:.1f} MiB"]
         for stat in sorted(stats, key=lambda s: s.size_diff, reverse=True)[:30]:
             lines.append(f"{stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks "
                          f"(now {stat.size / 1024:.1f} KiB)")
@@ -40,7 +43,8 @@ def _trace(path: str, warmup: float, interval: float) -> None:
         with open(tmp, "w") as out:
             out.write("\n".join(lines) + "\n")
         os.replace(tmp, path)
-        del snapshot
+        del snapshot, stats
+        linecache.clearcache()  # the source lines read for this dump would count as growth next time
 
 
 if _PATH:
