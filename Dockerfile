@@ -41,9 +41,12 @@ RUN groupadd --system --gid 10001 hmsgw \
 COPY --from=builder /opt/hms-gateway /opt/hms-gateway
 
 # Bytecode is precompiled at install; the root filesystem may be read-only at run time.
+# glibc's mmap threshold is pinned: otherwise, after large replies, it grows and multi-megabyte
+# buffers come from the heap and are never returned (docs/performance.md, Soak).
 ENV PATH="/opt/hms-gateway/bin:${PATH}" \
     PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    MALLOC_MMAP_THRESHOLD_=131072
 
 USER 10001:10001
 WORKDIR /tmp

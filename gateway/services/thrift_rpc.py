@@ -16,6 +16,7 @@ import asyncio
 import logging
 
 from aiohttp import hdrs, web
+from aiohttp.payload import BytesPayload
 
 from gateway.client_address import client_address
 from gateway.config import Limits
@@ -43,6 +44,32 @@ def reply_outcome(message: bytes) -> str:
     """``ok`` for a REPLY carrying success (field 0, or a void method's empty result), else
     ``exception`` (a declared exception or a ``TApplicationException``)."""
     return "ok" if reply_succeeded(message) else "exception"
+
+
+_SLICE = 64 * 1024
+
+
+class _SlicedBody(BytesPayload):
+    """A body handed to the transport in 64 KiB slices: uvloop's TLS layer encrypts each write
+    whole into a memory BIO whose buffer keeps its largest size while the connection lives, so a
+    large reply written at once would pin about 1.4 times its size per kept-alive connection
+    (measured, docs/performance.md, Soak)."""
+
+    async def write(self, writer) -> None:
+        view = memoryview(self._value)
+        for start in range(0, len(view), _SLICE):
+            await writer.write(view[start:start + _SLICE])
+
+    async def write_with_length(self, writer, content_length: int | None) -> None:
+        view = memoryview(self._value)[: content_length]
+        for start in range(0, len(view), _SLICE):
+            await writer.write(view[start:start + _SLICE])
+
+
+def _response(body: bytes, content_type: str) -> web.Response:
+    if len(body) <= _SLICE:
+        return web.Response(body=body, content_type=content_type)
+    return web.Response(body=_SlicedBody(body, content_type=content_type))
 
 
 class ThriftRpcService:
@@ -135,7 +162,7 @@ class ThriftRpcService:
             return (web.Response(status=502, text=f"upstream sent a malformed reply: {exc.reason}\n"),
                     "upstream_unavailable")
         metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(len(body))
-        return web.Response(body=body, content_type=codec.content_type), reply_outcome(reply)
+        return _response(body, codec.content_type), reply_outcome(reply)
 
     def _sink(self, exchange: Exchange) -> ReplySink:
         """A sink that streams the TJSON translation of the reply (:mod:`gateway.upstream.streaming`)."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import struct
 
 import pytest
 from aiohttp.test_utils import RawTestServer, TestClient
@@ -22,7 +24,7 @@ from gateway.topology import Router, Service, Topology
 from gateway.upstream.errors import UpstreamBadReply, UpstreamTimeout
 from gateway.upstream.failover import Upstream
 from gateway.upstream.pool import UpstreamPool
-from tests.support.fake_hms import FakeHMS
+from tests.support.fake_hms import CALL, FakeHMS, ScriptedServer, answer, list_of_strings_reply
 
 PATH = "api/hms"
 
@@ -94,3 +96,37 @@ async def test_a_reply_step_changes_the_reply_of_its_method():
     assert response.status == 200, body
     assert json.loads(body) == [1, "get_all_databases", 2, 9, {"0": {"lst": ["str", 1, "x" * 5000]}}]
     assert hide.seen == ["get_all_databases"]
+
+
+class _BigReplyHMS(ScriptedServer):
+    """Answers each get_all_databases call with a ~2 MB reply carrying the call's seqid."""
+
+    REPLY = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 for i in range(4000)])
+
+    async def _serve(self, reader, writer):
+        self.writers.append(writer)
+        try:
+            while True:
+                writer.write(answer(await reader.readexactly(len(CALL)), self.REPLY))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+
+
+async def test_a_large_binary_reply_goes_out_whole_in_slices():
+    """Non-streamed replies over 64 KiB are written in slices (bounded TLS buffers); the client
+    still gets every byte, with its own seqid."""
+    schema = load_schema()
+    async with _BigReplyHMS() as hms:
+        upstream = Upstream([UpstreamPool(hms.url)])
+        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
+        service = Service("t", config, upstream, ConcurrencyLimiter(None),
+                          ThriftRpcService("t", PATH, upstream, Chain([_Anonymous()]), schema, Limits()))
+        dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}))
+        call = CALL[:25] + struct.pack("!i", 4242) + CALL[29:]
+        async with TestClient(RawTestServer(dispatcher)) as client:
+            response = await client.post(f"/gateway/t/{PATH}", data=call)
+            body = await response.read()
+        await upstream.close()
+    assert response.status == 200 and len(body) > 1 << 20
+    assert body == answer(call, _BigReplyHMS.REPLY)

@@ -77,5 +77,6 @@ class FailureThrottle(FrozenModel):
     delay_seconds: float = Field(default=0.5, ge=0)
     max_delay_seconds: float = Field(default=5.0, ge=0)
     refuse_after: int = Field(default=20, ge=1)
-    #: Distinct client addresses tracked at once (least recently failing forgotten first).
-    max_clients: int = Field(default=100_000, gt=0)
+    #: Distinct client addresses tracked at once (least recently failing forgotten first); about
+    #: 1 KiB each.
+    max_clients: int = Field(default=10_000, gt=0)
