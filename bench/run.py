@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load()
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))
     print(f"bench: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms")
+    hms = start_hms(work / "hms", short_lived=False)  # warm HMS with its full JIT, as in production
     gw = floor_proc = None
     try:
         t0 = time.perf_counter()

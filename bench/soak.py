@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["HMS_GATEWAY_TRACEMALLOC"] = str(trace_file)
         os.environ.setdefault("HMS_GATEWAY_TRACEMALLOC_WARMUP", str(int(opts.minutes * 60 * opts.warmup)))
     print(f"soak: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms")
+    hms = start_hms(work / "hms", short_lived=False)  # warm HMS with its full JIT, as in production
     gw = None
     try:
         t0 = time.monotonic()

@@ -163,13 +163,15 @@ class EmbeddedHMS:
     ``hive.metastore.thrift.framed.transport.enabled``. ``durable=False`` sets Derby's
     ``derby.system.durability=test``: no log sync at each commit, so bulk writes do not wait on the
     disk, but a machine crash (not a killed JVM) may corrupt the database; it is meant for
-    throwaway metastores such as the tests'. Use as a context manager or call start()/stop(); the
+    throwaway metastores such as the tests'. ``short_lived=True`` runs the JVM with C1 only: half
+    the CPU to start and less to add partitions, but slower calls once warm (C2 compiles what a
+    long-lived metastore runs often), so benchmarks and the demo keep the full JIT. Use as a context manager or call start()/stop(); the
     JVM runs in its own process group and is also stopped when the Python interpreter exits.
     """
 
     def __init__(
         self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False,
-        durable: bool = True,
+        durable: bool = True, short_lived: bool = False,
     ):
         self.workdir = Path(workdir).resolve()
         self.port = int(port)
@@ -178,6 +180,7 @@ class EmbeddedHMS:
         self.heap_mb = heap_mb
         self.framed = framed
         self.durable = durable
+        self.short_lived = short_lived
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -291,9 +294,8 @@ class EmbeddedHMS:
             java,
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",  # two cores: fewer GC threads, faster start
-            # C1 only: measured here, half the CPU to start and less to add partitions (C2 spends
-            # a core compiling code that a short-lived metastore runs only a few times).
-            "-XX:TieredStopAtLevel=1",
+            # C1 only for short-lived metastores (see the class docstring).
+            *(["-XX:TieredStopAtLevel=1"] if self.short_lived else []),
             "-Dhive.async.log.enabled=false",
             f"-Dderby.system.home={self.workdir}",  # derby.log goes here, not into the cwd
             *([] if self.durable else ["-Dderby.system.durability=test"]),
