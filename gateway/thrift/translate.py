@@ -18,7 +18,6 @@ from .binary import (
     BinaryMessageScanner,
     MessageHeader,
     encode_binary_call,
-    read_message_header,
     read_reply_header,
     write_message_header,
 )
