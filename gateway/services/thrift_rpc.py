@@ -151,13 +151,13 @@ class ThriftRpcService:
                 return sink.response, "upstream_unavailable"  # type: ignore[return-value]
             metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(sink.sent)
             return response, reply_outcome(reply)
-        if reply_steps:
-            seen = Reply(reply, self.schema)
-            await self.chain.on_reply(exchange, seen)
-            reply = seen.message
         try:
+            if reply_steps:
+                seen = Reply(reply, self.schema)
+                await self.chain.on_reply(exchange, seen)
+                reply = seen.message
             body = codec.encode_reply(reply, self.schema, header.seqid)
-        except ProtocolError as exc:
+        except ProtocolError as exc:  # HMS's reply, not the client's call, is malformed
             log.warning("502 %s/%s %s: bad upstream reply: %s", self.topology, self.path, header.name, exc.reason)
             return (web.Response(status=502, text=f"upstream sent a malformed reply: {exc.reason}\n"),
                     "upstream_unavailable")
