@@ -26,7 +26,7 @@ policies:
 """
 METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables",
            "get_tables_by_type", "get_table", "get_partition_names", "get_partitions", "get_all_functions",
-           "drop_table", "create_database"]
+           "drop_table", "create_database", "get_table_meta", "get_table_objects_by_name"]
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +110,14 @@ def test_writes_need_the_matching_access(gateway):
     allowed = call(gateway, "bob", "drop_table", drop)
     assert upstream_calls(gateway) == before + 1
     assert list(allowed[4]) == ["1"]  # HMS's own NoSuchObjectException (field 1)
+
+
+def test_table_objects_and_metas_are_filtered_too(gateway, direct):
+    """HIVE-25680: get_table_meta went unfiltered by HMS's own hook; so did get_table_objects_by_name."""
+    metas = call(gateway, "alice", "get_table_meta", '{"1":{"str":"*"},"2":{"str":"*"},"3":{"lst":["str",0]}}')
+    listed = metas[4]["0"]["lst"][2:]
+    assert listed and all(meta["1"]["str"] == "sales" for meta in listed)
+    assert len(listed) == len(direct.get_table_meta("sales", "*", []))
+    by_name = '{"1":{"str":"hmshttptestdatabase"},"2":{"lst":["str",1,"test_table"]}}'
+    assert call(gateway, "alice", "get_table_objects_by_name", by_name)[4]["0"]["lst"][:2] == ["rec", 0]
+    assert call(gateway, "bob", "get_table_objects_by_name", by_name)[4]["0"]["lst"][:2] == ["rec", 1]

@@ -20,6 +20,8 @@ get_all_databases,            reply filtered: databases the user may see
 get_databases
 get_all_tables, get_tables,   reply filtered: tables of ``db_name`` the user may see
 get_tables_by_type            (HMS answers ``[]`` for a missing database, so does this)
+get_table_objects_by_name,    reply filtered: the tables (``Table``, ``TableMeta``) the
+get_table_meta                user may see (HIVE-25680: HMS's own filter hook missed these)
 get_database                  hidden → ``NoSuchObjectException(<name>)``
 get_table, get_partitions     hidden → ``NoSuchObjectException("<db>.<table> table not found")``
 get_partition_names           hidden → ``TApplicationException`` INTERNAL_ERROR
@@ -56,6 +58,11 @@ _LISTINGS: dict[str, str | None] = {
     "get_all_tables": "db_name",
     "get_tables": "db_name",
     "get_tables_by_type": "db_name",
+}
+#: Listings of table objects → the attributes naming each item's database and table.
+_OBJECT_LISTINGS: dict[str, tuple[str, str]] = {
+    "get_table_objects_by_name": ("dbName", "tableName"),
+    "get_table_meta": ("dbName", "tableName"),
 }
 #: Methods naming one object → (database argument, table argument or None, how HMS says "missing").
 _OBJECT_CALLS: dict[str, tuple[str, str | None, str]] = {
@@ -109,7 +116,7 @@ class CatalogPolicy(Step):
     """Enforces ``engine`` on one ``hms-thrift`` service (see the module docstring)."""
 
     name = "catalog-policy"
-    reply_methods = frozenset(_LISTINGS)
+    reply_methods = frozenset(_LISTINGS) | frozenset(_OBJECT_LISTINGS)
 
     def __init__(self, topology: str, service: str, engine: PolicyEngine, schema: ServiceSchema):
         self.topology, self.service, self.engine, self.schema = topology, service, engine, schema
@@ -134,7 +141,7 @@ class CatalogPolicy(Step):
     async def on_call(self, exchange: Exchange) -> None:
         header = exchange.header
         assert header is not None
-        if header.name in _LISTINGS:
+        if header.name in _LISTINGS or header.name in _OBJECT_LISTINGS:
             return  # judged on the reply
         method = self.schema.methods.get(header.name)
         target = _OBJECT_CALLS.get(header.name)
@@ -188,6 +195,13 @@ class CatalogPolicy(Step):
         if result.success is None:
             return  # HMS answered with a declared exception
         user, groups = self._who(exchange)
+        if reply.header.name in _OBJECT_LISTINGS:
+            db_attr, table_attr = _OBJECT_LISTINGS[reply.header.name]
+            items = list(result.success)
+            shown = [item for item in items if self.engine.visible(
+                user, groups, getattr(item, db_attr) or "", getattr(item, table_attr) or "")]
+            self._hide(exchange, reply, result, items, shown)
+            return
         db_arg = _LISTINGS[reply.header.name]
         names = list(result.success)
         if db_arg is None:
@@ -196,11 +210,15 @@ class CatalogPolicy(Step):
             method = self.schema.methods[reply.header.name]
             database = getattr(decode_args(exchange.call, method), db_arg) or ""
             visible = self.engine.visible_tables(user, groups, database, names)
-        hidden = len(names) - len(visible)
+        self._hide(exchange, reply, result, names, visible)
+
+    def _hide(self, exchange: Exchange, reply: Reply, result, items: list, shown: list) -> None:
+        """Replace the listing ``items`` by ``shown`` in the reply, counting what was hidden."""
+        hidden = len(items) - len(shown)
         if hidden:
             self._decisions["hidden"].inc(hidden)
-            exchange.event.reason = f"catalog policy hid {hidden} of {len(names)}"
-            result.success = visible
+            exchange.event.reason = f"catalog policy hid {hidden} of {len(items)}"
+            result.success = shown
             reply.replace(result)
 
     def _missing(self, method: MethodSchema, name: str, seqid: int, how: str,
