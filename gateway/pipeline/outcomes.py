@@ -44,10 +44,6 @@ class VersionNotSupported(Outcome):
     """A request line claiming HTTP/2 or later."""
 
 
-class Malformed(Outcome):
-    """A request the gateway cannot read: malformed Thrift, an unusable body."""
-
-
 class TooLarge(Outcome):
     """A body over ``limits.max_request_bytes``."""
 
@@ -93,7 +89,6 @@ STATUSES: dict[type[Exception], tuple[int, str]] = {
     NotFound: (404, "not_found"),
     MethodNotAllowed: (405, "bad_request"),
     VersionNotSupported: (505, "bad_request"),
-    Malformed: (400, "bad_request"),
     ProtocolError: (400, "bad_request"),
     TooLarge: (413, "too_large"),
     BodyTimeout: (408, "bad_request"),
