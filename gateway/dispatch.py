@@ -56,12 +56,11 @@ class Dispatcher:
         try:
             response, outcome = await self._serve(request, event)
         except _ENDINGS as ending:
+            response, outcome = response_for(ending)
             if isinstance(ending, VersionNotSupported):
                 # aiohttp writes the status line with the request's version (a reified property,
                 # cached in _cache) and has no public way to change it; RFC 9112 §2.3: HTTP/1.1.
                 request._cache["version"] = HttpVersion11  # type: ignore[attr-defined]
-            response, outcome = response_for(ending)
-            if isinstance(ending, VersionNotSupported):
                 response.force_close()
         for name, value in request.get(RESPONSE_HEADERS, ()):
             response.headers.add(name, value)

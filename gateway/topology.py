@@ -44,13 +44,16 @@ class Service:
 
     topology: str
     config: ServiceConfig
-    upstream: Upstream
     limiter: ConcurrencyLimiter
     handler: ThriftRpcService
 
     @property
     def path(self) -> str:
         return self.config.path
+
+    @property
+    def upstream(self) -> Upstream:
+        return self.handler.upstream
 
 
 @dataclass(frozen=True)
@@ -136,10 +139,9 @@ def build_topology(
             *policy,
             ownership,
         ))
-        upstream = _upstream(svc, gateway)
         services[svc.path] = Service(
-            config.name, svc, upstream, ConcurrencyLimiter(svc.max_concurrent_requests),
-            kind(config.name, svc.path, upstream, chain, schema, gateway.limits),
+            config.name, svc, ConcurrencyLimiter(svc.max_concurrent_requests),
+            kind(config.name, svc.path, _upstream(svc, gateway), chain, schema, gateway.limits),
         )
     return Topology(config.name, services)
 

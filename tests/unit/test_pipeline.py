@@ -86,7 +86,7 @@ async def test_a_reply_step_changes_the_reply_of_its_method():
         upstream = Upstream([UpstreamPool(hms.url)])
         chain = Chain([_Anonymous(), hide])
         config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
-        service = Service("t", config, upstream, ConcurrencyLimiter(None),
+        service = Service("t", config, ConcurrencyLimiter(None),
                           ThriftRpcService("t", PATH, upstream, chain, schema, Limits()))
         dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}))
         async with TestClient(RawTestServer(dispatcher)) as client:
@@ -120,7 +120,7 @@ async def test_a_large_binary_reply_goes_out_whole_in_slices():
     async with _BigReplyHMS() as hms:
         upstream = Upstream([UpstreamPool(hms.url)])
         config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
-        service = Service("t", config, upstream, ConcurrencyLimiter(None),
+        service = Service("t", config, ConcurrencyLimiter(None),
                           ThriftRpcService("t", PATH, upstream, Chain([_Anonymous()]), schema, Limits()))
         dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}))
         call = CALL[:25] + struct.pack("!i", 4242) + CALL[29:]
