@@ -157,8 +157,8 @@ class CatalogPolicy(Step):
                            self._refusal(method, header.name, header.seqid, user))
         args = decode_args(exchange.call, method)
         db_arg, table_arg, missing = target
-        database = getattr(args, db_arg) or ""
-        table = getattr(args, table_arg) if table_arg else None
+        database = _argument(args, db_arg) or ""
+        table = _argument(args, table_arg) if table_arg else None
         if self.engine.visible(user, groups, database, table or None):
             self._decisions["allowed"].inc()
             return
