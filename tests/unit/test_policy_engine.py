@@ -237,3 +237,33 @@ def test_listing_with_many_prefix_values():
     expected = [n for n in names if engine.visible("ann", [], "db", n)]
     assert expected == ["a", "ab", "c1", "dzx"]
     assert engine.visible_tables("ann", [], "db", names) == expected
+
+
+def test_authorized_columns_follow_column_level_policies():
+    # hr.pay: alice may select every column but secret* (an excluding column level)
+    assert CATALOG.columns_uniform("alice", [], "hr", "pay") is None
+    assert CATALOG.authorized_columns("alice", [], "HR", "pay", ["id", "Secret_SSN", "name", "secret2"]) \
+        == ["id", "name"]
+    assert CATALOG.authorized_columns("bob", [], "hr", "pay", ["id", "name"]) == []
+    # sales.orders*: every column-level policy says 'column: *', so one decision covers all
+    uniform = CATALOG.columns_uniform("alice", [], "sales", "orders_2024")
+    assert uniform is not None and uniform.allowed and uniform.policy_id == 2
+    assert CATALOG.authorized_columns("alice", [], "sales", "orders_2024", ["a", "b"]) == ["a", "b"]
+    denied = CATALOG.columns_uniform("carol", ["other"], "sales", "orders_2024")
+    assert denied is not None and not denied.allowed
+    assert CATALOG.authorized_columns("carol", ["other"], "sales", "orders_2024", ["a"]) == []
+
+
+def test_a_deny_on_one_column_filters_only_that_column():
+    engine = PolicyEngine([
+        policy(1, res("sales"), STAR, STAR, allow=(item("select", groups=["analysts"]),)),
+        policy(2, res("sales"), res("customers"), res("ssn"), deny=(item("select", groups=["analysts"]),)),
+    ])
+    assert engine.columns_uniform("alice", ["analysts"], "sales", "orders").allowed
+    assert engine.columns_uniform("alice", ["analysts"], "sales", "customers") is None
+    assert engine.authorized_columns("alice", ["analysts"], "sales", "customers", ["name", "SSN", "ssn2"]) \
+        == ["name", "ssn2"]
+    # the table stays visible: a deny below it does not hide it (Ranger's ignoreDescendantDeny)
+    assert engine.visible("alice", ["analysts"], "sales", "customers")
+    with pytest.raises(ValueError):
+        engine.authorized_columns("alice", [], "sales", "orders", ["a"], access="peek")
