@@ -1,0 +1,316 @@
+"""``hms-gateway tunnel``: a local binary-Thrift listener that forwards each call to the gateway
+over HTTPS, so that unmodified Hive clients (Spark's ``HiveClientImpl``, Hive's tools,
+``hmsclient``) reach the catalog from outside the cluster with ``thrift://127.0.0.1:<port>``.
+
+One client connection carries one call at a time, as Apache Thrift's ``TSocket`` clients do.
+Each strict-binary message (unframed, its end found by
+:class:`gateway.thrift.binary.BinaryMessageScanner`, or ``TFramedTransport``'s i32 length plus
+message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the gateway URL
+with the user's ``Authorization`` (:mod:`gateway.client.auth`), over a small pool of kept-alive
+HTTPS connections. The gateway's binary reply is written back; a ``oneway`` call gets none.
+
+When the gateway refuses (401, 403), fails (5xx) or cannot be reached, the client gets a
+``TApplicationException`` (Thrift's EXCEPTION message, with the call's name and seqid) whose
+message names the status and the gateway's reason, and the tunnel logs a line. A gateway
+restart costs nothing but the calls in flight: the next call opens a new connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import logging
+import struct
+import sys
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import aiohttp
+import uvloop
+
+from gateway.client.auth import METHODS, Auth, auth_from_options, ssl_context
+from gateway.thrift.binary import ONEWAY, BinaryMessageScanner, read_message_header
+from gateway.thrift.codec import BINARY
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
+from gateway.upstream.failover import is_read_only
+
+__all__ = ["TunnelSettings", "Tunnel", "check_listen_address", "spark_setting", "run_tunnel",
+           "add_arguments", "cmd_tunnel"]
+
+log = logging.getLogger("gateway.tunnel")
+
+CONTENT_TYPE = "application/x-thrift"
+READ_CHUNK = 256 * 1024
+_FRAME = struct.Struct("!i")
+
+
+@dataclass(frozen=True)
+class TunnelSettings:
+    """Where the tunnel listens and what it forwards to.
+
+    ``gateway_url``: the service's full HTTPS URL (``https://host:port/gateway/<topology>/<path>``).
+    ``ca``: PEM bundle trusted for the gateway (None: the system store).
+    ``max_message_bytes``: a call or reply larger than this ends the client connection (call)
+    or becomes a ``TApplicationException`` (reply). ``timeout_seconds``: per forwarded call.
+    """
+
+    gateway_url: str
+    auth: Auth | None
+    ca: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 9083
+    framed: bool = False
+    allow_remote: bool = False
+    pool_size: int = 4
+    max_message_bytes: int = 256 * 1024 * 1024
+    timeout_seconds: float = 300.0
+
+
+def check_listen_address(host: str, allow_remote: bool) -> None:
+    """Raise ``ValueError`` when ``host`` is not a loopback address (or ``localhost``) and
+    ``allow_remote`` is false: anyone who reaches the port would act as the tunnel's user."""
+    if allow_remote or host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise ValueError(
+            f"refusing to listen on {host}: not a loopback address, and every client of the tunnel "
+            "acts as its user (give --allow-remote to do it anyway)"
+        )
+
+
+def spark_setting(host: str, port: int) -> str:
+    """The Spark configuration line that points a session's Hive client at the tunnel."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"spark.hadoop.hive.metastore.uris=thrift://{shown}:{port}"
+
+
+class _ClientGone(Exception):
+    """The Thrift client closed its connection (between or inside messages)."""
+
+
+class Tunnel:
+    """The listener and its HTTPS session. ``await start()``, then ``port`` is the bound port;
+    ``await close()`` stops listening and closes the pool. Raises ``ValueError`` from the
+    constructor for a refused listen address or unreadable TLS files."""
+
+    def __init__(self, settings: TunnelSettings):
+        check_listen_address(settings.host, settings.allow_remote)
+        parts = urlsplit(settings.gateway_url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(f"gateway URL must be https://host[:port]/gateway/<topology>/<path>, got {settings.gateway_url}")
+        self.settings = settings
+        self.gateway_host = parts.hostname
+        self._ssl = ssl_context(settings.ca, settings.auth)
+        self._session: aiohttp.ClientSession | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._connections: set[asyncio.Task] = set()
+        self.port = settings.port
+
+    async def start(self) -> None:
+        """Bind the listener (``OSError`` if the port is taken) and open the HTTPS session."""
+        s = self.settings
+        connector = aiohttp.TCPConnector(ssl=self._ssl, limit=s.pool_size, keepalive_timeout=30)
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=s.timeout_seconds),
+            cookie_jar=aiohttp.DummyCookieJar(),  # credentials go with every call
+            skip_auto_headers=("User-Agent",),
+            headers={"User-Agent": "hms-gateway-tunnel"},
+        )
+        self._server = await asyncio.start_server(self._serve, s.host, s.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stop listening, end open client connections, close the HTTPS pool."""
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self._session is not None:
+            await self._session.close()
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    # -- one client connection ------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        buffered = b""
+        try:
+            while True:
+                if self.settings.framed:
+                    message = await self._read_frame(reader)
+                else:
+                    message, buffered = await self._read_unframed(reader, buffered)
+                reply = await self._forward(message)
+                if reply is not None:
+                    if self.settings.framed:
+                        writer.write(_FRAME.pack(len(reply)))
+                    writer.write(reply)
+                    await writer.drain()
+        except _ClientGone:
+            pass
+        except ProtocolError as exc:
+            log.warning("tunnel: closing connection from %s: %s", peer, exc.reason)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes:
+        try:
+            (size,) = _FRAME.unpack(await reader.readexactly(4))
+        except asyncio.IncompleteReadError:
+            raise _ClientGone() from None
+        if size <= 0 or size > self.settings.max_message_bytes:
+            raise ProtocolError(f"bad frame size {size}")
+        try:
+            return await reader.readexactly(size)
+        except asyncio.IncompleteReadError:
+            raise _ClientGone() from None
+
+    async def _read_unframed(self, reader: asyncio.StreamReader, buffered: bytes) -> tuple[bytes, bytes]:
+        """One message and the bytes read past its end (the start of the next one)."""
+        scanner = BinaryMessageScanner(self.settings.max_message_bytes)
+        chunks: list[bytes] = []
+        chunk = buffered
+        while True:
+            if chunk:
+                chunks.append(chunk)
+                end = scanner.feed(chunk)
+                if end is not None:
+                    data = b"".join(chunks)
+                    return data[:end], data[end:]
+            chunk = await reader.read(READ_CHUNK)
+            if not chunk:
+                raise _ClientGone()
+
+    async def _forward(self, message: bytes) -> bytes | None:
+        """The gateway's reply to ``message`` (None for a oneway call), or a
+        ``TApplicationException`` saying why there is none."""
+        header, _ = read_message_header(message)
+        oneway = header.type == ONEWAY
+        attempts = 2 if is_read_only(header.name) else 1  # a write is never sent twice
+        for attempt in range(attempts):
+            try:
+                status, body, reason = await self._post(message)
+                break
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                # A kept-alive connection the gateway closed (a restart) fails on first use.
+                if attempt + 1 < attempts:
+                    continue
+                return self._failure(header.name, header.seqid, oneway,
+                                     f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                return self._failure(header.name, header.seqid, oneway,
+                                     f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+            except ValueError as exc:  # no credentials to send (e.g. no Kerberos ticket)
+                return self._failure(header.name, header.seqid, oneway, f"tunnel has no credentials: {exc}", UNKNOWN)
+        if status == 200:
+            return None if oneway else body
+        kind = {401: "refused the credentials", 403: "refused the call"}.get(status, "failed")
+        code = UNKNOWN if status in (401, 403) else INTERNAL_ERROR
+        return self._failure(header.name, header.seqid, oneway,
+                             f"gateway {kind} (HTTP {status}): {reason}", code)
+
+    async def _post(self, message: bytes) -> tuple[int, bytes, str]:
+        assert self._session is not None
+        headers = {"Content-Type": CONTENT_TYPE}
+        auth = self.settings.auth
+        if auth is not None:
+            headers.update(auth.headers(self.gateway_host))
+        async with self._session.post(self.settings.gateway_url, data=message, headers=headers) as resp:
+            if resp.status == 200:
+                if resp.content_length is not None and resp.content_length > self.settings.max_message_bytes:
+                    return 502, b"", f"reply of {resp.content_length} bytes is over the tunnel's limit"
+                return 200, await resp.read(), ""
+            text = (await resp.content.read(2048)).decode("utf-8", "replace").strip()
+            return resp.status, b"", (text.splitlines() or [resp.reason or ""])[0][:500]
+
+    def _failure(self, name: str, seqid: int, oneway: bool, reason: str, code: int) -> bytes | None:
+        log.warning("tunnel: %s (seqid %d): %s", name[:100], seqid, reason)
+        if oneway:
+            return None
+        return BINARY.application_exception(name, seqid, reason, code)
+
+
+async def run_tunnel(settings: TunnelSettings, *, announce=print) -> None:
+    """Run a tunnel until cancelled; ``announce`` gets the Spark setting once listening."""
+    tunnel = Tunnel(settings)
+    await tunnel.start()
+    announce(f"tunnel listening on {settings.host}:{tunnel.port} -> {settings.gateway_url}")
+    announce(spark_setting(settings.host, tunnel.port))
+    try:
+        await tunnel.serve_forever()
+    finally:
+        await tunnel.close()
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise argparse.ArgumentTypeError(f"--listen wants HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``tunnel`` subcommand's options (secrets only by env, netrc or file)."""
+    p.add_argument("--gateway", required=True, metavar="URL",
+                   help="the service URL, https://host:8443/gateway/<topology>/<path>")
+    p.add_argument("--listen", type=_listen, default=("127.0.0.1", 9083), metavar="HOST:PORT",
+                   help="local address (default 127.0.0.1:9083; port 0 picks a free one)")
+    p.add_argument("--framed", action="store_true", help="TFramedTransport instead of unframed")
+    p.add_argument("--allow-remote", action="store_true",
+                   help="allow a non-loopback --listen (every client acts as the tunnel's user)")
+    p.add_argument("--ca", help="PEM bundle to verify the gateway with (default: system store)")
+    p.add_argument("--auth", choices=METHODS, required=True)
+    p.add_argument("--user", help="basic: user name")
+    p.add_argument("--password-env", metavar="VAR", help="basic: environment variable holding the password")
+    p.add_argument("--password-file", help="basic: file holding the password")
+    p.add_argument("--netrc", nargs="?", const=True, metavar="PATH",
+                   help="basic: login and password from a netrc file (default ~/.netrc)")
+    p.add_argument("--token-env", metavar="VAR", help="bearer: environment variable holding the token")
+    p.add_argument("--token-file", help="bearer: file holding the token")
+    p.add_argument("--cert", help="cert: client certificate (PEM)")
+    p.add_argument("--key", help="cert: client key (PEM)")
+    p.add_argument("--service", default="HTTP", help="kerberos: service of the gateway's principal")
+    p.add_argument("--pool-size", type=int, default=4, help="kept-alive HTTPS connections (default 4)")
+
+
+def cmd_tunnel(args: argparse.Namespace) -> int:
+    """Run until interrupted. Exit 2 with a reason for bad options or a refused address."""
+    host, port = args.listen
+    try:
+        auth = auth_from_options(
+            args.auth, user=args.user, password_env=args.password_env, password_file=args.password_file,
+            netrc=args.netrc, token_env=args.token_env, token_file=args.token_file,
+            cert=args.cert, key=args.key, service=args.service, host=urlsplit(args.gateway).hostname,
+        )
+        settings = TunnelSettings(args.gateway, auth, ca=args.ca, host=host, port=port,
+                                  framed=args.framed, allow_remote=args.allow_remote,
+                                  pool_size=max(1, args.pool_size))
+        uvloop.run(run_tunnel(settings, announce=_announce))
+    except (ValueError, OSError) as exc:
+        print(f"tunnel: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _announce(line: str) -> None:
+    print(line, flush=True)

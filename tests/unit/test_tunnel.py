@@ -1,0 +1,224 @@
+"""gateway.tunnel against a fake HTTPS gateway (aiohttp): message boundaries, framing, oneway,
+the gateway's refusals and absence as TApplicationException, the listen-address guard."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+
+import pytest
+from aiohttp import web
+
+from gateway.certs import write_dev_certificates
+from gateway.client.auth import BasicAuth
+from gateway.thrift.binary import CALL, EXCEPTION, ONEWAY, REPLY, encode_binary_call, read_message_header, write_message_header
+from gateway.thrift.schema import TType
+from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
+from gateway.thrift.walk import iter_fields, string_span
+from gateway.tunnel import Tunnel, TunnelSettings, check_listen_address, spark_setting
+
+
+def _reply_to(call: bytes) -> bytes:
+    """A REPLY of the call's name and seqid whose success string is the call's first argument."""
+    header, pos = read_message_header(call)
+    arg = b""
+    for fid, ftype, start, _ in iter_fields(call, pos):
+        if fid == 1 and ftype == TType.STRING:
+            first, last = string_span(call, start)
+            arg = call[first:last]
+    out = bytearray()
+    write_message_header(out, header.name, REPLY, header.seqid)
+    out += struct.pack(">bhi", TType.STRING, 0, len(arg)) + arg + b"\x00"
+    return bytes(out)
+
+
+class FakeGateway:
+    """Answers POSTs by echo, or with ``status`` and a one-line reason when set."""
+
+    def __init__(self):
+        self.status = 200
+        self.seen: list[tuple[dict, bytes]] = []
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.seen.append((dict(request.headers), body))
+        if self.status != 200:
+            return web.Response(status=self.status, text="Basic realm refused\n")
+        header, _ = read_message_header(body)
+        if header.type == ONEWAY:
+            return web.Response(status=200)
+        return web.Response(body=_reply_to(body), content_type="application/x-thrift")
+
+
+@pytest.fixture
+def certs(tmp_path):
+    return write_dev_certificates(tmp_path / "certs")
+
+
+async def _start_fake(certs, fake: FakeGateway, port: int = 0) -> tuple[web.AppRunner, int]:
+    app = web.Application()
+    app.router.add_post("/gateway/t/svc", fake.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(certs.certificate, certs.private_key)
+    site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=ctx)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+class Running:
+    """A fake gateway, a tunnel in front of it and one client connection to the tunnel."""
+
+    def __init__(self, certs, **settings):
+        self.certs, self.settings, self.fake = certs, settings, FakeGateway()
+
+    async def __aenter__(self) -> "Running":
+        self.runner, self.gateway_port = await _start_fake(self.certs, self.fake)
+        self.tunnel = Tunnel(_settings(self.gateway_port, self.certs, **self.settings))
+        await self.tunnel.start()
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.tunnel.port)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.writer.close()
+        await self.tunnel.close()
+        await self.runner.cleanup()
+
+
+def _settings(port: int, certs, **kw) -> TunnelSettings:
+    return TunnelSettings(f"https://localhost:{port}/gateway/t/svc", BasicAuth("etl", "pw"),
+                          ca=str(certs.ca_certificate), port=0, **kw)
+
+
+async def _read_message(reader: asyncio.StreamReader, framed: bool) -> bytes:
+    if framed:
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        return await reader.readexactly(size)
+    # Replies in these tests are small: one read holds a whole one.
+    return await asyncio.wait_for(reader.read(65536), 30)
+
+
+def _exception_text(message: bytes) -> tuple[str, int, str, int]:
+    header, pos = read_message_header(message)
+    assert header.type == EXCEPTION
+    text, code = "", -1
+    for fid, ftype, start, _ in iter_fields(message, pos):
+        if fid == 1:
+            first, last = string_span(message, start)
+            text = message[first:last].decode()
+        elif fid == 2:
+            (code,) = struct.unpack_from(">i", message, start)
+    return header.name, header.seqid, text, code
+
+
+def _call(name: str, seqid: int, arg: str) -> bytes:
+    return encode_binary_call(name, seqid, [(1, TType.STRING, arg)])
+
+
+@pytest.mark.parametrize("framed", [False, True])
+async def test_calls_forwarded_and_replies_in_order(certs, framed):
+    async with Running(certs, framed=framed) as r:
+        reader, writer, fake = r.reader, r.writer, r.fake
+        calls = [_call("get_database", 7, "sales"), _call("get_table", 8, "x" * 300_000)]
+        if framed:
+            for c in calls:
+                writer.write(struct.pack(">i", len(c)) + c)
+            await writer.drain()
+            replies = [await _read_message(reader, True) for _ in calls]
+        else:
+            writer.write(b"".join(calls))  # back to back in one write: the scanner splits them
+            await writer.drain()
+            expected = sum(len(_reply_to(c)) for c in calls)
+            data = b""
+            while len(data) < expected:
+                data += await asyncio.wait_for(reader.read(65536), 30)
+            first = len(_reply_to(calls[0]))
+            replies = [data[:first], data[first:]]
+        assert replies == [_reply_to(c) for c in calls]
+        assert [body for _, body in fake.seen] == calls
+        headers = fake.seen[0][0]
+        assert headers["Content-Type"] == "application/x-thrift"
+        assert headers["Authorization"] == BasicAuth("etl", "pw").headers("x")["Authorization"]
+
+
+async def test_oneway_gets_no_reply(certs):
+    async with Running(certs) as r:
+        reader, writer, fake = r.reader, r.writer, r.fake
+        oneway = bytearray()
+        write_message_header(oneway, "shutdown", ONEWAY, 3)
+        oneway.append(0)
+        after = _call("get_database", 4, "db")
+        writer.write(bytes(oneway) + after)
+        await writer.drain()
+        reply = await _read_message(reader, False)
+        assert reply == _reply_to(after)  # the first bytes back answer the second call
+        assert len(fake.seen) == 2
+
+
+@pytest.mark.parametrize("status, words, code", [
+    (401, "refused the credentials (HTTP 401)", UNKNOWN),
+    (403, "refused the call (HTTP 403)", UNKNOWN),
+    (503, "failed (HTTP 503)", INTERNAL_ERROR),
+])
+async def test_gateway_refusal_is_tapplicationexception(certs, status, words, code, caplog):
+    async with Running(certs) as r:
+        reader, writer, fake = r.reader, r.writer, r.fake
+        fake.status = status
+        writer.write(_call("get_table", 42, "t"))
+        await writer.drain()
+        name, seqid, text, got_code = _exception_text(await _read_message(reader, False))
+        assert (name, seqid, got_code) == ("get_table", 42, code)
+        assert words in text and "Basic realm refused" in text
+        assert any(words in r.getMessage() for r in caplog.records)
+        # The connection stays usable once the gateway answers again.
+        fake.status = 200
+        writer.write(_call("get_table", 43, "u"))
+        await writer.drain()
+        assert await _read_message(reader, False) == _reply_to(_call("get_table", 43, "u"))
+
+
+async def test_gateway_unreachable_then_back(certs):
+    async with Running(certs) as r:
+        reader, writer = r.reader, r.writer
+        writer.write(_call("get_table", 1, "a"))
+        assert await _read_message(reader, False) == _reply_to(_call("get_table", 1, "a"))
+        await r.runner.cleanup()  # the gateway goes away (a restart)
+        writer.write(_call("create_table", 2, "b"))
+        name, seqid, text, code = _exception_text(await _read_message(reader, False))
+        assert (name, seqid, code) == ("create_table", 2, INTERNAL_ERROR)
+        assert "gateway unreachable" in text
+        # ... and comes back on the same port: the same client connection works again.
+        r.runner, _ = await _start_fake(certs, r.fake, r.gateway_port)
+        writer.write(_call("get_table", 3, "c"))
+        assert await _read_message(reader, False) == _reply_to(_call("get_table", 3, "c"))
+
+
+async def test_malformed_call_closes_the_connection(certs):
+    async with Running(certs) as r:
+        reader, writer = r.reader, r.writer
+        writer.write(b"GET / HTTP/1.1\r\n\r\n")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 30) == b""
+        assert r.fake.seen == []
+
+
+def test_listen_address_guard():
+    check_listen_address("127.0.0.1", False)
+    check_listen_address("::1", False)
+    check_listen_address("localhost", False)
+    check_listen_address("0.0.0.0", True)
+    with pytest.raises(ValueError, match="--allow-remote"):
+        check_listen_address("0.0.0.0", False)
+    with pytest.raises(ValueError, match="--allow-remote"):
+        check_listen_address("10.1.2.3", False)
+
+
+def test_spark_setting():
+    assert spark_setting("127.0.0.1", 9083) == "spark.hadoop.hive.metastore.uris=thrift://127.0.0.1:9083"
+
+
+def test_plain_http_gateway_refused(certs):
+    with pytest.raises(ValueError, match="https://"):
+        Tunnel(TunnelSettings("http://localhost:1/gateway/t/svc", None))
