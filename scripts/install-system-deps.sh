@@ -15,6 +15,7 @@ declare -A want=(
   [curl]=curl
   [node]=nodejs
   [npm]=npm
+  [activemq]=activemq
 )
 missing=()
 for cmd in "${!want[@]}"; do

@@ -1,0 +1,121 @@
+"""Start a real ActiveMQ broker (Debian's ``activemq`` package) for tests.
+
+Each broker gets its own base directory (configuration, KahaDB store) under the test's tmp dir
+and free loopback ports for STOMP and OpenWire, so it never meets ``/etc/activemq`` or a broker
+the machine runs. Persistence is on, so a broker restart keeps durable subscriptions.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.hms import free_port
+
+__all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "start_activemq"]
+
+ACTIVEMQ_HOME = Path(os.environ.get("ACTIVEMQ_HOME", "/usr/share/activemq"))
+
+_CONFIG = """<beans xmlns="http://www.springframework.org/schema/beans"
+  xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+  xsi:schemaLocation="http://www.springframework.org/schema/beans
+    http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
+    http://activemq.apache.org/schema/core http://activemq.apache.org/schema/core/activemq-core.xsd">
+  <broker xmlns="http://activemq.apache.org/schema/core" brokerName="test" useJmx="false"
+          dataDirectory="{data}" schedulerSupport="false" advisorySupport="false">
+    <persistenceAdapter><kahaDB directory="{data}/kahadb"/></persistenceAdapter>
+    <systemUsage><systemUsage>
+      <storeUsage><storeUsage limit="256 mb"/></storeUsage>
+      <tempUsage><tempUsage limit="64 mb"/></tempUsage>
+    </systemUsage></systemUsage>
+    <transportConnectors>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:{stomp}"/>
+      <transportConnector name="openwire" uri="tcp://127.0.0.1:{openwire}"/>
+    </transportConnectors>
+  </broker>
+</beans>
+"""
+
+
+@dataclass
+class ActiveMQ:
+    """A broker in ``base``: STOMP at ``127.0.0.1:stomp_port``, OpenWire at ``openwire_port``."""
+
+    base: Path
+    stomp_port: int
+    openwire_port: int
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def stomp_url(self) -> str:
+        return f"stomp://127.0.0.1:{self.stomp_port}"
+
+    @property
+    def openwire_url(self) -> str:
+        return f"tcp://127.0.0.1:{self.openwire_port}"
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Start the JVM and wait until the STOMP port accepts. Raises RuntimeError with the log."""
+        java = shutil.which("java")
+        if java is None or not (ACTIVEMQ_HOME / "bin" / "activemq.jar").exists():
+            raise RuntimeError("ActiveMQ needs `java` and Debian's activemq package (make install-system-deps)")
+        conf, data = self.base / "conf", self.base / "data"
+        conf.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
+        config = conf / "activemq.xml"
+        config.write_text(_CONFIG.format(data=data, stomp=self.stomp_port, openwire=self.openwire_port))
+        log = open(self.base / "activemq.log", "ab")
+        self.process = subprocess.Popen(
+            [
+                java, "-Xms32m", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+                f"-Dactivemq.home={ACTIVEMQ_HOME}", f"-Dactivemq.base={self.base}",
+                f"-Dactivemq.conf={conf}", f"-Dactivemq.data={data}",
+                "-jar", str(ACTIVEMQ_HOME / "bin" / "activemq.jar"), "start", f"xbean:file:{config}",
+            ],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.base,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                break
+            try:
+                with socket.create_connection(("127.0.0.1", self.stomp_port), timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        tail = (self.base / "activemq.log").read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"ActiveMQ did not listen on {self.stomp_port}:\n{tail}")
+
+    def stop(self) -> None:
+        """Stop the broker (SIGTERM, then SIGKILL after 30 s); the store stays in ``base``."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(30)
+
+
+def start_activemq(base: Path) -> ActiveMQ:
+    """A started broker in ``base`` on free ports (retried if a port was taken meanwhile)."""
+    for attempt in range(3):
+        broker = ActiveMQ(Path(base), free_port(), free_port())
+        try:
+            broker.start()
+            return broker
+        except RuntimeError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
