@@ -22,6 +22,7 @@ PROVIDERS: dict[str, str] = {
     "jwt": "gateway.providers.authentication.jwt:JwtProvider",
     "kerberos": "gateway.providers.authentication.kerberos:KerberosProvider",
     "mtls": "gateway.providers.authentication.mtls:MtlsProvider",
+    "sigv4": "gateway.providers.authentication.sigv4:SigV4Provider",
 }
 
 

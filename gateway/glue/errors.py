@@ -1,0 +1,63 @@
+"""Errors as AWS JSON 1.1 services answer them: an HTTP status and a JSON body
+``{"__type": "<ErrorCode>", "message": "<text>"}`` with ``Content-Type:
+application/x-amz-json-1.1`` (the protocol botocore's ``JSONParser`` reads: the code from
+``__type``, the text from ``message``). Codes and statuses follow botocore's
+``glue/2017-03-31/service-2.json`` and AWS's common errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+#: The protocol's media type (AWS JSON 1.1).
+CONTENT_TYPE = "application/x-amz-json-1.1"
+
+
+class GlueError(Exception):
+    """One error answer: ``code`` (``__type``), ``status`` and ``message`` (client-facing, no
+    secrets)."""
+
+    code = "InternalServiceException"
+    status = 500
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def response(self, request_id: str | None = None) -> web.Response:
+        """The HTTP response: JSON body, Glue's status, ``x-amzn-RequestId`` when given."""
+        body = json.dumps({"__type": self.code, "message": self.message}).encode()
+        response = web.Response(status=self.status, body=body, content_type=CONTENT_TYPE)
+        if request_id:
+            response.headers["x-amzn-RequestId"] = request_id
+        return response
+
+
+def _error(code: str, status: int, doc: str) -> type[GlueError]:
+    return type(code, (GlueError,), {"code": code, "status": status, "__doc__": doc})
+
+
+EntityNotFound = _error("EntityNotFoundException", 400, "A named database, table or partition does "
+                        "not exist, or the caller may not see it (the two are not told apart).")
+InvalidInput = _error("InvalidInputException", 400, "A request member is missing, of the wrong type "
+                      "or out of its range.")
+AccessDenied = _error("AccessDeniedException", 400, "The caller may not call this operation.")
+PermissionTypeMismatch = _error("PermissionTypeMismatchException", 400, "The engine's "
+                                "SupportedPermissionTypes cannot express the caller's grants.")
+#: AWS's common errors (any JSON 1.1 service).
+UnknownOperation = _error("UnknownOperationException", 400, "X-Amz-Target names no operation.")
+Serialization = _error("SerializationException", 400, "The body is not a JSON object.")
+InternalService = _error("InternalServiceException", 500, "HMS answered what the gateway cannot map.")
+ServiceUnavailable = _error("ServiceUnavailableException", 503, "The metastore is unreachable.")
+OperationTimeout = _error("OperationTimeoutException", 400, "The metastore did not answer in time.")
+#: Authentication failures (SigV4, RFC-less: AWS's own contract).
+MissingAuthenticationToken = _error("MissingAuthenticationTokenException", 401,
+                                    "No credentials the service accepts.")
+InvalidSignature = _error("InvalidSignatureException", 403, "A SigV4 signature that does not "
+                          "verify, or a request time outside the allowed clock skew.")
+UnrecognizedClient = _error("UnrecognizedClientException", 403, "An unknown access key id.")
+Forbidden = _error("AccessDeniedException", 403, "Refused by identity assertion or the service ACL.")
+Throttling = _error("ThrottlingException", 429, "Too many failed authentications from this address.")
+RequestTooLarge = _error("RequestEntityTooLargeException", 413, "A body over the gateway's limit.")
