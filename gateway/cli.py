@@ -32,7 +32,8 @@ def cmd_check_config(args: argparse.Namespace) -> int:
     config, topologies = _check(args.config)
     for name, topology in topologies.items():
         for service in topology.services:
-            print(f"ok: /gateway/{name}/{service.path} -> {', '.join(service.upstream.urls)}")
+            target = ", ".join(service.upstream.urls) if service.upstream else service.kind
+            print(f"ok: /gateway/{name}/{service.path} -> {target}")
     return 0
 
 
@@ -120,12 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", type=Path, default=Path("var/demo"))
     p.add_argument("--hms-port", type=int, default=9083)
     p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("tunnel", help="local binary-Thrift listener forwarding to the gateway over HTTPS")
-    from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
-
-    tunnel_arguments(p)
-    p.set_defaults(func=cmd_tunnel)
 
     p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)")
     policy_sub = p.add_subparsers(dest="policy_command", required=True)

@@ -300,7 +300,8 @@ class ServiceConfig(_Model):
     kind: str = "hms-thrift"
     #: Path below ``/gateway/{topology}/``, without leading or trailing slash.
     path: str
-    upstream: UpstreamConfig
+    #: The HMS list it dispatches to; a kind that calls HMS refuses to build without it.
+    upstream: UpstreamConfig | None = None
     methods: list[str] = Field(default_factory=lambda: list(SPEC_METHODS), min_length=1)
     #: Who may use this service (Knox ACL); None lets every authenticated identity in.
     authorization: AuthorizationConfig | None = None
@@ -309,6 +310,9 @@ class ServiceConfig(_Model):
     #: Catalog policies (Ranger's Hive model, :mod:`gateway.policy`): a Ranger export or
     #: plugin download (``*.json``) or the project's YAML. None: no catalog policy.
     policy_file: Path | None = None
+    #: The kind's own settings, validated by the kind's ``Options`` model when the topology is
+    #: built (:mod:`gateway.services.base`).
+    options: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("path")
     @classmethod

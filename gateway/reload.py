@@ -3,8 +3,9 @@
 The topology directory is polled; a file added, changed or removed takes effect without a
 restart. Each file is validated on its own: an invalid one is logged (file, key, reason) and its
 previous version keeps serving. Unchanged topologies keep their objects (pools, caches). A
-replaced topology's upstream pools are closed gracefully: calls in flight finish on the
-connections they hold, which are closed when returned.
+new topology's services are started (:meth:`ServiceKind.start`) once it serves, and a replaced
+one's closed: upstream pools gracefully (calls in flight finish on the connections they hold,
+which are closed when returned).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class TopologyReloader:
 
             topologies = dict(self.router.topologies)
             retired: list[Topology] = []
+            fresh: list[Topology] = []
             failures = applied = 0
             for path in sorted(changed):
                 try:
@@ -82,6 +84,7 @@ class TopologyReloader:
                 if config.name in topologies:
                     retired.append(topologies[config.name])
                 topologies[config.name] = built
+                fresh.append(built)
                 self._configs[config.name] = config
                 applied += 1
                 log.info("topology %s %s", config.name, action)
@@ -93,9 +96,12 @@ class TopologyReloader:
                     log.info("topology %s undeployed", name)
 
             self.router.topologies = topologies  # one assignment: requests see old or new
+            for topology in fresh:
+                for service in topology.services.values():
+                    await service.handler.start()
             for topology in retired:
                 for service in topology.services.values():
-                    await service.upstream.close()
+                    await service.handler.close()
             if failures:
                 metrics.CONFIG_RELOADS.labels(outcome="failure").inc(failures)
             if applied:

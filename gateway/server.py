@@ -191,7 +191,9 @@ class Gateway:
             except (UpstreamError, TimeoutError) as exc:
                 return f"{service.topology}/{service.path}: {exc or 'timeout'}"
 
-        results = await asyncio.gather(*(probe(s) for s in self.router.services()))
+        results = await asyncio.gather(
+            *(probe(s) for s in self.router.services() if s.upstream is not None)
+        )
         return [] if None in results else [r for r in results if r]
 
     async def start(self) -> None:
@@ -223,6 +225,7 @@ class Gateway:
         self.management_port = mgmt.addresses[0][1]
         expiry = certificate_not_after(self.config.tls.certificate)
         metrics.CERTIFICATE_EXPIRY.labels(listener="gateway").set(expiry.timestamp())
+        await self.router.start()
         self._reload_task = asyncio.get_running_loop().create_task(
             self.reloader.run(self.config.reload.interval_seconds)
         )

@@ -25,8 +25,8 @@ from gateway.pipeline.steps.ownership import OwnershipAssertion
 from gateway.pipeline.steps.service_acl import ServiceAcl
 from gateway.policy import load_policy_file
 from gateway.providers.ownership import OwnerAssertion
-from gateway.services import KINDS
-from gateway.services.thrift_rpc import ThriftRpcService
+from gateway.services import KINDS, service_kind
+from gateway.services.base import ServiceContext, ServiceKind, validate_options
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.providers.authentication.base import AuthenticationProvider
 from gateway.providers.authentication.throttle import AuthFailureThrottle
@@ -39,20 +39,20 @@ from gateway.upstream.pool import UpstreamPool
 
 @dataclass(frozen=True)
 class Service:
-    """One service of a topology: its path, its upstream HMS list, its admission limit, and
-    the handler of its kind (which holds the service's step chain)."""
+    """One service of a topology: its path, its admission limit, and the handler of its kind
+    (which holds the service's step chain and, for kinds that call HMS, its upstream)."""
 
     topology: str
     config: ServiceConfig
     limiter: ConcurrencyLimiter
-    handler: ThriftRpcService
+    handler: ServiceKind
 
     @property
     def path(self) -> str:
         return self.config.path
 
     @property
-    def upstream(self) -> Upstream:
+    def upstream(self) -> Upstream | None:
         return self.handler.upstream
 
 
@@ -76,8 +76,10 @@ def _authentication_providers(
     return tuple(provider.build() for provider in config.providers.authentication)
 
 
-def _upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
+def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
+    """The failover set of pools for ``svc.upstream`` (which must be set); no I/O."""
     up = svc.upstream
+    assert up is not None
     pools = [
         HttpUpstream(
             url,
@@ -124,13 +126,14 @@ def build_topology(
     schema = schema or load_schema()
     ownership = OwnershipAssertion(OwnerAssertion(schema))
     services = {}
+    source = str(config.source or config.name)
     for i, svc in enumerate(config.services):
-        kind = KINDS.get(svc.kind)
+        kind = service_kind(svc.kind)
         if kind is None:
-            raise ConfigError(config.source or config.name, f"services[{i}].kind",
+            raise ConfigError(source, f"services[{i}].kind",
                               f"unknown service kind {svc.kind!r}; known: {', '.join(sorted(KINDS))}")
-        policy = (CatalogPolicy(config.name, svc.path, load_policy_file(svc.policy_file), schema),) \
-            if svc.policy_file is not None else ()
+        engine = load_policy_file(svc.policy_file) if svc.policy_file is not None else None
+        policy = (CatalogPolicy(config.name, svc.path, engine, schema),) if engine is not None else ()
         chain = Chain((
             authentication,
             identity,
@@ -139,9 +142,10 @@ def build_topology(
             *policy,
             ownership,
         ))
+        options = validate_options(kind.Options, source, i, svc.kind, svc.options)
+        ctx = ServiceContext(config.name, svc, chain, schema, gateway, options, engine, source, i)
         services[svc.path] = Service(
-            config.name, svc, ConcurrencyLimiter(svc.max_concurrent_requests),
-            kind(config.name, svc.path, _upstream(svc, gateway), chain, schema, gateway.limits),
+            config.name, svc, ConcurrencyLimiter(svc.max_concurrent_requests), kind.build(ctx)
         )
     return Topology(config.name, services)
 
@@ -163,6 +167,11 @@ class Router:
     def services(self) -> list[Service]:
         return [s for t in self.topologies.values() for s in t.services.values()]
 
+    async def start(self) -> None:
+        """Start every service's background work (:meth:`ServiceKind.start`)."""
+        for service in self.services():
+            await service.handler.start()
+
     async def close(self) -> None:
         for service in self.services():
-            await service.upstream.close()
+            await service.handler.close()

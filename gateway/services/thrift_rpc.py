@@ -26,6 +26,7 @@ from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Answered, BodyTimeout, MethodNotAllowed, TooLarge, status_of
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Chain
+from gateway.services.base import ServiceContext
 from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.thrift.binary import ONEWAY
 from gateway.thrift.codec import detect_codec
@@ -76,6 +77,7 @@ class ThriftRpcService:
     """Serves one ``hms-thrift`` service: ``upstream`` its HMS list, ``chain`` its steps."""
 
     kind = "hms-thrift"
+    Options = None
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, limits: Limits):
@@ -83,6 +85,19 @@ class ThriftRpcService:
         self.upstream, self.chain, self.schema = upstream, chain, schema
         self.max_request_bytes = limits.max_request_bytes
         self.body_timeout = limits.client_body_timeout_seconds
+
+    @classmethod
+    def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
+        """The handler of one ``hms-thrift`` service. Raises ``ConfigError`` without ``upstream``."""
+        return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
+                   ctx.gateway.limits)
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        """Close the upstream pools gracefully (calls in flight finish)."""
+        await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises pipeline outcomes."""
