@@ -9,6 +9,12 @@ method), ``database``, ``table`` (when the call names them), ``outcome`` (``allo
 or ``failed``), ``detail`` (the metrics outcome: ``ok``, ``exception``, ``forbidden`` ...),
 ``status`` (HTTP), ``duration_ms``, ``reason`` (why denied or failed; never a secret).
 
+On a service with a catalog policy (``policy_file``), also: ``policy_decision`` (``allowed`` or
+``denied``), ``policy_access`` (the Ranger access checked: ``select``, ``alter``… or ``_any``
+for visibility), ``policy_id`` (the deciding policy, ``-1`` when none decided, as Ranger
+reports), ``policy_hidden`` (objects a listing hid) and ``policy_columns_hidden`` (columns
+removed from the reply); these fields are left out of lines of services without a policy.
+
 Nothing secret is written: no header values, no passwords or tokens, no request bodies; names
 are truncated to 256 characters. ``audit.path`` in the gateway file sends the lines to a file
 (reopened when rotated away, ``logging.handlers.WatchedFileHandler``), else to stderr;
@@ -90,11 +96,16 @@ class AuditEvent:
     database: str | None = None
     table: str | None = None
     reason: str | None = None
+    policy_decision: str | None = None
+    policy_access: str | None = None
+    policy_id: int | None = None
+    policy_hidden: int | None = None
+    policy_columns_hidden: int | None = None
     started: float = field(default_factory=time.perf_counter)
 
     def record(self, detail: str, status: int) -> dict:
         """The audit line's fields for a request that ended with ``status`` / ``detail``."""
-        return {
+        line = {
             "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "request_id": self.request_id,
             "topology": _clip(self.topology),
@@ -112,6 +123,11 @@ class AuditEvent:
             "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
             "reason": _clip(self.reason),
         }
+        if self.policy_decision is not None:
+            line.update(policy_decision=self.policy_decision, policy_access=self.policy_access,
+                        policy_id=self.policy_id, policy_hidden=self.policy_hidden,
+                        policy_columns_hidden=self.policy_columns_hidden)
+        return line
 
 
 def audit_event(request: web.BaseRequest) -> AuditEvent:

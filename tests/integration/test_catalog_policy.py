@@ -1,14 +1,19 @@
 """Catalog policy on the Thrift API against the real HMS (issue 11, first methods): each user
 sees only what a policy grants; a hidden object is answered exactly as HMS answers a missing
-one; methods the policy cannot judge are refused (fail closed); nothing refused reaches HMS."""
+one; methods the policy cannot judge are refused (fail closed); nothing refused reaches HMS.Columns: a denied column is gone from tables, partitions, field lists, statistics and Spark's
+schema properties; the audit line carries the decision."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
+from thrift.protocol import TJSONProtocol
+from thrift.transport import THttpClient
 
-from tests.support.gateway import post, service, start_gateway, upstream_calls
+from tests.support.gateway import audit_record, metric, post, service, start_gateway, upstream_calls
+from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
@@ -23,10 +28,20 @@ policies:
     name: bob reads the spec database and may drop its tables
     resources: {database: [hmshttptestdatabase], table: ["*"], column: ["*"]}
     allow: [{users: [bob], accesses: [select, drop]}]
+  - id: 3
+    name: analysts do not see who ordered
+    resources: {database: [sales], table: [orders], column: [customer]}
+    deny: [{groups: [analysts], accesses: [select]}]
+  - id: 4
+    name: bob does not see ages
+    resources: {database: [hmshttptestdatabase], table: [test_table], column: [age]}
+    deny: [{users: [bob], accesses: [select]}]
 """
 METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables",
            "get_tables_by_type", "get_table", "get_partition_names", "get_partitions", "get_all_functions",
-           "drop_table", "create_database", "get_table_meta", "get_table_objects_by_name"]
+           "drop_table", "create_database", "get_table_meta", "get_table_objects_by_name", "get_role_names",
+           "get_fields", "get_schema", "get_table_column_statistics", "get_table_req", "get_partitions_by_names",
+           "alter_table"]
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +107,7 @@ def test_a_hidden_object_is_answered_as_hms_answers_a_missing_one(gateway, direc
 def test_nothing_refused_reaches_hms_and_unjudged_methods_are_refused(gateway):
     before = upstream_calls(gateway)
     call(gateway, "alice", "get_table", '{"1":{"str":"hmshttptestdatabase"},"2":{"str":"test_table"}}')
-    refused = call(gateway, "alice", "get_all_functions")
+    refused = call(gateway, "alice", "get_role_names")
     assert upstream_calls(gateway) == before
     assert "does not have privileges" in json.dumps(refused)
 
@@ -121,3 +136,55 @@ def test_table_objects_and_metas_are_filtered_too(gateway, direct):
     by_name = '{"1":{"str":"hmshttptestdatabase"},"2":{"lst":["str",1,"test_table"]}}'
     assert call(gateway, "alice", "get_table_objects_by_name", by_name)[4]["0"]["lst"][:2] == ["rec", 0]
     assert call(gateway, "bob", "get_table_objects_by_name", by_name)[4]["0"]["lst"][:2] == ["rec", 1]
+
+
+def client(gw, user: str, request_id: str = "cols"):
+    service_mod, _ = hive_metastore_modules()
+    transport = THttpClient.THttpClient(gw.url(), ssl_context=gw.ssl_context())
+    token = base64.b64encode(f"{user}:{PASSWORD}".encode()).decode()
+    transport.setCustomHeaders({"Authorization": f"Basic {token}", "X-Request-Id": f"{request_id}-{user}"})
+    return service_mod.Client(TJSONProtocol.TJSONProtocol(transport))
+
+
+def test_denied_columns_are_removed(gateway, direct):
+    alice, bob = client(gateway, "alice"), client(gateway, "bob")
+    full = direct.get_table("sales", "orders")
+    assert "customer" in [c.name for c in full.sd.cols] and "customer" in full.parameters["spark.sql.sources.schema"]
+    table = alice.get_table("sales", "orders")
+    assert [c.name for c in table.sd.cols] == [c.name for c in full.sd.cols if c.name != "customer"]
+    schema = json.loads(table.parameters["spark.sql.sources.schema"])  # Spark's schema, rewritten
+    assert [f["name"] for f in schema["fields"]] == [c.name for c in table.sd.cols]
+    assert all("customer" not in value for value in table.parameters.values())
+    assert [c.name for c in alice.get_fields("sales", "orders")] == [c.name for c in table.sd.cols]
+    (listed,) = alice.get_table_objects_by_name("sales", ["orders"])
+    assert [c.name for c in listed.sd.cols] == [c.name for c in table.sd.cols]
+    assert alice.get_table("sales", "customers").sd.cols == direct.get_table("sales", "customers").sd.cols
+
+    # a partitioned table: every partition's storage descriptor loses the column
+    assert [c.name for c in bob.get_table("hmshttptestdatabase", "test_table").sd.cols] == ["name"]
+    assert [c.name for c in bob.get_schema("hmshttptestdatabase", "test_table")] == ["name", "hair_color"]
+    parts = bob.get_partitions("hmshttptestdatabase", "test_table", -1)
+    assert len(parts) == 2 and all([c.name for c in p.sd.cols] == ["name"] for p in parts)
+    direct_parts = direct.get_partitions("hmshttptestdatabase", "test_table", -1)
+    assert all("age" in [c.name for c in p.sd.cols] for p in direct_parts)
+    by_names = bob.get_partitions_by_names("hmshttptestdatabase", "test_table", ["hair_color=black"])
+    assert [c.name for c in by_names[0].sd.cols] == ["name"]
+    # a denied column's statistics are answered as HMS answers a column without statistics
+    with pytest.raises(Exception, match="unknown result"):
+        bob.get_table_column_statistics("hmshttptestdatabase", "test_table", "age")
+
+
+def test_alter_table_needs_every_column_and_the_audit_line_tells_the_decision(gateway):
+    before = metric(gateway, "hms_gateway_policy_decisions_total", outcome="columns_hidden")
+    client(gateway, "alice", "audit").get_table("sales", "orders")
+    record = audit_record(gateway, "audit-alice")
+    assert (record["policy_decision"], record["policy_access"], record["policy_id"]) == ("allowed", "_any", 1)
+    assert record["policy_columns_hidden"] == 1
+    assert metric(gateway, "hms_gateway_policy_decisions_total", outcome="columns_hidden") >= before + 1
+
+    listing = call(gateway, "alice", "get_all_databases")
+    assert strings(listing) == ["sales"]
+    # bob may drop in the spec database but not alter; with a hidden column, no alter either way
+    body = '{"1":{"str":"hmshttptestdatabase"},"2":{"str":"test_table"},"3":{"rec":{}}}'
+    refused = call(gateway, "bob", "alter_table", body)
+    assert "does not have privileges for ALTER on hmshttptestdatabase.test_table" in json.dumps(refused)

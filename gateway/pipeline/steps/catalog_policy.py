@@ -1,42 +1,31 @@
 """Catalog policy on the Thrift API (Apache Ranger's Hive model, :mod:`gateway.policy`): each user
-sees only the databases and tables a policy grants.
+sees only the databases, tables and columns a policy grants.
 
-What HMS's own filter hook (``MetaStoreFilterHook``) does, done in front of HMS:
+What HMS's own filter hook (``MetaStoreFilterHook``) does, done in front of HMS, for every read
+method of the Hive 2.3 IDL that lists or names a database, table, partition, index or function:
 
 * listings keep only the names the user may see (Ranger's ``_any`` access: some access on the
-  object or on something below it);
-* a call naming an object the user may not see is answered exactly as HMS answers for a missing
-  object (measured against HMS 2.3.10), so that a refusal cannot be told from absence and cannot
-  be used to probe for names; nothing reaches HMS;
-* any other method is refused while a policy is attached (fail closed): a ``MetaException``
-  "does not have privileges" where the method declares one, else a ``TApplicationException``.
+  object or on something below it); functions follow their database;
+* a call naming an object the user may not see is answered exactly as HMS 2.3.10 answers for a
+  missing object (measured per method, table :data:`_READS`), so that a refusal cannot be told
+  from absence and cannot be used to probe for names; nothing reaches HMS;
+* columns the user may not ``select`` are removed from tables, partitions, indexes, field lists,
+  column statistics, key constraints and the column-bearing table properties
+  (:mod:`gateway.policy.columns`); partition keys stay (partition values and names carry them);
+* writes need the matching Ranger access; ``alter_table`` by a user who does not see every
+  column is refused too (it would write the filtered schema back);
+* methods naming no catalog object (:data:`_NEUTRAL`) pass; any other method is refused while a
+  policy is attached (fail closed): a ``MetaException`` "does not have privileges" where the
+  method declares one, else a ``TApplicationException``.
 
-Per method, from the IDL's argument names (checked at start-up):
-
-============================  =====================================================
-method                        decision
-============================  =====================================================
-get_all_databases,            reply filtered: databases the user may see
-get_databases
-get_all_tables, get_tables,   reply filtered: tables of ``db_name`` the user may see
-get_tables_by_type            (HMS answers ``[]`` for a missing database, so does this)
-get_table_objects_by_name,    reply filtered: the tables (``Table``, ``TableMeta``) the
-get_table_meta                user may see (HIVE-25680: HMS's own filter hook missed these)
-get_database                  hidden → ``NoSuchObjectException(<name>)``
-get_table, get_partitions     hidden → ``NoSuchObjectException("<db>.<table> table not found")``
-get_partition_names           hidden → ``TApplicationException`` INTERNAL_ERROR
-                              "Internal error processing get_partition_names"
-create/drop/alter database    needs ``create``/``drop``/``alter`` on the database, else
-create/drop/alter table,      ``MetaException`` "User <u> does not have privileges for
-add/drop partition            <ACCESS> on <db>.<table>" (partitions: ``alter`` on the table)
-============================  =====================================================
-
-Columns are not filtered yet (issue 11 item 6).
+docs/security.md lists every method and what is checked.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import NamedTuple
 
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
@@ -44,34 +33,88 @@ from gateway.pipeline.outcomes import Answered
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Step
 from gateway.pipeline.thrift_objects import decode_args, encode_reply
-from gateway.policy import PolicyEngine, Resource
+from gateway.policy import Decision, PolicyEngine, Resource
+from gateway.policy.columns import filter_parameters
 from gateway.thrift.codec import BINARY
 from gateway.thrift.schema import MethodSchema, ServiceSchema
 from gateway.thrift.translate import INTERNAL_ERROR
 
 log = logging.getLogger(__name__)
 
-#: Listing methods → the argument naming the database of the tables listed (None: databases).
+
+class _Read(NamedTuple):
+    """A read naming one object: argument paths of its database and table (None: the call
+    names a database only), how HMS 2.3 answers when it is missing (a key of ``_MISSING``),
+    whether the reply carries columns, and the argument naming a column (statistics)."""
+
+    db: str
+    table: str | None
+    missing: str
+    columns: bool = False
+    column: str | None = None
+
+
+_T = ("db_name", "tbl_name")
+#: Every read naming one object (measured against HMS 2.3.10 for a missing database and table).
+_READS: dict[str, _Read] = {
+    "get_database": _Read("name", None, "no_such_database"),
+    "get_function": _Read("dbName", None, "no_such_function"),
+    "get_functions": _Read("dbName", None, "empty"),
+    "get_table": _Read("dbname", "tbl_name", "no_such_table", True),
+    "get_table_req": _Read("req.dbName", "req.tblName", "no_such_table", True),
+    **{m: _Read("db_name", "table_name", "unknown_table", True) for m in (
+        "get_fields", "get_fields_with_environment_context", "get_schema", "get_schema_with_environment_context")},
+    **{m: _Read(*_T, "no_such_table", True) for m in (
+        "get_partition", "get_partition_with_auth", "get_partition_by_name", "get_partitions",
+        "get_partitions_pspec", "get_partitions_ps", "get_partitions_ps_with_auth", "get_partitions_by_filter",
+        "get_part_specs_by_filter", "get_partitions_by_names")},
+    "get_partitions_by_expr": _Read("req.dbName", "req.tblName", "no_such_table", True),
+    "get_partitions_with_auth": _Read(*_T, "empty", True),
+    "get_partition_names": _Read(*_T, "internal_error"),
+    "get_partition_names_ps": _Read(*_T, "no_such_table"),
+    "isPartitionMarkedForEvent": _Read(*_T, "unknown_table_event"),
+    "get_index_by_name": _Read(*_T, "no_such_index", True),
+    "get_indexes": _Read(*_T, "empty", True),
+    "get_index_names": _Read(*_T, "empty"),
+    "get_primary_keys": _Read("request.db_name", "request.tbl_name", "empty", True),
+    "get_foreign_keys": _Read("request.parent_db_name", "request.parent_tbl_name", "empty", True),
+    "get_table_column_statistics": _Read(*_T, "no_such_db_table", True, "col_name"),
+    "get_partition_column_statistics": _Read(*_T, "no_such_db_table", True, "col_name"),
+    "get_table_statistics_req": _Read("request.dbName", "request.tblName", "no_such_db_table", True),
+    "get_partitions_statistics_req": _Read("request.dbName", "request.tblName", "no_such_db_table", True),
+    "get_aggr_stats_for": _Read("request.dbName", "request.tblName", "no_such_db_table", True),
+    "get_table_objects_by_name_req": _Read("req.dbName", None, "unknown_database", True),
+}
+#: get_foreign_keys names a second table: both must be visible.
+_SECOND_TABLE = {"get_foreign_keys": ("request.foreign_db_name", "request.foreign_tbl_name")}
+
+#: Name listings → the argument naming the database of the tables listed (None: databases).
 _LISTINGS: dict[str, str | None] = {
     "get_all_databases": None,
     "get_databases": None,
     "get_all_tables": "db_name",
     "get_tables": "db_name",
     "get_tables_by_type": "db_name",
+    "get_table_names_by_filter": "dbname",
 }
-#: Listings of table objects → the attributes naming each item's database and table.
-_OBJECT_LISTINGS: dict[str, tuple[str, str]] = {
-    "get_table_objects_by_name": ("dbName", "tableName"),
-    "get_table_meta": ("dbName", "tableName"),
-}
-#: Methods naming one object → (database argument, table argument or None, how HMS says "missing").
-_OBJECT_CALLS: dict[str, tuple[str, str | None, str]] = {
-    "get_database": ("name", None, "no_such_database"),
-    "get_table": ("dbname", "tbl_name", "no_such_table"),
-    "get_partitions": ("db_name", "tbl_name", "no_such_table"),
-    "get_partition_names": ("db_name", "tbl_name", "internal_error"),
+#: Object listings → (path of the list in the result, item attributes naming database and
+#: table; table None: the items follow their database).
+_OBJECT_LISTINGS: dict[str, tuple[str, str, str | None]] = {
+    "get_table_objects_by_name": ("success", "dbName", "tableName"),
+    "get_table_objects_by_name_req": ("success.tables", "dbName", "tableName"),
+    "get_table_meta": ("success", "dbName", "tableName"),
+    "get_all_functions": ("success.functions", "dbName", None),
 }
 
+#: Replies that carry columns.
+_COLUMN_REPLIES = frozenset(m for m, r in _READS.items() if r.columns) | {"get_table_objects_by_name"}
+
+#: Methods that name no database, table or column: nothing to judge.
+_NEUTRAL = frozenset({
+    "partition_name_has_valid_characters", "partition_name_to_vals", "partition_name_to_spec",
+    "get_current_notificationEventId", "getMetaConf", "get_config_value",
+    "getName", "getVersion", "getStatus", "getStatusDetails", "aliveSince",
+})
 
 #: Writes → (database argument path, table argument path or None, Ranger access type).
 _WRITES: dict[str, tuple[str, str | None, str]] = {
@@ -89,6 +132,8 @@ _WRITES: dict[str, tuple[str, str | None, str]] = {
     "drop_partition": ("db_name", "tbl_name", "alter"),
     "drop_partition_by_name": ("db_name", "tbl_name", "alter"),
 }
+#: Writes that send a whole table back: refused to a user who does not see every column.
+_WHOLE_TABLE_WRITES = frozenset({"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"})
 
 
 def _argument(args, path: str):
@@ -112,25 +157,134 @@ def _declared(method: MethodSchema | None, struct_name: str) -> tuple[str, type]
     return None
 
 
+def _empty_success(method: MethodSchema):
+    """The method's result with an empty ``success``: ``[]``, or its struct with empty lists."""
+    result = method.result_class()  # type: ignore[misc]
+    spec = method.result_class.thrift_spec[0]  # type: ignore[union-attr]
+    if spec[0] == 15:  # TType.LIST
+        result.success = []
+    else:
+        value = spec[2]()
+        for field in value.thrift_spec.values():
+            if field[0] == 15:
+                setattr(value, field[1], [])
+        result.success = value
+    return result
+
+
+Keep = Callable[[str], bool]
+
+
+class _Columns:
+    """Which columns one user keeps, per table, for one reply (decisions cached per reply)."""
+
+    def __init__(self, engine: PolicyEngine, user: str, groups: frozenset[str]):
+        self.engine, self.user, self.groups = engine, user, groups
+        self._tables: dict[tuple[str, str], Keep | None] = {}
+        self.hidden: set[tuple[str, str, str]] = set()  # (database, table, column) removed
+
+    def keep(self, database: str | None, table: str | None) -> Keep | None:
+        """None: every column of the table stays; else a predicate on column names."""
+        key = ((database or "").lower(), (table or "").lower())
+        if key in self._tables:
+            return self._tables[key]
+        uniform = self.engine.columns_uniform(self.user, self.groups, key[0], key[1])
+        if uniform is not None and uniform.allowed:
+            keep = None
+        elif uniform is not None:
+            keep = self._counting(key, lambda name: False)
+        else:
+            decided: dict[str, bool] = {}
+            engine, user, groups = self.engine, self.user, self.groups
+
+            def allowed(name: str) -> bool:
+                low = (name or "").lower()
+                verdict = decided.get(low)
+                if verdict is None:
+                    verdict = decided[low] = engine.evaluate(
+                        user, groups, Resource(key[0], key[1], low), "select").allowed
+                return verdict
+            keep = self._counting(key, allowed)
+        self._tables[key] = keep
+        return keep
+
+    def _counting(self, table: tuple[str, str], keep: Keep) -> Keep:
+        def counted(name: str) -> bool:
+            if keep(name):
+                return True
+            self.hidden.add((*table, (name or "").lower()))
+            return False
+        return counted
+
+    # --- the objects that carry columns ---------------------------------------------------
+
+    def sd(self, sd, keep: Keep) -> None:
+        if sd is not None and sd.cols:
+            sd.cols = [c for c in sd.cols if keep(c.name)]
+
+    def table(self, table) -> None:
+        keep = self.keep(table.dbName, table.tableName)
+        if keep is not None:
+            self.sd(table.sd, keep)
+            table.parameters = filter_parameters(table.parameters, keep)
+
+    def partition(self, part, keep: Keep | None = None) -> None:
+        keep = keep or self.keep(part.dbName, part.tableName)
+        if keep is not None:
+            self.sd(part.sd, keep)
+            if part.parameters and "COLUMN_STATS_ACCURATE" in part.parameters:
+                part.parameters = filter_parameters(part.parameters, keep)
+
+    def partition_spec(self, spec) -> None:
+        keep = self.keep(spec.dbName, spec.tableName)
+        if keep is None:
+            return
+        if spec.sharedSDPartitionSpec is not None:
+            self.sd(spec.sharedSDPartitionSpec.sd, keep)
+        if spec.partitionList is not None:
+            for part in spec.partitionList.partitions or ():
+                self.partition(part, keep)
+
+    def statistics(self, stats) -> None:
+        """A ``ColumnStatistics``: its objects of denied columns removed."""
+        desc = stats.statsDesc
+        keep = self.keep(desc.dbName if desc else None, desc.tableName if desc else None)
+        if keep is not None and stats.statsObj:
+            stats.statsObj = [o for o in stats.statsObj if keep(o.colName)]
+
+
 class CatalogPolicy(Step):
     """Enforces ``engine`` on one ``hms-thrift`` service (see the module docstring)."""
 
     name = "catalog-policy"
-    reply_methods = frozenset(_LISTINGS) | frozenset(_OBJECT_LISTINGS)
+    reply_methods = frozenset(_LISTINGS) | frozenset(_OBJECT_LISTINGS) | _COLUMN_REPLIES
 
     def __init__(self, topology: str, service: str, engine: PolicyEngine, schema: ServiceSchema):
         self.topology, self.service, self.engine, self.schema = topology, service, engine, schema
-        for name, arguments in {**{m: (a,) for m, a in _LISTINGS.items()},
-                                **{m: a[:2] for m, a in {**_OBJECT_CALLS, **_WRITES}.items()}}.items():
-            spec = schema.methods[name].args_class.thrift_spec  # type: ignore[union-attr]
-            known = {field[1] for field in spec.values()}
-            missing = [a for a in arguments if a is not None and a.split(".")[0] not in known]
-            if missing:  # the IDL is not the one this table was written for
-                raise ValueError(f"{name} has no argument {missing[0]} in this IDL")
+        paths: dict[str, tuple[str | None, ...]] = {m: (a,) for m, a in _LISTINGS.items()}
+        paths.update({m: (r.db, r.table, r.column) for m, r in _READS.items()})
+        paths.update({m: w[:2] for m, w in _WRITES.items()})
+        for name, second in _SECOND_TABLE.items():
+            paths[name] = paths[name] + second
+        for name, arguments in paths.items():
+            self._check_paths(name, arguments)
         self._decisions = {
             outcome: metrics.POLICY_DECISIONS.labels(topology=topology, service=service, outcome=outcome)
-            for outcome in ("allowed", "denied", "hidden", "unjudged")
+            for outcome in ("allowed", "denied", "hidden", "unjudged", "columns_hidden")
         }
+
+    def _check_paths(self, name: str, arguments: tuple[str | None, ...]) -> None:
+        """Raise ``ValueError`` when the IDL has no such method or argument (another IDL)."""
+        method = self.schema.methods.get(name)
+        if method is None:
+            raise ValueError(f"the IDL has no method {name}")
+        for path in filter(None, arguments):
+            cls = method.args_class
+            for part in path.split("."):
+                spec = {f[1]: f for f in (cls.thrift_spec or {}).values()} if cls is not None else {}
+                if part not in spec:
+                    raise ValueError(f"{name} has no argument {path} in this IDL")
+                cls = spec[part][2] if len(spec[part]) > 2 and isinstance(spec[part][2], type) else None
 
     @staticmethod
     def _who(exchange: Exchange) -> tuple[str, frozenset[str]]:
@@ -138,36 +292,75 @@ class CatalogPolicy(Step):
         assert identity is not None, "identity assertion runs first"
         return identity.user, identity.groups
 
+    def _audit(self, exchange: Exchange, decision: Decision | None, allowed: bool, access: str) -> None:
+        event = exchange.event
+        event.policy_decision = "allowed" if allowed else "denied"
+        event.policy_access = access
+        if decision is not None:
+            event.policy_id = decision.policy_id
+
+    def wants_reply(self, exchange: Exchange) -> bool:
+        """Whether this request's reply needs :meth:`on_reply`, from the request alone: False
+        for a read of a table whose every column the user may see (the reply then streams)."""
+        header = exchange.header
+        assert header is not None
+        read = _READS.get(header.name)
+        if read is None or read.table is None or header.name in _SECOND_TABLE:
+            return header.name in self.reply_methods
+        args = decode_args(exchange.call, self.schema.methods[header.name])
+        user, groups = self._who(exchange)
+        uniform = self.engine.columns_uniform(
+            user, groups, _argument(args, read.db) or "", _argument(args, read.table) or "")
+        return not (uniform is not None and uniform.allowed)
+
     async def on_call(self, exchange: Exchange) -> None:
         header = exchange.header
         assert header is not None
-        if header.name in _LISTINGS or header.name in _OBJECT_LISTINGS:
-            return  # judged on the reply
-        method = self.schema.methods.get(header.name)
-        target = _OBJECT_CALLS.get(header.name)
+        name = header.name
+        if name in _LISTINGS or (name in _OBJECT_LISTINGS and name not in _READS) or name in _NEUTRAL:
+            return  # listings are judged on the reply
+        method = self.schema.methods.get(name)
         user, groups = self._who(exchange)
-        if header.name in _WRITES and method is not None:
+        if name in _WRITES and method is not None:
             self._check_write(exchange, method, user, groups)
             return
-        if target is None or method is None:
+        read = _READS.get(name)
+        if read is None or method is None:
             self._decisions["unjudged"].inc()
+            exchange.event.policy_decision = "denied"
             log.info("catalog policy of %s/%s cannot judge %s: refused for %s",
-                     self.topology, self.service, header.name[:100], user)
-            raise Answered(f"catalog policy: {header.name[:100]} is not allowed under a policy",
-                           self._refusal(method, header.name, header.seqid, user))
+                     self.topology, self.service, name[:100], user)
+            raise Answered(f"catalog policy: {name[:100]} is not allowed under a policy",
+                           self._refusal(method, name, header.seqid, user))
         args = decode_args(exchange.call, method)
-        db_arg, table_arg, missing = target
-        database = _argument(args, db_arg) or ""
-        table = _argument(args, table_arg) if table_arg else None
-        if self.engine.visible(user, groups, database, table or None):
-            self._decisions["allowed"].inc()
-            return
+        database = _argument(args, read.db) or ""
+        table = (_argument(args, read.table) or "") if read.table else None
+        decision = self.engine.evaluate(user, groups, Resource(database, table), "_any")
+        second = _SECOND_TABLE.get(name)
+        if decision.allowed and second is not None:
+            other_db, other_table = (_argument(args, p) for p in second)
+            if other_db is not None or other_table is not None:
+                decision = self.engine.evaluate(user, groups, Resource(other_db or "", other_table or ""), "_any")
+                if not decision.allowed:
+                    database, table = other_db or "", other_table or ""
+        self._audit(exchange, decision, decision.allowed, "_any")
+        if decision.allowed:
+            column = _argument(args, read.column) if read.column else None
+            if column is None or self.engine.evaluate(
+                    user, groups, Resource(database, table, column), "select").allowed:
+                self._decisions["allowed"].inc()
+                return
+            # a denied column's statistics: HMS's answer when it has none (an empty result)
+            self._decisions["columns_hidden"].inc()
+            exchange.event.policy_hidden = 1
+            raise Answered(f"catalog policy: column {column[:100]} not visible to {user}",
+                           encode_reply(name, header.seqid, method.result_class()))  # type: ignore[misc]
         self._decisions["denied"].inc()
-        name = database if table is None else f"{database}.{table}"
+        shown = database if table is None else f"{database}.{table}"
         log.info("catalog policy of %s/%s hides %s from %s (%s)",
-                 self.topology, self.service, name[:200], user, header.name)
-        raise Answered(f"catalog policy: {name} not visible to {user}",
-                       self._missing(method, header.name, header.seqid, missing, database, table))
+                 self.topology, self.service, shown[:200], user, name)
+        raise Answered(f"catalog policy: {shown} not visible to {user}",
+                       self._missing(method, name, header.seqid, read.missing, database, table, args))
 
     def _check_write(self, exchange: Exchange, method: MethodSchema, user: str, groups: frozenset[str]) -> None:
         header = exchange.header
@@ -177,57 +370,171 @@ class CatalogPolicy(Step):
         database = _argument(args, db_path) or ""
         table = _argument(args, table_path) if table_path else None
         decision = self.engine.evaluate(user, groups, Resource(database, table or None), access)
-        if decision.allowed:
+        name = database if table is None else f"{database}.{table}"
+        allowed = decision.allowed
+        message = f"User {user} does not have privileges for {access.upper()} on {name}"
+        if allowed and header.name in _WHOLE_TABLE_WRITES:
+            uniform = self.engine.columns_uniform(user, groups, database, table or "")
+            if not (uniform is not None and uniform.allowed):
+                allowed = False  # the table they would send back lacks the columns they cannot see
+                message += ": some of its columns are hidden from this user"
+        self._audit(exchange, decision, allowed, access)
+        if allowed:
             self._decisions["allowed"].inc()
             return
         self._decisions["denied"].inc()
-        name = database if table is None else f"{database}.{table}"
         log.info("catalog policy of %s/%s denies %s %s to %s (%s)",
                  self.topology, self.service, access, name[:200], user, decision.reason)
-        message = f"User {user} does not have privileges for {access.upper()} on {name}"
         raise Answered(f"catalog policy: {access} on {name} denied to {user} ({decision.reason})",
                        _exception_reply(method, header.name, header.seqid, "MetaException", message))
 
     async def on_reply(self, exchange: Exchange, reply: Reply) -> None:
         if reply.is_exception:
             return
+        name = reply.header.name
+        if name in _READS and not self.wants_reply(exchange):
+            return  # every column visible: the reply is not even decoded
         result = reply.result
         if result.success is None:
             return  # HMS answered with a declared exception
         user, groups = self._who(exchange)
-        if reply.header.name in _OBJECT_LISTINGS:
-            db_attr, table_attr = _OBJECT_LISTINGS[reply.header.name]
-            items = list(result.success)
-            shown = [item for item in items if self.engine.visible(
-                user, groups, getattr(item, db_attr) or "", getattr(item, table_attr) or "")]
-            self._hide(exchange, reply, result, items, shown)
-            return
-        db_arg = _LISTINGS[reply.header.name]
+        changed = False
+        if name in _OBJECT_LISTINGS:
+            changed = self._filter_objects(exchange, result, user, groups)
+        elif name in _LISTINGS:
+            changed = self._filter_names(exchange, result, user, groups)
+        if name in _COLUMN_REPLIES:
+            columns = _Columns(self.engine, user, groups)
+            self._filter_columns(exchange, name, result, columns)
+            if columns.hidden:
+                self._decisions["columns_hidden"].inc(len(columns.hidden))
+                exchange.event.policy_columns_hidden = len(columns.hidden)
+                changed = True
+        if changed:
+            reply.replace(result)
+
+    def _filter_names(self, exchange: Exchange, result, user: str, groups: frozenset[str]) -> bool:
+        name = exchange.header.name  # type: ignore[union-attr]
+        db_arg = _LISTINGS[name]
         names = list(result.success)
         if db_arg is None:
             visible = self.engine.visible_databases(user, groups, names)
         else:
-            method = self.schema.methods[reply.header.name]
-            database = getattr(decode_args(exchange.call, method), db_arg) or ""
+            database = getattr(decode_args(exchange.call, self.schema.methods[name]), db_arg) or ""
             visible = self.engine.visible_tables(user, groups, database, names)
-        self._hide(exchange, reply, result, names, visible)
+        return self._hide(exchange, result, "success", names, visible)
 
-    def _hide(self, exchange: Exchange, reply: Reply, result, items: list, shown: list) -> None:
-        """Replace the listing ``items`` by ``shown`` in the reply, counting what was hidden."""
+    def _filter_objects(self, exchange: Exchange, result, user: str, groups: frozenset[str]) -> bool:
+        path, db_attr, table_attr = _OBJECT_LISTINGS[exchange.header.name]  # type: ignore[union-attr]
+        holder_path, _, attr = path.rpartition(".")
+        holder = _argument(result, holder_path) if holder_path else result
+        if holder is None or getattr(holder, attr) is None:
+            return False
+        items = list(getattr(holder, attr))
+        if table_attr is None:
+            shown = [i for i in items if self.engine.visible(user, groups, getattr(i, db_attr) or "")]
+        else:
+            shown = [i for i in items if self.engine.visible(
+                user, groups, getattr(i, db_attr) or "", getattr(i, table_attr) or "")]
+        return self._hide(exchange, holder, attr, items, shown)
+
+    def _hide(self, exchange: Exchange, holder, attr: str, items: list, shown: list) -> bool:
+        """Replace the listing ``items`` (``holder.attr``) by ``shown``, counting what was hidden."""
         hidden = len(items) - len(shown)
-        if hidden:
-            self._decisions["hidden"].inc(hidden)
-            exchange.event.reason = f"catalog policy hid {hidden} of {len(items)}"
-            result.success = shown
-            reply.replace(result)
+        exchange.event.policy_decision = "allowed"
+        exchange.event.policy_access = "_any"
+        exchange.event.policy_hidden = hidden
+        if not hidden:
+            return False
+        self._decisions["hidden"].inc(hidden)
+        exchange.event.reason = f"catalog policy hid {hidden} of {len(items)}"
+        setattr(holder, attr, shown)
+        return True
+
+    def _filter_columns(self, exchange: Exchange, name: str, result, columns: _Columns) -> None:
+        """Remove the denied columns from ``result`` (the reply of ``name``, one of _READS)."""
+        success = result.success
+        kind = type(success).__name__ if not isinstance(success, list) else (
+            type(success[0]).__name__ if success else "")
+        items = success if isinstance(success, list) else [success]
+        if not kind:
+            return
+        if kind == "Table":
+            for table in items:
+                columns.table(table)
+        elif kind == "Partition":
+            for part in items:
+                columns.partition(part)
+        elif kind == "PartitionSpec":
+            for spec in items:
+                columns.partition_spec(spec)
+        elif kind == "GetTableResult":
+            columns.table(success.table)
+        elif kind == "GetTablesResult":
+            for table in success.tables or ():
+                columns.table(table)
+        elif kind == "PartitionsByExprResult":
+            for part in success.partitions or ():
+                columns.partition(part)
+        elif kind == "Index":
+            for index in items:
+                keep = columns.keep(index.dbName, index.origTableName)
+                if keep is not None:
+                    columns.sd(index.sd, keep)
+        elif kind == "ColumnStatistics":
+            columns.statistics(success)
+        else:
+            read = _READS[name]
+            args = decode_args(exchange.call, self.schema.methods[name])
+            keep = columns.keep(_argument(args, read.db), _argument(args, read.table) if read.table else None)
+            if keep is None:
+                return
+            if kind == "FieldSchema":
+                result.success = [f for f in success if keep(f.name)]
+            elif kind == "TableStatsResult":
+                success.tableStats = [o for o in success.tableStats or () if keep(o.colName)]
+            elif kind == "AggrStats":
+                success.colStats = [o for o in success.colStats or () if keep(o.colName)]
+            elif kind == "PartitionsStatsResult":
+                success.partStats = {p: [o for o in objs if keep(o.colName)]
+                                     for p, objs in (success.partStats or {}).items()}
+            elif kind == "PrimaryKeysResponse":
+                success.primaryKeys = [k for k in success.primaryKeys or () if keep(k.column_name)]
+            elif kind == "ForeignKeysResponse":
+                success.foreignKeys = [k for k in success.foreignKeys or () if self._foreign_key_shown(k, columns)]
+
+    def _foreign_key_shown(self, key, columns: _Columns) -> bool:
+        """Both tables of the key visible and both of its columns kept."""
+        for db, table, column in ((key.pktable_db, key.pktable_name, key.pkcolumn_name),
+                                  (key.fktable_db, key.fktable_name, key.fkcolumn_name)):
+            if not self.engine.visible(columns.user, columns.groups, db or "", table or ""):
+                return False
+            keep = columns.keep(db, table)
+            if keep is not None and not keep(column or ""):
+                return False
+        return True
 
     def _missing(self, method: MethodSchema, name: str, seqid: int, how: str,
-                 database: str, table: str | None) -> bytes:
-        """HMS 2.3's own answer for a missing object (see the module docstring)."""
+                 database: str, table: str | None, args) -> bytes:
+        """HMS 2.3.10's own answer for a missing object (see :data:`_READS`)."""
         if how == "internal_error":
             return BINARY.application_exception(name, seqid, f"Internal error processing {name}", INTERNAL_ERROR)
-        message = database if how == "no_such_database" else f"{database}.{table} table not found"
-        return _exception_reply(method, name, seqid, "NoSuchObjectException", message)
+        if how == "empty":
+            return encode_reply(name, seqid, _empty_success(method))
+        exception, message = {
+            "no_such_database": ("NoSuchObjectException", lambda: database),
+            "unknown_database": ("UnknownDBException", lambda: f"Could not find database {database}"),
+            "no_such_table": ("NoSuchObjectException", lambda: f"{database}.{table} table not found"),
+            "unknown_table": ("UnknownTableException", lambda: f"{database}.{table} table not found"),
+            "no_such_db_table": ("NoSuchObjectException",
+                                 lambda: f"Specified database/table does not exist : {database}.{table}"),
+            "unknown_table_event": ("UnknownTableException", lambda: f"Table: {table} is not found."),
+            "no_such_index": ("NoSuchObjectException",
+                              lambda: f"{database}.{table} index={_argument(args, 'index_name')} not found"),
+            "no_such_function": ("NoSuchObjectException",
+                                 lambda: f"Function {database}.{_argument(args, 'funcName')} does not exist"),
+        }[how]
+        return _exception_reply(method, name, seqid, exception, message())
 
     def _refusal(self, method: MethodSchema | None, name: str, seqid: int, user: str) -> bytes:
         message = f"User {user} does not have privileges for {name}: the catalog policy of this service cannot judge it"
