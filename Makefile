@@ -14,11 +14,12 @@ test: install
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/install-system-deps.sh tests/node/package-lock.json
+$(STAMP): pyproject.toml scripts/install-system-deps.sh tests/node/package-lock.json scripts/build-listener.sh $(wildcard listener/src/main/*/*/*/*/*.java listener/src/main/resources/*)
 	./scripts/install-system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,demo]'
+	./scripts/build-listener.sh $(PY)
 	cd tests/node && npm ci --no-audit --no-fund --silent
 	touch $(STAMP)
 

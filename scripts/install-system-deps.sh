@@ -4,6 +4,7 @@
 set -euo pipefail
 declare -A want=(
   [java]=default-jre-headless
+  [javac]=default-jdk-headless
   [thrift]=thrift-compiler
   [htpasswd]=apache2-utils
   [krb5-config]=libkrb5-dev
@@ -16,6 +17,7 @@ declare -A want=(
   [node]=nodejs
   [npm]=npm
   [activemq]=activemq
+  [chromium]=chromium
 )
 missing=()
 for cmd in "${!want[@]}"; do

@@ -26,12 +26,15 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 import time
 import weakref
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-__all__ = ["EmbeddedHMS", "HMSStartError", "PortInUseError", "probe_get_all_databases", "pyspark_jars_dir"]
+__all__ = [
+    "EmbeddedHMS", "HMSStartError", "PortInUseError", "listener_jar", "probe_get_all_databases", "pyspark_jars_dir",
+]
 
 _MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 _VERSION_1 = 0x80010000  # strict binary header: version mask | message type
@@ -76,6 +79,27 @@ def pyspark_jars_dir() -> Path:
     if not any(jars.glob("hive-metastore-*.jar")):
         raise RuntimeError(f"no hive-metastore jar in {jars}; is this a full pyspark wheel?")
     return jars
+
+
+_LISTENER_CLASS = "io.hmsgateway.listener.NotificationLogListener"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def listener_jar() -> Path:
+    """Return the notification-log listener jar (``build/listener/hms-gateway-listener.jar``).
+
+    ``make install`` builds it (``scripts/build-listener.sh``); when it is missing it is built
+    here. Raises RuntimeError when it cannot be built (javac missing: default-jdk-headless).
+    """
+    jar = _REPO_ROOT / "build" / "listener" / "hms-gateway-listener.jar"
+    if not jar.exists():
+        script = _REPO_ROOT / "scripts" / "build-listener.sh"
+        done = subprocess.run(
+            [str(script), sys.executable], cwd=_REPO_ROOT, capture_output=True, text=True, check=False,
+        )
+        if done.returncode != 0 or not jar.exists():
+            raise RuntimeError(f"cannot build {jar} with {script}: {done.stderr.strip()[-2000:]}")
+    return jar
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -165,13 +189,16 @@ class EmbeddedHMS:
     disk, but a machine crash (not a killed JVM) may corrupt the database; it is meant for
     throwaway metastores such as the tests'. ``short_lived=True`` runs the JVM with C1 only: half
     the CPU to start and less to add partitions, but slower calls once warm (C2 compiles what a
-    long-lived metastore runs often), so benchmarks and the demo keep the full JIT. Use as a context manager or call start()/stop(); the
+    long-lived metastore runs often), so benchmarks and the demo keep the full JIT. Every change is written to HMS's notification log by
+    ``listener_jar()``'s listener; ``event_ttl_seconds`` is ``hive.metastore.event.db.listener.timetolive``
+    and ``event_cleaner_interval_seconds`` how often expired entries are deleted. Use as a context manager or call start()/stop(); the
     JVM runs in its own process group and is also stopped when the Python interpreter exits.
     """
 
     def __init__(
         self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False,
-        durable: bool = True, short_lived: bool = False,
+        durable: bool = True, short_lived: bool = False, event_ttl_seconds: int = 86400,
+        event_cleaner_interval_seconds: int = 60,
     ):
         self.workdir = Path(workdir).resolve()
         self.port = int(port)
@@ -181,6 +208,8 @@ class EmbeddedHMS:
         self.framed = framed
         self.durable = durable
         self.short_lived = short_lived
+        self.event_ttl_seconds = event_ttl_seconds
+        self.event_cleaner_interval_seconds = event_cleaner_interval_seconds
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -227,6 +256,15 @@ class EmbeddedHMS:
             # Derby, synced) transaction per block; the default block of 10 means several commits
             # per added partition.
             "datanucleus.valuegeneration.increment.allocationSize": "1000",
+            # The notification log (issue 12): the project's listener writes it in the change's own
+            # transaction, as Hive's DbNotificationListener does; entries older than the TTL are
+            # deleted every cleaner interval.
+            "hive.metastore.transactional.event.listeners": _LISTENER_CLASS,
+            "hive.metastore.event.db.listener.timetolive": f"{self.event_ttl_seconds}s",
+            "hms.gateway.listener.cleaner.interval": str(self.event_cleaner_interval_seconds),
+            # package-derby.orm in the listener jar: NOTIFICATION_LOG.MESSAGE as CLOB, as in Hive's
+            # Derby schema script (DataNucleus would make it LONG VARCHAR, 32,700 characters).
+            "datanucleus.mapping": "derby",
         }
         body = "".join(
             f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()
@@ -289,7 +327,7 @@ class EmbeddedHMS:
         # Hive looks this name up on the classpath (conf/ comes first); without it HMS logs to
         # $TMPDIR/$USER/hive.log, shared by every metastore on the machine.
         (conf / "hive-log4j2.properties").write_text(_LOG4J2_PROPERTIES)
-        classpath = f"{conf}{os.pathsep}{pyspark_jars_dir() / '*'}"
+        classpath = os.pathsep.join([str(conf), str(listener_jar()), str(pyspark_jars_dir() / "*")])
         cmd = [
             java,
             f"-Xmx{self.heap_mb}m",

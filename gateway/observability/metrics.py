@@ -2,6 +2,12 @@
 
 All live in :data:`REGISTRY`, served by the management listener at ``/metrics``. Label values are
 bounded: ``method`` is an IDL method or ``other`` (see :func:`method_label`).
+
+With ``workers: N`` each worker process writes its values to files in ``PROMETHEUS_MULTIPROC_DIR``
+(prometheus-client's multiprocess mode, set by the supervisor before this module is imported)
+and the supervisor's management listener serves their aggregate: counters and histograms are
+summed; every Gauge therefore names its ``multiprocess_mode`` (how workers' values combine; the
+``live`` modes drop a worker's values when it exits).
 """
 
 from __future__ import annotations
@@ -33,11 +39,11 @@ UPSTREAM_DURATION = Histogram(
 )
 UPSTREAM_UP = Gauge(
     "hms_gateway_upstream_up", "1 when the last call or probe of the upstream succeeded.",
-    ["upstream"], registry=REGISTRY,
+    ["upstream"], multiprocess_mode="livemostrecent", registry=REGISTRY,
 )
 UPSTREAM_POOL = Gauge(
     "hms_gateway_upstream_pool_connections", "Upstream connections by state.",
-    ["upstream", "state"], registry=REGISTRY,
+    ["upstream", "state"], multiprocess_mode="livesum", registry=REGISTRY,
 )
 REQUEST_BYTES = Counter(
     "hms_gateway_request_bytes", "Request body bytes received.",
@@ -66,12 +72,38 @@ CONFIG_RELOADS = Counter(
 )
 CERTIFICATE_EXPIRY = Gauge(
     "hms_gateway_tls_certificate_expiry_timestamp_seconds",
-    "Expiry of the listener's TLS certificate, Unix time.", ["listener"], registry=REGISTRY,
+    "Expiry of the listener's TLS certificate, Unix time.", ["listener"],
+    multiprocess_mode="livemax", registry=REGISTRY,
+)
+FEED_LAST_EVENT_ID = Gauge(
+    "hms_gateway_feed_last_event_id", "Newest HMS notification event id the change feed has read.",
+    ["topology", "service"], registry=REGISTRY,
+)
+FEED_LAG = Gauge(
+    "hms_gateway_feed_lag_seconds", "Now minus the eventTime of the newest notification event read.",
+    ["topology", "service"], registry=REGISTRY,
+)
+FEED_POLLS = Counter(
+    "hms_gateway_feed_polls", "Change-feed poll cycles against HMS (one per interval, whatever "
+    "the number of subscribers), by outcome.", ["topology", "service", "outcome"], registry=REGISTRY,
+)
+FEED_EVENTS_DELIVERED = Counter(
+    "hms_gateway_feed_events_delivered", "Events sent to change-feed clients (long poll and SSE).",
+    ["topology", "service"], registry=REGISTRY,
+)
+FEED_SUBSCRIBERS = Gauge(
+    "hms_gateway_feed_subscribers", "Change-feed clients currently waiting or streaming.",
+    ["topology", "service"], registry=REGISTRY,
 )
 BUILD_INFO = Gauge(
-    "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"], registry=REGISTRY,
+    "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],
+    multiprocess_mode="livemax", registry=REGISTRY,
 )
 BUILD_INFO.labels(version=__version__).set(1)
+WORKER_CONNECTIONS = Counter(
+    "hms_gateway_worker_connections", "Client connections accepted on the gateway port, by "
+    "worker process (its index from 0; always 0 with workers: 1).", ["worker"], registry=REGISTRY,
+)
 
 
 def method_label(name: str, known: frozenset[str]) -> str:

@@ -1,0 +1,195 @@
+"""The change feed of one upstream service: one poller, one ring, any number of clients.
+
+Every ``poll_interval`` seconds the feed asks HMS for its current notification id and reads
+what is new in batches of at most 1,000 (:mod:`gateway.events.poller`); clients read from the
+shared :class:`~gateway.events.ring.EventRing` and wait on one shared future, so a thousand
+subscribers cost one poll per interval.
+
+:class:`Resync` follows Kubernetes' watch semantics for an expired ``resourceVersion`` (HTTP 410
+Gone): the client relists and follows from :attr:`ChangeFeed.latest_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+
+from gateway.events.model import MetastoreEvent
+from gateway.events.poller import MAX_BATCH, NotificationPoller
+from gateway.events.ring import EventRing
+from gateway.observability import metrics
+from gateway.upstream.errors import UpstreamError
+
+__all__ = ["ChangeFeed", "FeedUnavailable", "Resync"]
+
+log = logging.getLogger(__name__)
+
+
+class Resync(Exception):
+    """Events after the client's id cannot be delivered: they were trimmed (HMS's time-to-live or
+    the ring's size), or the id is ahead of HMS's (HMS was reset). ``reason`` is
+    ``"trimmed"`` or ``"reset"``; ``latest_id`` is where to follow from after relisting."""
+
+    def __init__(self, reason: str, detail: str, latest_id: int):
+        super().__init__(detail)
+        self.reason, self.detail, self.latest_id = reason, detail, latest_id
+
+
+class FeedUnavailable(Exception):
+    """The feed has not yet read HMS's notification log (HMS unreachable since start-up)."""
+
+
+class ChangeFeed:
+    """Polls one upstream's notification log and serves it to many readers.
+
+    ``poll_interval`` in seconds; ``ring_size`` events are kept (the resume window);
+    ``labels`` are the ``(topology, service)`` metric labels.
+    """
+
+    def __init__(
+        self, poller: NotificationPoller, *, poll_interval: float = 1.0, ring_size: int = 10_000,
+        labels: tuple[str, str] = ("", ""),
+    ):
+        self.poller = poller
+        self.poll_interval = poll_interval
+        self.ring = EventRing(ring_size)
+        self.labels = labels
+        self.ready = False
+        self.subscribers = 0
+        self.polls = 0
+        self._task: asyncio.Task | None = None
+        self._changed: asyncio.Future | None = None
+        self._last_error: str | None = None
+
+    @property
+    def latest_id(self) -> int:
+        """Newest event id read from HMS (0 before the first poll or with an empty log)."""
+        return self.ring.newest_id
+
+    async def start(self) -> None:
+        """Start polling in the background (returns at once; see :attr:`ready`)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="change-feed")
+
+    async def close(self) -> None:
+        """Stop polling; readers waiting get what the ring holds."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
+        self._changed = None
+
+    async def _run(self) -> None:
+        outcome = metrics.child(metrics.FEED_POLLS, *self.labels, "ok")
+        failed = metrics.child(metrics.FEED_POLLS, *self.labels, "error")
+        while True:
+            try:
+                await self.poll_once()
+                outcome.inc()
+                if self._last_error is not None:
+                    log.info("change feed %s/%s reads HMS again", *self.labels)
+                    self._last_error = None
+            except UpstreamError as exc:
+                failed.inc()
+                if str(exc) != self._last_error:  # once per distinct failure, not once a second
+                    log.warning("change feed %s/%s cannot read HMS: %s", *self.labels, exc)
+                    self._last_error = str(exc)
+            await asyncio.sleep(self.poll_interval)
+
+    async def poll_once(self) -> None:
+        """One poll: current id, then the new events in batches. Raises UpstreamError."""
+        self.polls += 1
+        current = await self.poller.current_id()
+        if not self.ready or current < self.ring.newest_id:
+            if self.ready:
+                log.warning("change feed %s/%s: HMS event id went back from %d to %d (HMS reset)",
+                            *self.labels, self.ring.newest_id, current)
+            # Backfill the ring so clients that resume after a gateway restart find their ids.
+            self.ring.reset(max(0, current - self.ring.capacity))
+        await self._catch_up(current)
+        if not self.ready:
+            self.ready = True
+            self._wake()
+        metrics.child(metrics.FEED_LAST_EVENT_ID, *self.labels).set(self.ring.newest_id)
+        newest = self.ring.newest_time
+        if newest is not None:
+            metrics.child(metrics.FEED_LAG, *self.labels).set(max(0.0, time.time() - newest))
+
+    async def _catch_up(self, current: int) -> None:
+        while self.ring.newest_id < current:
+            after = self.ring.newest_id
+            batch = await self.poller.next_events(after, MAX_BATCH)
+            if not batch:  # HMS's time-to-live removed everything up to ``current``
+                self.ring.reset(current)
+                break
+            if batch[0].event_id > after + 1:
+                # A gap: HMS trimmed events this feed never read; nobody may resume across it.
+                self.ring.reset(batch[0].event_id - 1)
+            self.ring.extend([e for e in batch if e.event_id > self.ring.newest_id])
+            self._wake()
+
+    def events_after(self, after: int, limit: int) -> list[MetastoreEvent]:
+        """Up to ``limit`` events with id > ``after``, oldest first; [] when none yet.
+
+        Raises :class:`Resync` when events after ``after`` are gone or ``after`` is ahead of
+        HMS, :class:`FeedUnavailable` before the first successful poll.
+        """
+        if not self.ready:
+            raise FeedUnavailable("the change feed has not read HMS yet")
+        latest = self.ring.newest_id
+        if after > latest:
+            raise Resync("reset", f"event id {after} is ahead of the metastore's {latest}: HMS was reset", latest)
+        if after < self.ring.floor:
+            raise Resync("trimmed", f"events after {after} were trimmed; the oldest kept follows {self.ring.floor}",
+                         latest)
+        return self.ring.after(after, limit)
+
+    async def wait_after(self, after: int, timeout: float, limit: int = MAX_BATCH) -> list[MetastoreEvent]:
+        """As :meth:`events_after`, waiting up to ``timeout`` seconds for at least one event.
+
+        Returns [] on timeout. Raises :class:`Resync`, and :class:`FeedUnavailable` when the
+        feed is still not ready after ``timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                events = self.events_after(after, limit)
+            except FeedUnavailable:
+                if loop.time() >= deadline:
+                    raise
+                events = []
+            if events:
+                return events
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            if self._changed is None or self._changed.done():
+                self._changed = loop.create_future()
+            try:
+                await asyncio.wait_for(asyncio.shield(self._changed), remaining)
+            except TimeoutError:
+                if not self.ready:
+                    raise FeedUnavailable("the change feed has not read HMS yet") from None
+                return []
+
+    @contextlib.contextmanager
+    def subscribed(self) -> Iterator[None]:
+        """Count one client (long poll or stream) for the subscribers metric while inside."""
+        gauge = metrics.child(metrics.FEED_SUBSCRIBERS, *self.labels)
+        self.subscribers += 1
+        gauge.inc()
+        try:
+            yield
+        finally:
+            self.subscribers -= 1
+            gauge.dec()
