@@ -23,6 +23,7 @@ from gateway.pipeline.steps.exposure import MethodExposure
 from gateway.pipeline.steps.identity_assertion import IdentityAssertion
 from gateway.pipeline.steps.ownership import OwnershipAssertion
 from gateway.pipeline.steps.service_acl import ServiceAcl
+from gateway.pipeline.steps.ugi_claim import UgiClaim
 from gateway.policy import load_policy_file
 from gateway.providers.ownership import OwnerAssertion
 from gateway.services import KINDS, service_kind
@@ -139,6 +140,7 @@ def build_topology(
             identity,
             ServiceAcl(config.name, svc.path, Authorizer(svc.authorization)),
             MethodExposure(config.name, svc.path, frozenset(svc.methods)),
+            UgiClaim(config.name, svc.path, schema),  # set_ugi from the identity, never the client
             *policy,
             ownership,
         ))

@@ -45,12 +45,12 @@ class UgiClaim(Step):
 
     def __init__(self, topology: str, service: str, schema: ServiceSchema):
         self.topology, self.service = topology, service
-        self.method = schema.methods[SET_UGI]
+        self.method = schema.methods.get(SET_UGI)  # None: an IDL without it, nothing to answer
 
     async def on_call(self, exchange: Exchange) -> None:
         header = exchange.header
         assert header is not None
-        if header.name != SET_UGI:
+        if header.name != SET_UGI or self.method is None:
             return
         identity = exchange.identity
         assert identity is not None  # identity assertion ran before
