@@ -117,10 +117,12 @@ def _user_regex(values: tuple[str, ...], user: str) -> re.Pattern[str]:
 class _LevelMatcher:
     """One policy level, compiled: exact values in a set, wildcard values in one regex."""
 
-    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "block_regex", "user_values")
+    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "block_regex", "user_values",
+                 "wild", "spec", "_per_user")
 
     def __init__(self, spec: ResourceSpec):
         values = [v.lower() for v in spec.values]
+        self.spec = spec
         self.key = (tuple(sorted(set(values))), spec.excludes)
         self.excludes = spec.excludes
         self.match_any = "*" in values and not spec.excludes  # Ranger's isMatchAny
@@ -131,7 +133,9 @@ class _LevelMatcher:
         self.prefixes = tuple(v[:-1] for v in static if v.endswith("*") and not _has_wildcard(v[:-1]))
         wild = "|".join(_to_regex(v) for v in static
                         if _has_wildcard(v) and not (v.endswith("*") and not _has_wildcard(v[:-1])))
+        self.wild = wild  # the wildcard values as one regex source, or ""
         self.regex = re.compile(wild, re.DOTALL) if wild else None
+        self._per_user: _Lru | None = None
         # The same alternatives anchored per line, to match a newline-joined listing in one pass.
         self.block_regex = re.compile(f"^(?:{wild})$", re.MULTILINE) if wild else None
 
@@ -147,18 +151,44 @@ class _LevelMatcher:
         )
         return hit != self.excludes
 
-    def hits(self, listing: "_Listing", user: str) -> set[str]:
-        """Which names of ``listing`` the values match, before ``excludes`` inverts it."""
+    def for_user(self, user: str) -> "_LevelMatcher":
+        """This level with ``{USER}`` replaced by ``user`` (lower-cased): plain values that batch
+        matching handles (literals, prefixes, one regex pass). Itself when it names no
+        ``{USER}``, or when the user name holds a wildcard character."""
+        if not self.user_values or _has_wildcard(user):
+            return self
+        if self._per_user is None:
+            self._per_user = _Lru(256)
+        hit = self._per_user.get(user)
+        if hit is None:
+            values = tuple(v.replace(_USER_TOKEN, user) for v in (x.lower() for x in self.spec.values))
+            hit = self._per_user.put(user, _LevelMatcher(ResourceSpec(values, self.spec.excludes)))
+        return hit
+
+    def hits(self, listing: "_Listing", user: str, candidates: frozenset[str] | None = None) -> set[str]:
+        """Which names of ``listing`` the values match, before ``excludes`` inverts it.
+        ``candidates``: the names some wildcard value of any level in play matches (one pass
+        of :func:`_union`), when known."""
         names = listing.distinct
         hits = set(self.literals & names)
         if self.prefixes:
             hits.update(listing.starting_with(self.prefixes))
-        if self.block_regex is not None:
+        if self.regex is not None and candidates is not None:
+            fullmatch = self.regex.fullmatch
+            hits.update(n for n in candidates if fullmatch(n) is not None)
+        elif self.block_regex is not None:
             hits.update(self.block_regex.findall(listing.block))
         if self.user_values:  # rare: one match per name
             regex = _user_regex(self.user_values, user.lower())
             hits.update(n for n in names if regex.fullmatch(n) is not None)
         return hits
+
+
+@lru_cache(maxsize=1024)
+def _union(sources: tuple[str, ...]) -> re.Pattern[str]:
+    """The wildcard values of several levels as one regex anchored per line: one pass over a
+    newline-joined listing finds every name that any of them may match."""
+    return re.compile("^(?:" + "|".join(sources) + ")$", re.MULTILINE)
 
 
 class _Listing:
@@ -448,10 +478,14 @@ class PolicyEngine:
             return [n for n in names if self._visible_one(user, k, n.lower(), constant, variable)]
         lowered = block.lower().split("\n")
         masks: dict[tuple, tuple[_LevelMatcher, int]] = {}  # one pass per distinct level spec
+        low_user = user.lower()
         for i, (entry, _) in enumerate(variable):
-            matcher = entry.policy.matchers[k]
+            matcher = entry.policy.matchers[k].for_user(low_user)
             masks[matcher.key] = (matcher, masks.get(matcher.key, (matcher, 0))[1] | 1 << i)
         listing = _Listing(lowered, sum(len(m.prefixes) for m, _ in masks.values()))
+        # Several wildcard levels: one pass of their union finds the few names worth a look.
+        sources = tuple(sorted({m.wild for m, _ in masks.values() if m.wild}))
+        candidates = frozenset(_union(sources).findall(listing.block)) if len(sources) > 1 else None
         # A name's signature (the variable policies it matches) is base ^ flips[name]: an
         # excluding level matches every name but its hits, so only hits cost anything.
         base = 0
@@ -459,7 +493,7 @@ class PolicyEngine:
         for matcher, mask in masks.values():
             if matcher.excludes:
                 base |= mask
-            for name in matcher.hits(listing, user):
+            for name in matcher.hits(listing, user, candidates):
                 flips[name] = flips.get(name, 0) | mask
         verdicts = {
             signature: self._verdict_for(signature, constant, variable)
