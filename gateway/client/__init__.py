@@ -1,0 +1,46 @@
+"""Python client of the gateway: ``connect(url, auth=…, ca=…)`` returns the typed
+``ThriftHiveMetastore`` client (thriftpy2, the bundled IDL) over HTTPS with keep-alive.
+
+>>> from gateway.client import connect, BasicAuth
+>>> with connect("https://gw:8443/gateway/default/hms", auth=BasicAuth("alice", pw), ca="ca.pem") as hms:
+...     hms.get_all_databases()            # list[str]
+...     hms.get_table("sales", "orders")   # Table
+
+Authentication (:mod:`gateway.client.auth`) is shared with ``hms-gateway tunnel``.
+"""
+
+from gateway.client.auth import (
+    BasicAuth,
+    BearerAuth,
+    ClientCertificateAuth,
+    KerberosAuth,
+    auth_from_options,
+    ssl_context,
+)
+from gateway.client.connection import (
+    AccessDenied,
+    AuthenticationFailed,
+    GatewayClient,
+    GatewayError,
+    GatewayUnavailable,
+    GatewayUnreachable,
+    connect,
+    hive_metastore_idl,
+)
+
+__all__ = [
+    "AccessDenied",
+    "AuthenticationFailed",
+    "BasicAuth",
+    "BearerAuth",
+    "ClientCertificateAuth",
+    "GatewayClient",
+    "GatewayError",
+    "GatewayUnavailable",
+    "GatewayUnreachable",
+    "KerberosAuth",
+    "auth_from_options",
+    "connect",
+    "hive_metastore_idl",
+    "ssl_context",
+]
