@@ -26,6 +26,13 @@ class GlueError(Exception):
         super().__init__(message)
         self.message = message
 
+    @classmethod
+    def of(cls, code: str, status: int, message: str) -> GlueError:
+        """An error of any ``code`` and ``status`` (one AWS names but this module does not)."""
+        error = cls(message)
+        error.code, error.status = code, status
+        return error
+
     def response(self, request_id: str | None = None) -> web.Response:
         """The HTTP response: JSON body, Glue's status, ``x-amzn-RequestId`` when given."""
         body = json.dumps({"__type": self.code, "message": self.message}).encode()
@@ -60,4 +67,5 @@ InvalidSignature = _error("InvalidSignatureException", 403, "A SigV4 signature t
 UnrecognizedClient = _error("UnrecognizedClientException", 403, "An unknown access key id.")
 Forbidden = _error("AccessDeniedException", 403, "Refused by identity assertion or the service ACL.")
 Throttling = _error("ThrottlingException", 429, "Too many failed authentications from this address.")
+RequestTimeout = _error("RequestTimeoutException", 408, "A body not received in time.")
 RequestTooLarge = _error("RequestEntityTooLargeException", 413, "A body over the gateway's limit.")

@@ -114,6 +114,11 @@ class GlueCatalog:
         self.catalog_id, self.trusted_engines = catalog_id, trusted_engines
         #: (database, table) the operation named, for the audit line.
         self.object: tuple[str | None, str | None] = (None, None)
+        #: The policy's part, for the audit line: "allowed"/"denied" (None: no policy or no
+        #: decision yet), how many listed objects and columns it hid.
+        self.decision: str | None = None
+        self.hidden = 0
+        self.columns_hidden = 0
 
     def operation(self, name: str) -> Callable[[Request], Awaitable[Response]] | None:
         """The coroutine serving operation ``name`` (``X-Amz-Target``'s part after
@@ -135,7 +140,9 @@ class GlueCatalog:
     def _visible(self, database: str, table: str | None = None) -> bool:
         if self.policy is None:
             return True
-        return self.policy.visible(self.caller.user, self.caller.groups, database, table)
+        seen = self.policy.visible(self.caller.user, self.caller.groups, database, table)
+        self.decision = "allowed" if seen else "denied"
+        return seen
 
     def _authorized(self, t) -> list[str]:
         """The names of ``t``'s columns (data, then partition keys) the caller may select."""
@@ -143,8 +150,14 @@ class GlueCatalog:
         names += [f.name for f in t.partitionKeys or ()]
         if self.policy is None:
             return names
-        return self.policy.authorized_columns(self.caller.user, self.caller.groups, t.dbName,
-                                              t.tableName, names)
+        authorized = self.policy.authorized_columns(self.caller.user, self.caller.groups, t.dbName,
+                                                    t.tableName, names)
+        self.columns_hidden = max(self.columns_hidden, len(names) - len(authorized))
+        return authorized
+
+    def _listed(self, names: list[str], shown: list[str]) -> list[str]:
+        self.decision, self.hidden = "allowed", len(names) - len(shown)
+        return shown
 
     def _catalog(self, request: Request, *, required: bool = False) -> None:
         catalog = _string(request, "CatalogId", required=required)
@@ -186,7 +199,8 @@ class GlueCatalog:
         limit = max_results(request.get("MaxResults"), _DATABASE_PAGE)
         names = await self.metastore.call("get_all_databases")
         if self.policy is not None:
-            names = self.policy.visible_databases(self.caller.user, self.caller.groups, names)
+            names = self._listed(names, self.policy.visible_databases(
+                self.caller.user, self.caller.groups, names))
         chosen, token = page(names, str.lower, operation="GetDatabases", scope=[],
                              token=request.get("NextToken"), limit=limit)
         found = await asyncio.gather(*(self._existing_database(n) for n in chosen))
@@ -221,7 +235,8 @@ class GlueCatalog:
         else:
             names = await self.metastore.call("get_all_tables", db_name=database)
         if self.policy is not None:
-            names = self.policy.visible_tables(self.caller.user, self.caller.groups, database, names)
+            names = self._listed(names, self.policy.visible_tables(
+                self.caller.user, self.caller.groups, database, names))
         chosen, token = page(names, str.lower, operation="GetTables",
                              scope=[database.lower(), expression or ""],
                              token=request.get("NextToken"), limit=limit)

@@ -13,6 +13,7 @@ from functools import cache
 #: ``kind`` in a topology's service → ``"module:Class"`` of its handler.
 KINDS: dict[str, str] = {
     "hms-thrift": "gateway.services.thrift_rpc:ThriftRpcService",
+    "glue": "gateway.services.glue:GlueService",
 }
 
 
