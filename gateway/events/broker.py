@@ -5,18 +5,21 @@ ActiveMQ maps to a TextMessage) on the topic :func:`gateway.events.hcat.topics` 
 the string properties HCatalog consumers select on (seed 002, ``HCatConstants``):
 ``HCAT_EVENT`` (the event type), ``HCAT_MESSAGE_VERSION`` and ``HCAT_MESSAGE_FORMAT``, plus
 ``HCAT_FORMAT``, the name the seed's text uses for the last. The body is the seed's HCatalog
-JSON plus ``eventId`` for the six HCatalog types (:func:`gateway.events.hcat.hcat_message`),
-else HMS's own decoded message plus ``eventId`` and ``eventType``. Messages are ``persistent``,
-so JMS durable subscribers get what was sent while they were away.
+JSON plus ``eventId`` for the six HCatalog types, else HMS's decoded message in the feed's
+envelope: the body the HTTP feed sends (:func:`gateway.events.hcat.event_body`). Messages
+are ``persistent``, so JMS durable subscribers get what was sent while they were away.
 
 Delivery is **at least once**. A batch is sent in one STOMP transaction whose ``COMMIT`` asks
 for a receipt; only after the receipt is the batch's last event id written to
 ``offset_file`` (write to a temporary file, fsync, rename). After a restart, publishing resumes
-after that id, so nothing is lost; a batch that reached the broker but whose id was not yet
+after that id, so nothing is lost as long as the feed still holds it (the feed refills its ring
+from HMS's log at start-up, ``ring_size`` events back); a batch that reached the broker but whose id was not yet
 written (crash, lost receipt) is sent again: **consumers may see duplicates** and should
-de-duplicate on ``eventId``. Events already trimmed from the feed when the publisher gets to
-them (HMS's time-to-live, HMS reset) cannot be sent: that is logged as an error and publishing
-goes on from the feed's newest id.
+de-duplicate on ``eventId``. Events already trimmed when the publisher gets to them (HMS's
+time-to-live, the ring's size) cannot be sent: that is logged as an error naming the lost ids,
+and publishing goes on from the oldest event the feed holds; after an HMS reset (ids went
+back), from the start of the new log. Two publishers on one offset file (a topology reload
+overlaps the old service and the new) only add duplicates.
 
 stomp.py is a threaded client; its blocking calls run in a worker thread.
 """
@@ -32,7 +35,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import stomp
@@ -40,8 +43,10 @@ import stomp.exception
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from gateway.events import hcat
+from gateway.events.feed import FeedUnavailable, Resync
 
 if TYPE_CHECKING:
+    from gateway.events.feed import ChangeFeed
     from gateway.events.model import MetastoreEvent
 
 log = logging.getLogger(__name__)
@@ -120,15 +125,6 @@ class BrokerSettings(BaseModel):
         return text.splitlines()[0] if text else ""
 
 
-class EventSource(Protocol):
-    """What the publisher needs of :class:`gateway.events.feed.ChangeFeed`."""
-
-    @property
-    def latest_id(self) -> int: ...
-
-    async def wait_after(self, after: int, timeout: float) -> list[MetastoreEvent]: ...
-
-
 def read_offset(path: Path) -> int | None:
     """The event id stored in ``path``, or None when the file does not exist.
 
@@ -177,10 +173,8 @@ def broker_frame(event: MetastoreEvent, prefix: str = hcat.DEFAULT_TOPIC_PREFIX)
     ``content-length``).
     """
     if hcat.is_hcat_type(event.event_type):
-        body: dict[str, Any] = hcat.hcat_message(event)
         version = hcat.HCAT_MESSAGE_VERSION
     else:
-        body = {**event.message, "eventId": event.event_id, "eventType": event.event_type}
         found = _VERSION.search(event.message_format)
         version = found.group(0) if found else event.message_format
     headers = {
@@ -191,7 +185,7 @@ def broker_frame(event: MetastoreEvent, prefix: str = hcat.DEFAULT_TOPIC_PREFIX)
         "persistent": "true",
         "content-type": "application/json;charset=utf-8",
     }
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    text = json.dumps(hcat.event_body(event), separators=(",", ":"), ensure_ascii=False)
     return f"/topic/{hcat.topics(event, prefix)[0]}", headers, text
 
 
@@ -245,13 +239,13 @@ class _Receipts(stomp.ConnectionListener):
 class BrokerPublisher:
     """Publishes every event of ``feed`` to ActiveMQ, at least once, in id order.
 
-    ``feed`` is the service's :class:`~gateway.events.feed.ChangeFeed` (``latest_id``,
-    ``wait_after(after, timeout)`` raising ``Resync``). Without an offset file, publishing starts
-    after the feed's newest id at :meth:`start`. :attr:`published_id` is the last id the
-    broker acknowledged (None before any).
+    ``feed`` is the service's :class:`~gateway.events.feed.ChangeFeed`. Without an offset file,
+    publishing starts after the feed's newest id once the feed has read HMS (what happened
+    before is not replayed). :attr:`published_id` is the last id the broker acknowledged (None
+    before the first run knows where to start).
     """
 
-    def __init__(self, feed: EventSource, settings: BrokerSettings, *, wait_seconds: float = 5.0):
+    def __init__(self, feed: ChangeFeed, settings: BrokerSettings, *, wait_seconds: float = 5.0):
         self.feed = feed
         self.settings = settings
         self.published_id: int | None = None
@@ -267,11 +261,7 @@ class BrokerPublisher:
         Raises ``ValueError`` when the offset file is corrupt (the operator decides, rather
         than the publisher guessing where to resume), OSError when it is unreadable.
         """
-        offset = await asyncio.to_thread(read_offset, self.settings.offset_file)
-        if offset is None:
-            await self._acknowledge(self.feed.latest_id)
-        else:
-            self.published_id = offset
+        self.published_id = await asyncio.to_thread(read_offset, self.settings.offset_file)
         self._task = asyncio.create_task(self._run(), name="broker-publisher")
 
     async def close(self) -> None:
@@ -286,34 +276,51 @@ class BrokerPublisher:
         await asyncio.to_thread(self._disconnect)
 
     async def _run(self) -> None:
-        from gateway.events.feed import Resync  # the feed module imports this one's siblings
-
+        if self.published_id is None:  # first run: from the feed's newest id once it has one
+            await self._ready()
+            await self._acknowledge(self.feed.latest_id)
         while True:
             after = self.published_id or 0
             try:
                 events = await self.feed.wait_after(after, self._wait_seconds)
+            except FeedUnavailable:
+                continue  # HMS unreachable since start-up; the feed logs it
             except Resync as exc:
-                newest = self.feed.latest_id
-                log.error(
-                    "broker %s: events after %d are no longer in the feed (%s); "
-                    "continuing after %d, events in between are not published",
-                    self.settings.url, after, exc, newest,
-                )
-                await self._acknowledge(newest)
+                await self._resync(after, exc)
                 continue
             size = self.settings.batch_size
             for start in range(0, len(events), size):
                 batch = events[start : start + size]
-                while True:
-                    try:
-                        await asyncio.to_thread(self._send, batch)
-                        break
-                    except (BrokerError, stomp.exception.StompException, OSError) as exc:
-                        log.warning("broker %s: %s; retrying in %g s", self.settings.url, exc,
-                                    self.settings.retry_seconds)
-                        await asyncio.to_thread(self._disconnect)
-                        await asyncio.sleep(self.settings.retry_seconds)
+                await self._deliver(batch)
                 await self._acknowledge(batch[-1].event_id)
+
+    async def _ready(self) -> None:
+        while True:
+            try:
+                return await self.feed.wait_ready(self._wait_seconds)
+            except FeedUnavailable:
+                continue
+
+    async def _resync(self, after: int, exc: Resync) -> None:
+        """Publish what is left: from the oldest event the feed keeps (trimmed), or from the
+        start of the new log (HMS reset). What was lost is logged, never silently skipped."""
+        resume = self.feed.ring.floor if exc.reason == "trimmed" else 0
+        log.error(
+            "broker %s: %s; publishing resumes after event %d%s",
+            self.settings.url, exc.detail, resume,
+            f" (events {after + 1} to {resume} are lost)" if resume > after else "",
+        )
+        await self._acknowledge(resume)
+
+    async def _deliver(self, batch: Sequence[MetastoreEvent]) -> None:
+        """Send ``batch`` until the broker acknowledges it, reconnecting after failures."""
+        while True:
+            try:
+                return await asyncio.to_thread(self._send, batch)
+            except (BrokerError, stomp.exception.StompException, OSError) as exc:
+                log.warning("broker %s: %s; retrying in %g s", self.settings.url, exc, self.settings.retry_seconds)
+                await asyncio.to_thread(self._disconnect)
+                await asyncio.sleep(self.settings.retry_seconds)
 
     async def _acknowledge(self, event_id: int) -> None:
         await asyncio.to_thread(write_offset, self.settings.offset_file, event_id)

@@ -95,6 +95,22 @@ def hcat_message(event: MetastoreEvent) -> dict[str, Any]:
     return body
 
 
+def event_body(event: MetastoreEvent, message: dict | None = None) -> dict[str, Any]:
+    """An event as the feed delivers it (HTTP and broker alike).
+
+    The six HCatalog types: :func:`hcat_message`. Others: ``{"eventId", "eventTime",
+    "eventType", "db", "table", "messageFormat", "message"}`` with HMS's decoded message, or
+    ``message`` when given (e.g. with the user's denied columns removed).
+    """
+    if event.event_type in HCAT_TYPES:
+        return hcat_message(event)
+    return {
+        "eventId": event.event_id, "eventTime": event.event_time, "eventType": event.event_type,
+        "db": event.db, "table": event.table, "messageFormat": event.message_format,
+        "message": event.message if message is None else message,
+    }
+
+
 def topics(
     event: MetastoreEvent,
     prefix: str = DEFAULT_TOPIC_PREFIX,

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from tests.support.hms import free_port
 
-__all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "start_activemq"]
+__all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "JmsMessage", "start_activemq", "jms_messages", "start_jms_consumer"]
 
 ACTIVEMQ_HOME = Path(os.environ.get("ACTIVEMQ_HOME", "/usr/share/activemq"))
+_JMS_CONSUMER = Path(__file__).with_name("HcatJmsConsumer.java")
 
 _CONFIG = """<beans xmlns="http://www.springframework.org/schema/beans"
   xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
@@ -119,3 +120,37 @@ def start_activemq(base: Path) -> ActiveMQ:
             if attempt == 2:
                 raise
     raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class JmsMessage:
+    """One message as the JMS consumer saw it: the JMS class, destination, HCAT_* properties, text."""
+
+    jms_class: str
+    destination: str
+    hcat_event: str
+    hcat_message_version: str
+    hcat_message_format: str
+    text: str
+
+
+def start_jms_consumer(broker: ActiveMQ, topic: str, messages: int, timeout: float = 120) -> subprocess.Popen:
+    """A JMS subscriber to ``topic`` (HcatJmsConsumer.java, Debian's ActiveMQ client jars over
+    OpenWire), subscribed when this returns; it exits after ``messages`` messages (2 on timeout).
+    Read its messages with :func:`jms_messages`."""
+    process = subprocess.Popen(
+        [shutil.which("java") or "java", "-XX:TieredStopAtLevel=1", "-cp", f"{ACTIVEMQ_HOME}/lib/*",
+         str(_JMS_CONSUMER), broker.openwire_url, topic, str(messages), str(int(timeout))],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    first = process.stdout.readline()
+    if first.strip() != "READY":
+        process.kill()
+        raise RuntimeError(f"JMS consumer did not subscribe: {first!r}")
+    return process
+
+
+def jms_messages(process: subprocess.Popen, timeout: float = 180) -> list[JmsMessage]:
+    """The messages a :func:`start_jms_consumer` process printed, once it has exited."""
+    out, _ = process.communicate(timeout=timeout)
+    return [JmsMessage(*line.split("\t", 5)) for line in out.splitlines() if line]

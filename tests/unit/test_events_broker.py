@@ -88,7 +88,8 @@ def test_other_events_carry_hms_message_and_its_version(fmt, version):
     assert destination == "/topic/hcat.sales"
     assert headers["HCAT_EVENT"] == "ALTER_TABLE"
     assert headers["HCAT_MESSAGE_VERSION"] == version
-    assert json.loads(body) == {**message, "eventId": 12, "eventType": "ALTER_TABLE"}
+    assert json.loads(body) == {"eventId": 12, "eventTime": 1_700_000_000, "eventType": "ALTER_TABLE",
+                                "db": "sales", "table": "orders", "messageFormat": fmt, "message": message}
 
 
 def test_body_is_text_without_nul():

@@ -161,3 +161,14 @@ def test_table_topic_property_overrides_partition_topics():
 def test_unreadable_embedded_tables_fall_back_to_the_default_topic(table_obj):
     message = {**partition_message(), "tableObjJson": table_obj}
     assert hcat.topics(event("ADD_PARTITION", message, table="Orders")) == ["hcat.sales.orders"]
+
+
+def test_event_body_is_the_hcatalog_message_or_hms_envelope():
+    created = event("CREATE_DATABASE", database_message())
+    assert hcat.event_body(created) == hcat.hcat_message(created)
+    altered = event("ALTER_TABLE", table_message(), table="Orders")
+    assert hcat.event_body(altered) == {
+        "eventId": 41, "eventTime": 1_700_000_000, "eventType": "ALTER_TABLE", "db": "Sales",
+        "table": "Orders", "messageFormat": "json-0.2", "message": table_message(),
+    }
+    assert hcat.event_body(altered, {"db": "Sales"})["message"] == {"db": "Sales"}
