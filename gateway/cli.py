@@ -43,6 +43,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     config, topologies = _check(args.config)
     configure_logging(config.logging.format, args.log_level or config.logging.level)
+    from gateway.workers import supervise, worker_count
+
+    if worker_count(config) > 1:
+        return supervise(args.config, config, args.log_level)
     run(Gateway(config, topologies))
     return 0
 

@@ -237,6 +237,9 @@ class GatewayConfig(_Model):
     logging: LoggingConfig = LoggingConfig()
     audit: AuditConfig = AuditConfig()
     topologies_dir: Path = Path("topologies")
+    #: Worker processes serving the gateway port (SO_REUSEPORT), ``auto``: one per CPU this
+    #: process may run on. 1 serves in the ``serve`` process itself (gateway/workers.py).
+    workers: Annotated[int, Field(ge=1, le=256)] | Literal["auto"] = 1
     #: The file this was read from (set by :func:`load_gateway_config`).
     source: Path | None = None
 

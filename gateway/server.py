@@ -4,6 +4,10 @@ Lifecycle: ``start()`` binds both listeners and starts the topology reloader; ``
 a reload; ``SIGTERM``/``SIGINT`` drain: ``/readyz`` turns unready first, then the gateway
 listener stops accepting and requests in flight get ``shutdown.grace_seconds`` to finish, then
 upstream connections close.
+
+With ``workers: N`` (gateway/workers.py) each worker process runs one :class:`Gateway` whose
+gateway listener shares the port with the other workers (``SO_REUSEPORT``) and whose management
+app answers the supervisor on a Unix socket; the supervisor serves the management port.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import functools
 import logging
 import re
 import signal
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import uvloop
 from aiohttp import web
@@ -35,6 +39,9 @@ from gateway.thrift.translate import encode_binary_call
 from gateway.tls import server_ssl_context
 from gateway.topology import Router, build_topology
 from gateway.upstream.errors import UpstreamError
+
+if TYPE_CHECKING:
+    from gateway.workers import WorkerRole
 
 log = logging.getLogger(__name__)
 
@@ -106,10 +113,12 @@ class _HeaderDeadline:
     itself only bounds idle time between requests); its first request line is checked by
     :class:`_RequestLineCheck`."""
 
-    def __init__(self, server: web.Server, timeout: float):
+    def __init__(self, server: web.Server, timeout: float, worker: int = 0):
         self._server, self._timeout = server, timeout
+        self._accepted = metrics.WORKER_CONNECTIONS.labels(worker=str(worker))
 
     def __call__(self) -> _RequestLineCheck:
+        self._accepted.inc()
         handler = self._server()
         # RequestHandler has __slots__ without __weakref__: the timer holds it until it fires.
         asyncio.get_running_loop().call_later(self._timeout, self._expire, handler)
@@ -126,6 +135,12 @@ class _HeaderDeadline:
         return getattr(self._server, name)
 
 
+def _function_gauges_stored() -> bytes:
+    """A worker's ``/metrics`` for the supervisor: stores what it will read from the files."""
+    metrics.store_function_gauges()
+    return b""
+
+
 class Gateway:
     """Both listeners of one gateway process. ``start()`` binds, ``stop()`` releases everything.
 
@@ -138,8 +153,11 @@ class Gateway:
         config: GatewayConfig,
         topologies: dict[str, TopologyConfig],
         schema: ServiceSchema | None = None,
+        worker: WorkerRole | None = None,
     ):
         self.config = config
+        #: Set in a worker process: its index, the shared port, the supervisor's sockets.
+        self.worker = worker
         self.schema = schema or load_schema()
         build = functools.partial(build_topology, gateway=config, schema=self.schema)
         self.router = Router({name: build(t) for name, t in topologies.items()})
@@ -201,7 +219,9 @@ class Gateway:
         gw = web.ServerRunner(self.gateway_server(), shutdown_timeout=self.config.shutdown.grace_seconds)
         await gw.setup()
         # aiohttp has no public hook for a header deadline; wrap its protocol factory.
-        gw._server = _HeaderDeadline(gw._server, limits.client_header_timeout_seconds)
+        gw._server = _HeaderDeadline(gw._server, limits.client_header_timeout_seconds,
+                                     self.worker.index if self.worker else 0)
+        port = listeners.gateway.port if self.worker is None else self.worker.port
         if listeners.gateway.proxy_protocol:
             # The PROXY header comes in plaintext before TLS: this listener reads it first.
             self._proxy_listener = ProxyProtocolListener(
@@ -209,20 +229,24 @@ class Gateway:
                 self.client_addresses.trusted,
                 limits.client_header_timeout_seconds,
             )
-            self.gateway_port = await self._proxy_listener.start(
-                listeners.gateway.host, listeners.gateway.port
-            )
+            self.gateway_port = await self._proxy_listener.start(listeners.gateway.host, port)
         else:
             await web.TCPSite(
-                gw, listeners.gateway.host, listeners.gateway.port, ssl_context=self.ssl_context
+                gw, listeners.gateway.host, port, ssl_context=self.ssl_context,
+                reuse_port=self.worker is not None,  # the kernel spreads connections over workers
             ).start()
             self.gateway_port = gw.addresses[0][1]
         self._gateway_runner = gw
-        mgmt = web.AppRunner(management_app(self.readiness), access_log=None, shutdown_timeout=1)
+        app = (management_app(self.readiness) if self.worker is None
+               else management_app(self.readiness, _function_gauges_stored))
+        mgmt = web.AppRunner(app, access_log=None, shutdown_timeout=1)
         await mgmt.setup()
-        await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
         self._management_runner = mgmt
-        self.management_port = mgmt.addresses[0][1]
+        if self.worker is None:
+            await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
+            self.management_port = mgmt.addresses[0][1]
+        else:  # for the supervisor's /readyz
+            await web.UnixSite(mgmt, str(self.worker.management_socket)).start()
         expiry = certificate_not_after(self.config.tls.certificate)
         metrics.CERTIFICATE_EXPIRY.labels(listener="gateway").set(expiry.timestamp())
         await self.router.start()

@@ -77,11 +77,11 @@ CERTIFICATE_EXPIRY = Gauge(
 )
 FEED_LAST_EVENT_ID = Gauge(
     "hms_gateway_feed_last_event_id", "Newest HMS notification event id the change feed has read.",
-    ["topology", "service"], registry=REGISTRY,
+    ["topology", "service"], multiprocess_mode="livemax", registry=REGISTRY,
 )
 FEED_LAG = Gauge(
     "hms_gateway_feed_lag_seconds", "Now minus the eventTime of the newest notification event read.",
-    ["topology", "service"], registry=REGISTRY,
+    ["topology", "service"], multiprocess_mode="livemin", registry=REGISTRY,
 )
 FEED_POLLS = Counter(
     "hms_gateway_feed_polls", "Change-feed poll cycles against HMS (one per interval, whatever "
@@ -93,7 +93,7 @@ FEED_EVENTS_DELIVERED = Counter(
 )
 FEED_SUBSCRIBERS = Gauge(
     "hms_gateway_feed_subscribers", "Change-feed clients currently waiting or streaming.",
-    ["topology", "service"], registry=REGISTRY,
+    ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
 )
 BUILD_INFO = Gauge(
     "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],
@@ -126,3 +126,20 @@ def child(metric, *labels: str):
     if found is None:
         found = _CHILDREN[key] = metric.labels(*labels)
     return found
+
+
+def store_function_gauges() -> None:
+    """Write the value of every gauge read from a function (``Gauge.set_function``) to this
+    process's metric file.
+
+    In multiprocess mode the supervisor reads files only, and a function gauge is evaluated
+    only when its own process collects; a worker calls this when the supervisor scrapes
+    (gateway/workers.py), so such gauges stay read at scrape time.
+    """
+    for gauge in [m for m in globals().values() if isinstance(m, Gauge)]:
+        with gauge._lock:
+            children = list(gauge._metrics.values())
+        for child in children:
+            if "_child_samples" in vars(child):  # set_function replaced the sampler
+                for sample in child._child_samples():
+                    child._value.set(sample.value)

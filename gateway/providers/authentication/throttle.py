@@ -20,7 +20,7 @@ import math
 import time
 from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from aiohttp import web
 
@@ -55,13 +55,34 @@ async def password_check(request: web.BaseRequest, check: Callable[[], Awaitable
     return await throttle.run(client_address(request), check)
 
 
+class SharedBudgets(Protocol):
+    """Where a worker process's throttles keep their budgets (gateway.workers: the supervisor)."""
+
+    async def begin(self, throttle: "AuthFailureThrottle", address: str) -> None: ...
+
+    async def end(self, throttle: "AuthFailureThrottle", address: str, ok: bool) -> float: ...
+
+
+_shared_budgets: SharedBudgets | None = None
+
+
+def share_budgets(budgets: SharedBudgets | None) -> None:
+    """Keep every throttle's budgets in ``budgets`` from now on (None: in this process).
+
+    Called once by a worker process at start-up, so that N workers refuse after
+    ``refuse_after`` failures of an address in all, not N times as many.
+    """
+    global _shared_budgets
+    _shared_budgets = budgets
+
+
 class AuthFailureThrottle:
     """Failure bookkeeping for one topology; addresses are strings (``request.remote``)."""
 
     def __init__(
         self, config: FailureThrottle, clock: Callable[[], float] = time.monotonic, topology: str = ""
     ):
-        self.config = config
+        self.config, self.topology = config, topology
         self._clock = clock
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
         #: Password checks running now, per address (entries removed when back to 0).
@@ -75,31 +96,52 @@ class AuthFailureThrottle:
         """Run ``check()`` for ``address`` within its budget (see :func:`password_check`).
 
         Raises :class:`Throttled` when failures plus checks in flight reach ``refuse_after``.
-        After a failed check, waits the slow-down delay before returning.
+        After a failed check, waits the slow-down delay before returning. In a worker process
+        (:func:`share_budgets`) the budget is the supervisor's, shared by every worker.
         """
         if not self.config.enabled:
             return await check()
-        times = self._recent(address)
-        in_flight = self._in_flight.get(address, 0)
-        if (len(times) if times else 0) + in_flight >= self.config.refuse_after:
+        shared = _shared_budgets
+        try:
+            if shared is None:
+                self.begin(address)
+            else:
+                await shared.begin(self, address)
+        except Throttled:
             self._checks["refused"].inc()
-            raise Throttled(self.retry_after(address) or 1)
-        self._in_flight[address] = in_flight + 1  # counted before the check starts
+            raise
         ok = False
         try:
             result = await check()
             ok = bool(result)
         finally:
-            left = self._in_flight[address] - 1
-            if left:
-                self._in_flight[address] = left
-            else:
-                del self._in_flight[address]
             self._checks["success" if ok else "failure"].inc()
-            delay = 0.0 if ok else self.record_failure(address)
+            if shared is None:
+                delay = self.end(address, ok)
+            else:
+                delay = await shared.end(self, address, ok)
         if delay:
             await asyncio.sleep(delay)
         return result
+
+    def begin(self, address: str) -> None:
+        """Count a password check of ``address`` as started; :class:`Throttled` (nothing
+        counted) when failures plus checks in flight have reached ``refuse_after``."""
+        times = self._recent(address)
+        in_flight = self._in_flight.get(address, 0)
+        if (len(times) if times else 0) + in_flight >= self.config.refuse_after:
+            raise Throttled(self.retry_after(address) or 1)
+        self._in_flight[address] = in_flight + 1  # counted before the check starts
+
+    def end(self, address: str, ok: bool) -> float:
+        """The check :meth:`begin` counted has finished; a failure stays counted for the
+        window. Returns the slow-down delay in seconds (0 for none)."""
+        left = self._in_flight.get(address, 0) - 1
+        if left > 0:
+            self._in_flight[address] = left
+        else:
+            self._in_flight.pop(address, None)
+        return 0.0 if ok else self.record_failure(address)
 
     def _recent(self, address: str) -> deque[float] | None:
         times = self._failures.get(address)
