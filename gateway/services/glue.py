@@ -38,6 +38,7 @@ from gateway.glue import errors
 from gateway.glue.errors import CONTENT_TYPE, GlueError
 from gateway.glue.metastore import HmsException, HmsFailed, UpstreamMetastore
 from gateway.glue.operations import Caller, GlueCatalog
+from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import (
     BodyTimeout,
@@ -207,7 +208,7 @@ class GlueService:
     def _payload(body: bytes) -> dict:
         try:
             payload = json.loads(body) if body.strip() else {}
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than json can read
             raise _Refused(errors.Serialization("Start of structure or map found where not expected, "
                                                 "or the body is not JSON"), "bad_request") from None
         if not isinstance(payload, dict):
@@ -215,8 +216,15 @@ class GlueService:
         return payload
 
     def _audit(self, exchange: Exchange, catalog: GlueCatalog) -> None:
+        """The policy's part in the audit line and in ``hms_gateway_policy_decisions``."""
         event = exchange.event
         event.database, event.table = catalog.object
-        if catalog.decision is not None:
-            event.policy_decision, event.policy_access = catalog.decision, "_any"
-            event.policy_hidden, event.policy_columns_hidden = catalog.hidden, catalog.columns_hidden
+        if catalog.decision is None:
+            return
+        event.policy_decision, event.policy_access = catalog.decision, "_any"
+        event.policy_hidden, event.policy_columns_hidden = catalog.hidden, catalog.columns_hidden
+        for outcome, count in ((catalog.decision, 1), ("hidden", catalog.hidden),
+                               ("columns_hidden", catalog.columns_hidden)):
+            if count:
+                metrics.POLICY_DECISIONS.labels(topology=self.topology, service=self.path,
+                                                outcome=outcome).inc(count)

@@ -13,7 +13,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from tests.support.gateway import audit_record, start_gateway
+from tests.support.gateway import audit_record, metric, start_gateway
 
 pytestmark = pytest.mark.integration
 
@@ -197,10 +197,12 @@ def test_curl_with_basic_on_the_same_service(gateway):
     record = audit_record(gateway, headers["x-amzn-requestid"])
     assert record["method"] == "GetDatabases" and record["user"] == "alice"
     assert record["policy_decision"] == "allowed" and record["policy_hidden"] >= 2
+    assert metric(gateway, "hms_gateway_policy_decisions_total", service="glue", outcome="hidden") >= 2
     status, headers, body = curl(gateway, "GetDatabases", "{}")
     assert status == 401 and body["__type"] == "MissingAuthenticationTokenException"
     assert headers["www-authenticate"].startswith("Basic")
     status, _, body = curl(gateway, "GetTables", '{"DatabaseName": "sales", "MaxResults": 0}', "-u", f"alice:{PASSWORD}")
     assert status == 400 and body["__type"] == "InvalidInputException"
-    status, _, body = curl(gateway, "GetTables", "[1, 2]", "-u", f"alice:{PASSWORD}")
-    assert status == 400 and body["__type"] == "SerializationException"
+    for junk in ("[1, 2]", "[" * 100_000, '{"DatabaseName": "\xff'):
+        status, _, body = curl(gateway, "GetTables", junk, "-u", f"alice:{PASSWORD}")
+        assert status == 400 and body["__type"] == "SerializationException"

@@ -8,10 +8,13 @@ import fnmatch
 
 import pytest
 
+from gateway.config import ConfigError, GatewayConfig, TLSConfig, load_topology_file
 from gateway.glue.errors import AccessDenied, EntityNotFound, InvalidInput, PermissionTypeMismatch
 from gateway.glue.metastore import HmsException
 from gateway.glue.operations import Caller, GlueCatalog
 from gateway.policy import load_policy_file
+from gateway.services.glue import GlueService
+from gateway.topology import Topology, build_topology
 from tests.unit.test_glue_shapes import IDL, sample_partition, sample_table
 
 POLICY = """
@@ -220,3 +223,40 @@ def test_operations_are_named_as_glue_names_them(policy):
     glue = catalog(ALICE, policy)
     assert glue.operation("GetTables") == glue.get_tables
     assert glue.operation("CreateTable") is None and glue.operation("__init__") is None
+
+
+def _topology(tmp_path, secrets: str, options: str) -> Topology:
+    """Build a topology of one glue service behind the sigv4 provider."""
+    (tmp_path / "keys").write_text(secrets)
+    path = tmp_path / "glue.yaml"
+    path.write_text(f"""
+providers:
+  authentication:
+    - type: sigv4
+      access_keys: {{AKIATRINO000000001: trino}}
+      secret_keys: "file:{tmp_path / 'keys'}"
+services:
+  - {{kind: glue, path: glue, upstream: {{urls: ['thrift://hms:9083']}}, options: {options}}}
+""")
+    gateway = GatewayConfig(tls=TLSConfig(certificate=tmp_path / "c", private_key=tmp_path / "k"))
+    return build_topology(load_topology_file(path), gateway)
+
+
+KEYS = "[trino]\naws_access_key_id = AKIATRINO000000001\naws_secret_access_key = s3cr3t-value\n"
+
+
+def test_a_glue_service_builds_with_its_options(tmp_path):
+    handler = _topology(tmp_path, KEYS, "{catalog_id: '42', trusted_engines: [trino]}").services["glue"].handler
+    assert isinstance(handler, GlueService)
+    assert (handler.catalog_id, handler.trusted_engines) == ("42", frozenset({"trino"}))
+
+
+def test_config_errors_name_the_file_and_key_and_never_the_secret(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        _topology(tmp_path, KEYS, "{colour: blue}")
+    assert info.value.key == "services[0].options.colour"
+    with pytest.raises(ConfigError) as info:
+        _topology(tmp_path, "[trino]\naws_access_key_id = AKIAOTHER000000001\naws_secret_access_key = s3cr3t-value\n",
+                  "{}")
+    assert info.value.key.startswith("providers.authentication[0]")
+    assert "AKIATRINO000000001" in info.value.reason and "s3cr3t-value" not in str(info.value)
