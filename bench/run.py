@@ -23,7 +23,8 @@ are printed, met or not, and do not change the exit status). ``--markdown PATH``
 the results table; ``--small`` measures only the small calls, the floor and the handshakes;
 ``--hold SECONDS`` then calls the gateway and the floor for that long each, printing each
 process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
-``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback.
+``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback. ``--policy`` runs the catalog-policy
+benchmark instead (``bench/policy.py``, issue 11).
 """
 
 from __future__ import annotations
@@ -397,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", type=Path, help="also write the results table (Markdown) here")
     parser.add_argument("--rounds", type=int, default=1, help="multiply the number of calls measured")
+    parser.add_argument("--policy", action="store_true",
+                        help="run the catalog-policy benchmark instead (bench/policy.py)")
     parser.add_argument("--small", action="store_true",
                         help="only the small calls, the floor and the handshakes (no 5,000 partitions, "
                              "throughput or translation; the targets of issue 3 not measured are left out)")
@@ -404,6 +407,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="after the measurements, call get_all_databases kept alive for SECONDS more "
                              "(to attach a profiler to the gateway, whose pid is printed)")
     opts = parser.parse_args(argv)
+    if opts.policy:
+        from bench.policy import main as policy_main
+
+        return policy_main(["--rounds", str(opts.rounds)])
     info = machine()
     load_before = load()
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))

@@ -36,12 +36,14 @@ decision per distinct set of matching policies.
 
 from __future__ import annotations
 
+import operator
 import re
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import compress
 from typing import NamedTuple
 
 from gateway.policy.model import (
@@ -57,6 +59,7 @@ from gateway.policy.model import (
 _USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
 _SUBJECT_CACHE_SIZE = 1024
 _DATABASE_CACHE_SIZE = 8192
+_VERDICT_CACHE_SIZE = 16384
 NO_POLICY = -1
 
 
@@ -118,7 +121,7 @@ class _LevelMatcher:
     """One policy level, compiled: exact values in a set, wildcard values in one regex."""
 
     __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "block_regex", "user_values",
-                 "wild", "spec", "_per_user")
+                 "wild", "needles", "spec", "_per_user")
 
     def __init__(self, spec: ResourceSpec):
         values = [v.lower() for v in spec.values]
@@ -131,8 +134,10 @@ class _LevelMatcher:
         self.literals = frozenset(v for v in static if not _has_wildcard(v))
         # 'prefix*', the usual Ranger value, as a prefix; other wildcard values as one regex
         self.prefixes = tuple(v[:-1] for v in static if v.endswith("*") and not _has_wildcard(v[:-1]))
-        wild = "|".join(_to_regex(v) for v in static
-                        if _has_wildcard(v) and not (v.endswith("*") and not _has_wildcard(v[:-1])))
+        wild_values = [v for v in static if _has_wildcard(v) and not (v.endswith("*") and not _has_wildcard(v[:-1]))]
+        wild = "|".join(_to_regex(v) for v in wild_values)
+        # Each wildcard value's literal runs: a listing lacking one of them cannot match it.
+        self.needles = tuple(tuple(r for r in re.split(r"[*?]", v) if r) for v in wild_values)
         self.wild = wild  # the wildcard values as one regex source, or ""
         self.regex = re.compile(wild, re.DOTALL) if wild else None
         self._per_user: _Lru | None = None
@@ -191,25 +196,33 @@ def _union(sources: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("^(?:" + "|".join(sources) + ")$", re.MULTILINE)
 
 
+@lru_cache(maxsize=1024)
+def _prefix_union(prefixes: tuple[str, ...]) -> re.Pattern[str]:
+    """Lines of a newline-joined listing that start with any of ``prefixes``, in one pass."""
+    return re.compile("^(?:" + "|".join(map(re.escape, prefixes)) + ")[^\n]*", re.MULTILINE)
+
+
 class _Listing:
     """Lower-cased names of one listing (none holding a newline), ready for batch matching:
-    a set, the names joined with newlines for one regex pass, and, when many prefix values
-    are to be looked up, the names sorted for bisection."""
+    a set, the names joined with newlines for one regex pass, and the few names that start
+    with any of ``prefixes`` (every prefix value in play), found in one regex pass (all names
+    when there are many prefixes), sorted for bisection."""
 
-    __slots__ = ("distinct", "block", "prefix_lookups", "_sorted")
+    __slots__ = ("distinct", "block", "prefixes", "_prefixed")
 
-    def __init__(self, lowered: list[str], prefix_lookups: int):
+    def __init__(self, lowered: list[str], prefixes: tuple[str, ...]):
         self.distinct = frozenset(lowered)
         self.block = "\n".join(lowered)
-        self.prefix_lookups = prefix_lookups
-        self._sorted: list[str] | None = None
+        self.prefixes = prefixes
+        self._prefixed: list[str] | None = None
 
     def starting_with(self, prefixes: tuple[str, ...]) -> list[str]:
-        if self.prefix_lookups < 3:  # a pass over the names is cheaper than sorting them
-            return [n for n in self.distinct if n.startswith(prefixes)]
-        if self._sorted is None:
-            self._sorted = sorted(self.distinct)
-        names, out = self._sorted, []
+        if self._prefixed is None:
+            if len(self.prefixes) <= 8:  # a regex alternation is tried per line: fine for a few
+                self._prefixed = sorted(set(_prefix_union(self.prefixes).findall(self.block)))
+            else:
+                self._prefixed = sorted(self.distinct)
+        names, out = self._prefixed, []
         for prefix in prefixes:
             start = bisect_left(names, prefix)
             end = start
@@ -334,6 +347,7 @@ class PolicyEngine:
         self._policies = tuple(_Compiled(enabled[i], rank) for rank, i in enumerate(order))
         self._subjects = _Lru(_SUBJECT_CACHE_SIZE)
         self._databases = _Lru(_DATABASE_CACHE_SIZE)
+        self._verdicts = _Lru(_VERDICT_CACHE_SIZE)
 
     def __len__(self) -> int:
         return len(self._policies)
@@ -482,9 +496,12 @@ class PolicyEngine:
         for i, (entry, _) in enumerate(variable):
             matcher = entry.policy.matchers[k].for_user(low_user)
             masks[matcher.key] = (matcher, masks.get(matcher.key, (matcher, 0))[1] | 1 << i)
-        listing = _Listing(lowered, sum(len(m.prefixes) for m, _ in masks.values()))
-        # Several wildcard levels: one pass of their union finds the few names worth a look.
-        sources = tuple(sorted({m.wild for m, _ in masks.values() if m.wild}))
+        listing = _Listing(lowered, tuple(sorted({p for m, _ in masks.values() for p in m.prefixes})))
+        # Wildcard levels whose literal runs occur in the listing at all (a substring search);
+        # several of them: one pass of their union finds the few names worth a look.
+        live = {m.wild for m, _ in masks.values() if m.wild and any(
+            all(run in listing.block for run in runs) for runs in m.needles)}
+        sources = tuple(sorted(live))
         candidates = frozenset(_union(sources).findall(listing.block)) if len(sources) > 1 else None
         # A name's signature (the variable policies it matches) is base ^ flips[name]: an
         # excluding level matches every name but its hits, so only hits cost anything.
@@ -493,17 +510,27 @@ class PolicyEngine:
         for matcher, mask in masks.values():
             if matcher.excludes:
                 base |= mask
-            for name in matcher.hits(listing, user, candidates):
+            for name in matcher.hits(listing, user, candidates if matcher.wild in live else frozenset()):
                 flips[name] = flips.get(name, 0) | mask
         verdicts = {
-            signature: self._verdict_for(signature, constant, variable)
+            signature: self._cached_verdict(entries, prefix, signature, constant, variable)
             for signature in {base ^ flip for flip in flips.values()} | {base}
         }
         usual = verdicts[base]
         unusual = {name for name, flip in flips.items() if verdicts[base ^ flip] != usual}
         if not unusual:
             return list(names) if usual else []
-        return [n for n, low in zip(names, lowered) if (low in unusual) != usual]
+        flagged = map(unusual.__contains__, lowered)  # C-level passes: no Python loop per name
+        return list(compress(names, map(operator.not_, flagged) if usual else flagged))
+
+    def _cached_verdict(self, entries, prefix: tuple[str, ...], signature: int, constant, variable) -> bool:
+        """:meth:`_verdict_for`, remembered per (subject's policies, listing level, signature):
+        listings polled again and again meet the same few signatures."""
+        key = (id(entries), prefix, signature)
+        hit = self._verdicts.get(key)
+        if hit is None or hit[0] is not entries:  # entries live as long as their cache slot
+            hit = self._verdicts.put(key, (entries, self._verdict_for(signature, constant, variable)))
+        return hit[1]
 
     @staticmethod
     def _verdict_for(signature: int, constant, variable) -> bool:

@@ -267,3 +267,24 @@ def test_a_deny_on_one_column_filters_only_that_column():
     assert engine.visible("alice", ["analysts"], "sales", "customers")
     with pytest.raises(ValueError):
         engine.authorized_columns("alice", [], "sales", "orders", ["a"], access="peek")
+
+
+def test_batch_listing_agrees_with_one_by_one_under_many_wildcard_user_and_excluding_levels():
+    """The batch paths (per-user {USER} levels, literal prefilters, one union pass, many
+    prefixes, remembered verdicts) decide as visible() does name by name, call after call."""
+    policies = []
+    for i in range(40):
+        table = [res(f"*{i % 7}?x*"), res(f"t{i}_*", "t*", excludes=True), res(f"{{USER}}_{i}*"), res(f"tab{i}"),
+                 res(f"p{i}*", f"q{i}*")][i % 5]
+        policies.append(policy(i + 1, res("sales", "db*"), table, STAR,
+                               allow=(item("select", groups=["analysts"]),),
+                               deny=(item("select", groups=[f"g{i % 4}"]),) if i % 3 == 0 else (),
+                               priority=i % 2))
+    engine = PolicyEngine(policies)
+    names = [f"t{i}_tab{i % 37}" for i in range(300)] + ["ann_3x", "ann_13", "p5_a", "q9", "a1bx", "zz2yx", "T7_Up"]
+    for user, groups in [("ann", ["analysts"]), ("bob", ["g0"]), ("ann", ["g1", "g2"]), ("eve", [])]:
+        for db in ("sales", "db_x", "other"):
+            expected = [n for n in names if engine.visible(user, groups, db, n)]
+            for _ in range(2):  # the second call meets remembered verdicts
+                assert engine.visible_tables(user, groups, db, names) == expected, (user, groups, db)
+    assert 0 < len([n for n in names if engine.visible("ann", ["analysts"], "sales", n)]) < len(names)

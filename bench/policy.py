@@ -1,0 +1,188 @@
+"""Catalog policy costs (issue 11 item 10), side by side with a direct call.
+
+``python bench/run.py --policy`` (or ``python bench/policy.py``). Starts its own Hive Metastore
+with a table of 5,000 partitions (columns ``x`` and ``ssn``) and one gateway with three
+topologies over it: ``plain`` (no policy), ``allowed`` (a policy granting the table) and
+``columns`` (the same plus a deny of ``ssn``). Then, interleaving the sides call by call:
+
+* ``get_partitions`` of 5,000 partitions on the allowed table, gateway / direct (target
+  <= 1.1: the decision comes from the request and the reply streams untouched);
+* the same with ``ssn`` denied: every partition's storage descriptor filtered (target <= 1.5);
+* in process, the catalog-policy step alone on a ``get_all_tables`` reply of 1,000 names under
+  100 policies, typical (policies on other databases, prefixes and literals) and adversarial
+  (every policy on the listed database: wildcards, excludes, ``{USER}``, priorities, denials):
+  milliseconds the step adds (decode, filter, re-encode; aim <= 0.3 ms).
+
+Prints medians and ratios; exits 1 when a target is missed (the listing aim is printed only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.run import Direct, Gateway, interleaved, tjson_message  # noqa: E402
+from gateway.demo import metastore_client  # noqa: E402
+from gateway.observability.audit import AuditEvent  # noqa: E402
+from gateway.pipeline.exchange import Exchange  # noqa: E402
+from gateway.pipeline.reply import Reply  # noqa: E402
+from gateway.pipeline.steps.catalog_policy import CatalogPolicy  # noqa: E402
+from gateway.policy import PolicyEngine  # noqa: E402
+from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses  # noqa: E402
+from gateway.providers.authentication.base import Principal  # noqa: E402
+from gateway.providers.identity import Identity  # noqa: E402
+from gateway.thrift.binary import encode_binary_call, read_message_header  # noqa: E402
+from gateway.thrift.schema import TType, load_schema  # noqa: E402
+from tests.support.big_table import create_partitioned_table, get_partitions_call  # noqa: E402
+from tests.support.fake_hms import list_of_strings_reply  # noqa: E402
+from tests.support.gateway import service, start_gateway  # noqa: E402
+from tests.support.hms import start_hms  # noqa: E402
+
+DB, TABLE, PARTITIONS = "benchdb", "parts5k", 5000
+USER, PASSWORD = "bench", "bench-password"
+TARGETS = {"get_partitions(5000) allowed table, gateway/direct": 1.1,
+           "get_partitions(5000) one column denied, gateway/direct": 1.5}
+LISTING_AIM_MS = 0.3
+ALLOWED = f"""
+policies:
+  - id: 1
+    name: bench reads {DB}
+    resources: {{database: [{DB}], table: ["*"], column: ["*"]}}
+    allow: [{{users: [{USER}], accesses: [select]}}]
+"""
+COLUMNS = ALLOWED + f"""
+  - id: 2
+    name: no ssn for bench
+    resources: {{database: [{DB}], table: [{TABLE}], column: [ssn]}}
+    deny: [{{users: [{USER}], accesses: [select]}}]
+"""
+
+
+def _item(*accesses: str, users=(), groups=()) -> PolicyItem:
+    return PolicyItem(expand_accesses(list(accesses)), frozenset(users), frozenset(groups))
+
+
+def typical_policies() -> list[Policy]:
+    """100 policies over 20 databases, each granting a group a table prefix and a table."""
+    return [Policy(i + 1, f"p{i}", (ResourceSpec((f"db{i % 20}",)), ResourceSpec((f"t{i}_*", f"fact_{i}")),
+                                    ResourceSpec(("*",))), allow=(_item("select", groups=[f"g{i % 10}"]),))
+            for i in range(100)]
+
+
+def adversarial_policies() -> list[Policy]:
+    """100 policies all on the listed database: wildcards, excluding levels, ``{USER}``,
+    literals; a third deny a group, half have the override priority."""
+    out = []
+    for i in range(100):
+        table = [ResourceSpec((f"*{i}?x*",)), ResourceSpec((f"t{i}_*",), True),
+                 ResourceSpec((f"{{USER}}_{i}*",)), ResourceSpec((f"tab{i}",))][i % 4]
+        out.append(Policy(i + 1, f"p{i}", (ResourceSpec(("sales", "db*")), table, ResourceSpec(("*",))),
+                          allow=(_item("select", groups=["analysts"], users=["{USER}"]),),
+                          deny=(_item("select", groups=[f"g{i}"]),) if i % 3 == 0 else (), priority=i % 2))
+    return out
+
+
+def listing_cost(policies: list[Policy], database: str, n: int) -> tuple[float, int]:
+    """Median ms the catalog-policy step adds to a ``get_all_tables`` reply of 1,000 names
+    (reply decode, filter, re-encode), and how many names it kept."""
+    schema = load_schema()
+    step = CatalogPolicy("bench", "/hms", PolicyEngine(policies), schema)
+    names = [f"t{i}_tab{i % 37}" for i in range(1000)]
+    message = list_of_strings_reply("get_all_tables", 1, names)
+    call = encode_binary_call("get_all_tables", 1, [(1, TType.STRING, database)])
+    identity = Identity(USER, Principal(USER, "basic"), frozenset({"analysts", "g3", "g6"}))
+    header, _ = read_message_header(call)
+    samples, kept = [], 0
+
+    async def run() -> None:
+        nonlocal kept
+        for _ in range(n):
+            exchange = Exchange(None, None, None, AuditEvent("bench", None),  # type: ignore[arg-type]
+                                identity=identity, header=header, call=call)
+            reply = Reply(message, schema)
+            t0 = time.perf_counter()
+            await step.on_reply(exchange, reply)
+            samples.append(time.perf_counter() - t0)
+            kept = len(reply.result.success)
+
+    asyncio.run(run())
+    return statistics.median(samples) * 1000, kept
+
+
+def add_denied_column(uri: str) -> None:
+    """Add ``ssn`` to the table and, cascading, to every partition's storage descriptor."""
+    hms = metastore_client.load_idl()
+    with metastore_client.connect(uri, timeout=1800) as client:
+        table = client.get_table(DB, TABLE)
+        table.sd.cols.append(hms.FieldSchema("ssn", "string", "denied to the bench user"))
+        client.alter_table_with_cascade(DB, TABLE, table, True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1, help="multiply the number of calls measured")
+    parser.add_argument("--listing-only", action="store_true", help="only the in-process listing cost")
+    opts = parser.parse_args(argv)
+    results: dict[str, float] = {}
+    for label, policies, database in (("typical", typical_policies(), "db3"),
+                                      ("adversarial", adversarial_policies(), "sales")):
+        ms, kept = listing_cost(policies, database, 500 * opts.rounds)
+        print(f"get_all_tables of 1,000 names under 100 policies, {label}: step adds {ms:.3f} ms "
+              f"(kept {kept}; aim <= {LISTING_AIM_MS})", flush=True)
+    if opts.listing_only:
+        return 0
+    work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-policy-"))
+    print(f"bench policy: workdir {work}; starting HMS", flush=True)
+    hms = start_hms(work / "hms", short_lived=False)
+    gw = None
+    try:
+        create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS)
+        add_denied_column(hms.uri)
+        (work / "allowed.yaml").write_text(ALLOWED)
+        (work / "columns.yaml").write_text(COLUMNS)
+
+        def topology(policy: str | None) -> dict:
+            svc = service([f"thrift://127.0.0.1:{hms.port}"], timeout_seconds=300)
+            return {"services": [dict(svc, policy_file=str(work / policy)) if policy else svc]}
+
+        gw = start_gateway(work / "gateway", {"plain": topology(None), "allowed": topology("allowed.yaml"),
+                                              "columns": topology("columns.yaml")}, {USER: PASSWORD})
+        sides = {}
+        for name in ("plain", "allowed", "columns"):
+            client = Gateway(gw)
+            client.head = client.head.replace(gw.url().split("/", 3)[3], gw.url(name).split("/", 3)[3])
+            sides[name] = client
+        direct = Direct(hms.port)
+        binary = get_partitions_call(DB, TABLE)
+        tjson = tjson_message("get_partitions", f'{{"1":{{"str":"{DB}"}},"2":{{"str":"{TABLE}"}},"3":{{"i16":-1}}}}')
+        sizes = {name: len(client.call(tjson)) for name, client in sides.items()}
+        n = 15 * opts.rounds
+        d, plain, allowed, columns = interleaved([(direct.call, binary)] + [(c.call, tjson) for c in sides.values()], n)
+        results = {"get_partitions(5000) allowed table, gateway/direct": allowed / d,
+                   "get_partitions(5000) one column denied, gateway/direct": columns / d}
+        print(f"get_partitions(5000), median of {n} (ms): direct {d:.1f}, gateway without policy {plain:.1f}, "
+              f"allowed {allowed:.1f}, one column denied {columns:.1f}; TJSON bytes {sizes}", flush=True)
+        print(f"  ratios to direct: no policy {plain / d:.2f}, allowed {allowed / d:.2f}, column denied "
+              f"{columns / d:.2f}; allowed / no policy {allowed / plain:.2f}", flush=True)
+        direct.close()
+        for client in sides.values():
+            client.close()
+    finally:
+        if gw is not None:
+            gw.stop()
+        hms.server.stop()
+    failed = [name for name, limit in TARGETS.items() if results.get(name, 0) > limit]
+    for name, limit in TARGETS.items():
+        print(f"{'MISS' if name in failed else 'PASS'}  {name:55s} {results[name]:6.2f}  (target <= {limit:g})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
