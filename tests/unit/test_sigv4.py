@@ -204,3 +204,7 @@ def test_the_registry_knows_sigv4():
 
     assert SigV4Provider in settings_models()
     assert SigV4Authenticator.name == "sigv4"
+
+
+def test_the_challenge_names_the_scheme(secrets):
+    assert provider(secrets).build().challenge() == "AWS4-HMAC-SHA256"

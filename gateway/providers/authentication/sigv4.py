@@ -143,8 +143,9 @@ class SigV4Provider(ProviderSettings):
 
 
 class SigV4Authenticator:
-    """Checks ``Authorization: AWS4-HMAC-SHA256 …``; offers no ``WWW-Authenticate`` challenge
-    (AWS defines none). ``clock`` gives the time in seconds since the epoch (injectable)."""
+    """Checks ``Authorization: AWS4-HMAC-SHA256 …``. AWS defines no ``WWW-Authenticate``
+    challenge; the scheme's name is offered so that a 401 always carries one (RFC 9110 §11.6.1).
+    ``clock`` gives the time in seconds since the epoch (injectable)."""
 
     name = "sigv4"
 
@@ -157,7 +158,7 @@ class SigV4Authenticator:
         self._clock = clock
 
     def challenge(self) -> str:
-        return ""
+        return ALGORITHM
 
     async def authenticate(self, request: web.Request) -> Principal | None:
         header = request.headers.get(hdrs.AUTHORIZATION, "")
