@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+import time
 from pathlib import Path
 
 from gateway.certs import write_dev_certificates
 from gateway.config import load_gateway_config, load_topologies
 
 log = logging.getLogger(__name__)
+
+#: The demo pipeline's account and service (demo only: config/users.htpasswd, the default topology).
+PIPELINE_USER, PIPELINE_PASSWORD = "etl", "etl-password"
+PIPELINE_SERVICE = "hive/spark-rw"
 
 
 def _banner(port: int, mgmt_port: int, ca: Path) -> str:
@@ -18,6 +25,8 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 
   endpoint     {url}
   credentials  admin / admin-password   (demo only: config/users.htpasswd)
+  pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
+               through hms-gateway tunnel (docs/spark.md)
   CA           {ca}
 
   curl -sk -u admin:admin-password -H 'Content-Type: application/vnd.apache.thrift.json' \\
@@ -37,7 +46,6 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
     """Run the whole demo in the foreground; returns the process exit code."""
     from gateway.demo.hms import EmbeddedHMS
-    from gateway.demo.pipeline import catalog_exists, run_pipeline_in_subprocess
     from gateway.server import Gateway, run
 
     config = load_gateway_config(config_path)
@@ -49,13 +57,45 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"starting the embedded Hive Metastore on port {hms_port} (about 20 s) ...", flush=True)
     with EmbeddedHMS(workdir / "hms", hms_port) as hms:
-        if catalog_exists(hms.uri):
-            print("sample catalog already present", flush=True)
-        else:
-            print("creating the sample catalog with PySpark (about 30 s) ...", flush=True)
-            # In a child process: Spark's JVM must not live as long as the gateway.
-            run_pipeline_in_subprocess(hms.uri, hms.warehouse_dir, log_path=workdir / "pipeline.log")
         ca = config.tls.certificate.parent / "ca.crt"
-        run(Gateway(config, topologies),
-            lambda gw: print(_banner(gw.gateway_port, gw.management_port, ca), flush=True))
+
+        def started(gw) -> None:
+            print(_banner(gw.gateway_port, gw.management_port, ca), flush=True)
+            # The pipeline is a client of the gateway like any other: it runs beside the server.
+            threading.Thread(target=_pipeline_through_gateway, name="demo-pipeline", daemon=True,
+                             args=(gw.gateway_port, ca, hms.warehouse_dir, workdir / "pipeline.log")).start()
+
+        run(Gateway(config, topologies), started)
     return 0
+
+
+def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path: Path) -> None:
+    """Run the demo pipeline (PySpark, in a child process) as user ``etl``: Spark's Hive client
+    → an in-process ``hms-gateway tunnel`` → the gateway's ``hive/spark-rw`` service → HMS.
+    Prints progress; a failure is printed with the log's tail, never raised (the gateway stays up)."""
+    from gateway.client.auth import BasicAuth
+    from gateway.demo.pipeline import run_pipeline_in_subprocess
+    from gateway.tunnel import Tunnel, TunnelSettings, spark_setting
+
+    url = f"https://localhost:{port}/gateway/default/{PIPELINE_SERVICE}"
+    loop = asyncio.new_event_loop()
+    tunnel = Tunnel(TunnelSettings(url, BasicAuth(PIPELINE_USER, PIPELINE_PASSWORD), ca=str(ca), port=0))
+    loop.run_until_complete(tunnel.start())
+    thread = threading.Thread(target=loop.run_forever, name="demo-tunnel", daemon=True)
+    thread.start()
+    print(f"demo pipeline: PySpark as user {PIPELINE_USER} through hms-gateway tunnel "
+          f"({spark_setting('127.0.0.1', tunnel.port)}) -> {url}; log {log_path}", flush=True)
+    started = time.monotonic()
+    try:
+        # In a child process: Spark's JVM must not live as long as the gateway.
+        run_pipeline_in_subprocess(f"thrift://127.0.0.1:{tunnel.port}", warehouse_dir, log_path=log_path)
+    except RuntimeError as exc:
+        print(f"demo pipeline failed: {exc}", flush=True)
+    else:
+        print(f"demo pipeline: sample catalog written by {PIPELINE_USER} through the gateway in "
+              f"{time.monotonic() - started:.0f} s", flush=True)
+    finally:
+        asyncio.run_coroutine_threadsafe(tunnel.close(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
