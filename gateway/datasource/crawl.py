@@ -1,0 +1,165 @@
+"""Catalog crawl through a ``ThriftHiveMetastore`` client, independent of Spark: how the work is
+split (:func:`plan`) and the rows of one piece (:func:`rows`). The PySpark data source runs
+:func:`plan` on the driver and :func:`rows` on the executors.
+
+Calls used (Hive 2.3 IDL): ``get_databases(pattern)``, ``get_tables(db, pattern)``,
+``get_database``, ``get_table_objects_by_name(db, names)`` (one call per batch of tables; where
+the service does not expose it, ``get_table`` per table), ``get_partition_names`` (partition
+counts) and ``get_partitions`` (the ``partitions`` view). All but ``get_table_objects_by_name``
+are among the spec's nine read methods, a gateway service's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from thriftpy2.thrift import TApplicationException
+
+from gateway.client.connection import hive_metastore_idl
+from gateway.demo.metastore_client import partition_name
+
+__all__ = ["SCHEMAS", "VIEWS", "Batch", "plan", "rows"]
+
+_PARAMS = "parameters map<string,string>"
+#: view name → Spark DDL schema of its rows (times are HMS's own: seconds since the epoch).
+SCHEMAS = {
+    "databases": f"database string, description string, location string, owner string, owner_type string, {_PARAMS}",
+    "tables": (
+        "database string, table string, owner string, table_type string, create_time bigint, "
+        "last_access_time bigint, location string, input_format string, output_format string, "
+        "serde string, partition_keys array<string>, num_columns int, num_partitions int, "
+        f"num_rows bigint, total_size bigint, has_statistics boolean, {_PARAMS}"
+    ),
+    "partitions": (
+        "database string, table string, name string, values array<string>, location string, "
+        f"create_time bigint, num_rows bigint, {_PARAMS}"
+    ),
+    "columns": (
+        "database string, table string, position int, column string, type string, comment string, "
+        "is_partition_key boolean"
+    ),
+}
+VIEWS = tuple(SCHEMAS)
+# Table parameters that mean basic statistics were gathered (Hive's StatsSetupConst, Spark's
+# ANALYZE TABLE / CTAS).
+_ROW_COUNT_KEYS = ("numRows", "spark.sql.statistics.numRows")
+_SIZE_KEYS = ("totalSize", "spark.sql.statistics.totalSize")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One piece of a crawl: ``database`` and, except for the ``databases`` view, up to
+    ``batch_size`` of its ``tables``. Pickles (a Spark input partition carries one)."""
+
+    database: str
+    tables: tuple[str, ...] = ()
+
+
+def plan(client, view: str, *, database: str = "*", table: str = "*", batch_size: int = 100) -> list[Batch]:
+    """The batches of a crawl of ``view`` (one of :data:`VIEWS`).
+
+    ``database`` and ``table`` are HMS name patterns (``*`` any characters, ``|`` alternatives).
+    ``databases``: one batch per database; other views: each database's matching tables, in
+    name order, cut into batches of ``batch_size``. Costs one ``get_databases`` and, except for
+    ``databases``, one ``get_tables`` per database. Raises ValueError for an unknown view or a
+    ``batch_size`` below 1, and whatever the client raises.
+    """
+    if view not in SCHEMAS:
+        raise ValueError(f"unknown view {view!r}: one of {', '.join(VIEWS)}")
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    databases = sorted(client.get_databases(database))
+    if view == "databases":
+        return [Batch(db) for db in databases]
+    batches = []
+    for db in databases:
+        names = sorted(client.get_tables(db, table))
+        batches += [Batch(db, tuple(names[i:i + batch_size])) for i in range(0, len(names), batch_size)]
+    return batches
+
+
+def rows(client, view: str, batch: Batch) -> Iterator[tuple]:
+    """The rows of ``view`` for ``batch``, as tuples in :data:`SCHEMAS` order.
+
+    A table dropped since :func:`plan` is left out (HMS leaves it out of
+    ``get_table_objects_by_name``); a database dropped since then raises the IDL's
+    ``NoSuchObjectException``.
+    """
+    if view == "databases":
+        d = client.get_database(batch.database)
+        yield (d.name, d.description, d.locationUri, d.ownerName, _owner_type_name(d.ownerType),
+               dict(d.parameters or {}))
+        return
+    for t in sorted(_tables(client, batch), key=lambda t: t.tableName):
+        if view == "tables":
+            yield _table_row(client, t)
+        elif view == "columns":
+            yield from _column_rows(t)
+        else:
+            yield from _partition_rows(client, t)
+
+
+def _tables(client, batch: Batch) -> list:
+    """The batch's ``Table`` objects: one ``get_table_objects_by_name`` call, or one
+    ``get_table`` per table when the service does not expose it (the spec's nine methods)."""
+    try:
+        return client.get_table_objects_by_name(batch.database, list(batch.tables)) or []
+    except TApplicationException as exc:
+        if exc.type != TApplicationException.UNKNOWN_METHOD:
+            raise
+    missing = hive_metastore_idl().NoSuchObjectException
+    tables = []
+    for name in batch.tables:
+        try:
+            tables.append(client.get_table(batch.database, name))
+        except missing:  # dropped since the plan
+            continue
+    return tables
+
+
+def _owner_type_name(value: int | None) -> str | None:
+    if value is None:
+        return None
+    return hive_metastore_idl().PrincipalType._VALUES_TO_NAMES.get(value, str(value))
+
+
+def _first_int(params: dict, keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        try:
+            return int(params[key])
+        except (KeyError, ValueError):
+            continue
+    return None
+
+
+def _table_row(client, t) -> tuple:
+    params = dict(t.parameters or {})
+    sd = t.sd
+    keys = [k.name for k in t.partitionKeys or []]
+    num_partitions = len(client.get_partition_names(t.dbName, t.tableName, -1)) if keys else None
+    num_rows = _first_int(params, _ROW_COUNT_KEYS)
+    return (
+        t.dbName, t.tableName, t.owner, t.tableType, t.createTime, t.lastAccessTime,
+        sd.location if sd else None, sd.inputFormat if sd else None, sd.outputFormat if sd else None,
+        sd.serdeInfo.serializationLib if sd and sd.serdeInfo else None,
+        keys, len(sd.cols or []) if sd else 0, num_partitions,
+        num_rows, _first_int(params, _SIZE_KEYS), num_rows is not None, params,
+    )
+
+
+def _column_rows(t) -> Iterator[tuple]:
+    columns = [(c, False) for c in (t.sd.cols if t.sd else None) or []]
+    columns += [(c, True) for c in t.partitionKeys or []]
+    for position, (c, is_key) in enumerate(columns):
+        yield (t.dbName, t.tableName, position, c.name, c.type, c.comment, is_key)
+
+
+def _partition_rows(client, t) -> Iterator[tuple]:
+    keys = [k.name for k in t.partitionKeys or []]
+    if not keys:
+        return
+    for p in client.get_partitions(t.dbName, t.tableName, -1):
+        params = dict(p.parameters or {})
+        yield (t.dbName, t.tableName, partition_name(keys, p.values), list(p.values),
+               p.sd.location if p.sd else None, p.createTime, _first_int(params, _ROW_COUNT_KEYS), params)

@@ -1,0 +1,186 @@
+"""The PySpark data source ``hms`` (issue 13 item 5) in a real local Spark session (local[2]),
+reading through the real gateway from the real HMS; every value is checked against direct
+thriftpy2 calls to the same HMS. Also runs examples/catalog_report.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.client import hive_metastore_idl
+from gateway.config import SPEC_METHODS
+from gateway.demo.metastore_client import partition_name
+from tests.integration.test_python_client import direct  # noqa: F401 (a fixture)
+from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.spec_calls import DB, TABLE
+
+pytestmark = pytest.mark.integration
+
+USERS = {"admin": "admin-password"}
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def gateway(hms, tmp_path_factory) -> RunningGateway:
+    hms_url = f"thrift://127.0.0.1:{hms.port}"
+    topologies = {
+        # the spec's nine methods (a service's default) plus the batch call
+        "batched": {"services": [service([hms_url], methods=[*SPEC_METHODS, "get_table_objects_by_name"])]},
+        "spec": {"services": [service([hms_url])]},
+    }
+    gw = start_gateway(tmp_path_factory.mktemp("gw-datasource"), topologies, USERS)
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    from gateway.datasource import register
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    scratch = tmp_path_factory.mktemp("spark")
+    session = (
+        SparkSession.builder.appName("test-datasource").master("local[2]")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch}")
+        .getOrCreate()
+    )
+    register(session)
+    yield session
+    session.stop()
+
+
+def options(gw: RunningGateway, topology: str = "batched", **extra) -> dict:
+    # A file, not an environment variable: Spark's planner runs in Python workers that got the
+    # JVM's environment when the session started.
+    password_file = gw.workdir / "admin.password"
+    password_file.write_text(USERS["admin"])
+    return {"url": gw.url(topology), "ca": str(gw.ca_file), "auth": "basic", "user": "admin",
+            "password_file": str(password_file), **extra}
+
+
+def read(spark, gw, view: str, topology: str = "batched", **extra):
+    return spark.read.format("hms").options(**options(gw, topology, **extra)).load(view)
+
+
+def direct_tables(direct) -> dict[tuple[str, str], object]:
+    return {(db, t): direct.get_table(db, t)
+            for db in direct.get_databases("*") for t in direct.get_tables(db, "*")}
+
+
+def test_databases_equal_direct(spark, gateway, direct):
+    rows = {r.database: r for r in read(spark, gateway, "databases").collect()}
+    assert set(rows) == set(direct.get_databases("*")) >= {"default", DB, "sales"}
+    for name, row in rows.items():
+        d = direct.get_database(name)
+        assert (row.description, row.location, row.owner, row.parameters) == (
+            d.description, d.locationUri, d.ownerName, d.parameters or {})
+        assert row.owner_type == hive_metastore_idl().PrincipalType._VALUES_TO_NAMES[d.ownerType]
+
+
+@pytest.mark.parametrize("topology", ["batched", "spec"])
+def test_tables_equal_direct_in_one_input_partition_per_batch(spark, gateway, direct, topology):
+    df = read(spark, gateway, "tables", topology, batch_size="2")
+    expected = direct_tables(direct)
+    per_db: dict[str, int] = {}
+    for db, _ in expected:
+        per_db[db] = per_db.get(db, 0) + 1
+    assert df.rdd.getNumPartitions() == sum(math.ceil(n / 2) for n in per_db.values())
+    rows = {(r.database, r.table): r for r in df.collect()}
+    assert set(rows) == set(expected)
+    for key, t in expected.items():
+        row = rows[key]
+        assert (row.owner, row.table_type, row.create_time, row.last_access_time) == (
+            t.owner, t.tableType, t.createTime, t.lastAccessTime)
+        assert (row.location, row.input_format, row.output_format, row.serde) == (
+            t.sd.location, t.sd.inputFormat, t.sd.outputFormat, t.sd.serdeInfo.serializationLib)
+        assert row.partition_keys == [k.name for k in t.partitionKeys]
+        assert row.num_columns == len(t.sd.cols)
+        assert row.parameters == (t.parameters or {})
+        expected_parts = len(direct.get_partition_names(*key, -1)) if t.partitionKeys else None
+        assert row.num_partitions == expected_parts
+        assert row.has_statistics == ("numRows" in (t.parameters or {})
+                                      or "spark.sql.statistics.numRows" in (t.parameters or {}))
+    assert rows[(DB, TABLE)].num_partitions == 2
+    assert rows[(DB, "events")].num_partitions == 200
+
+
+def test_partitions_equal_direct(spark, gateway, direct):
+    df = read(spark, gateway, "partitions", database=DB, table="test_table|events")
+    rows = sorted(df.collect(), key=lambda r: (r.table, r.name))
+    expected = []
+    for table in ("events", TABLE):
+        keys = [k.name for k in direct.get_table(DB, table).partitionKeys]
+        for p in direct.get_partitions(DB, table, -1):
+            expected.append((DB, table, partition_name(keys, p.values), p.values, p.sd.location, p.createTime,
+                             p.parameters or {}))
+    expected.sort(key=lambda e: (e[1], e[2]))
+    assert len(rows) == 202
+    assert [(r.database, r.table, r.name, r.values, r.location, r.create_time, r.parameters) for r in rows] == expected
+    assert {r.name for r in rows if r.table == TABLE} == {"hair_color=black", "hair_color=brown"}
+
+
+def test_columns_equal_direct(spark, gateway, direct):
+    rows = read(spark, gateway, "columns", database=DB, table=TABLE).orderBy("position").collect()
+    t = direct.get_table(DB, TABLE)
+    expected = [(c.name, c.type, c.comment, False) for c in t.sd.cols]
+    expected += [(c.name, c.type, c.comment, True) for c in t.partitionKeys]
+    assert [(r.column, r.type, r.comment, r.is_partition_key) for r in rows] == expected
+    assert [r.column for r in rows] == ["name", "age", "hair_color"]
+    assert [r.position for r in rows] == [0, 1, 2]
+
+
+def test_wrong_password_fails_the_read_without_the_password(spark, gateway, tmp_path):
+    wrong = tmp_path / "wrong.password"
+    wrong.write_text("wrong-secret-93")
+    with pytest.raises(Exception) as info:
+        read(spark, gateway, "tables", password_file=str(wrong)).collect()
+    text = str(info.value)
+    assert "HTTP 401" in text
+    assert "wrong-secret-93" not in text
+
+
+def test_missing_url_and_unknown_view_are_named(spark, gateway):
+    with pytest.raises(Exception) as info:
+        spark.read.format("hms").load("tables").collect()
+    assert "option 'url'" in str(info.value)
+    with pytest.raises(Exception) as info:
+        read(spark, gateway, "functions").collect()
+    assert "unknown view 'functions'" in str(info.value)
+
+
+def test_catalog_report_example(spark, gateway, direct, tmp_path):
+    spec = importlib.util.spec_from_file_location("catalog_report", REPO / "examples" / "catalog_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    written = report.write_report(spark, options(gateway), tmp_path / "report")
+    assert sorted(written) == ["owners", "partition_counts", "tables_per_database", "tables_without_statistics"]
+    expected = direct_tables(direct)
+
+    per_db = {r.database: r.tables for r in spark.read.parquet(written["tables_per_database"]).collect()}
+    counts: dict[str, int] = {}
+    for db, _ in expected:
+        counts[db] = counts.get(db, 0) + 1
+    assert per_db == counts
+
+    parts = {(r.database, r.table): r.partitions for r in spark.read.parquet(written["partition_counts"]).collect()}
+    assert parts == {k: len(direct.get_partition_names(*k, -1)) for k, t in expected.items() if t.partitionKeys}
+
+    no_stats = {(r.database, r.table) for r in spark.read.parquet(written["tables_without_statistics"]).collect()}
+    assert no_stats == {k for k, t in expected.items() if t.tableType != "VIRTUAL_VIEW"
+                        and not {"numRows", "spark.sql.statistics.numRows"} & set(t.parameters or {})}
+
+    owners = {r.owner: r.tables for r in spark.read.parquet(written["owners"]).collect()}
+    owned: dict[str, int] = {}
+    for t in expected.values():
+        owned[t.owner] = owned.get(t.owner, 0) + 1
+    assert owners == owned

@@ -1,0 +1,151 @@
+"""gateway.datasource: the crawl plan and rows against a fake ThriftHiveMetastore client, and
+the data source's option checks (no Spark session)."""
+
+from __future__ import annotations
+
+import pytest
+from thriftpy2.thrift import TApplicationException
+
+from gateway.client import BasicAuth, hive_metastore_idl
+from gateway.datasource import reader_options
+from gateway.datasource.crawl import SCHEMAS, Batch, plan, rows
+
+T = hive_metastore_idl()
+
+
+def table(db: str, name: str, *, keys=(), params=None, table_type="MANAGED_TABLE"):
+    sd = T.StorageDescriptor(
+        cols=[T.FieldSchema("id", "bigint", "the id"), T.FieldSchema("name", "string", None)],
+        location=f"file:/wh/{db}/{name}", inputFormat="in", outputFormat="out",
+        serdeInfo=T.SerDeInfo(serializationLib="serde"))
+    return T.Table(tableName=name, dbName=db, owner="etl", createTime=100, lastAccessTime=0, sd=sd,
+                   partitionKeys=[T.FieldSchema(k, "string", None) for k in keys],
+                   parameters=params or {}, tableType=table_type)
+
+
+class FakeMetastore:
+    """The calls crawl.py makes, over an in-memory catalog; ``batched=False`` behaves like a
+    service without ``get_table_objects_by_name``."""
+
+    def __init__(self, tables, partitions=None, batched=True):
+        self.tables = {(t.dbName, t.tableName): t for t in tables}
+        self.partitions = partitions or {}
+        self.batched = batched
+        self.calls: list[str] = []
+
+    def get_databases(self, pattern):
+        self.calls.append("get_databases")
+        return sorted({db for db, _ in self.tables} | {"empty"})
+
+    def get_tables(self, db, pattern):
+        self.calls.append("get_tables")
+        return [t for d, t in self.tables if d == db][::-1]  # HMS's order is not guaranteed
+
+    def get_database(self, name):
+        return T.Database(name=name, description="d", locationUri=f"file:/wh/{name}", parameters={"k": "v"},
+                          ownerName="admin", ownerType=T.PrincipalType.ROLE)
+
+    def get_table_objects_by_name(self, db, names):
+        self.calls.append("get_table_objects_by_name")
+        if not self.batched:
+            raise TApplicationException(TApplicationException.UNKNOWN_METHOD, "not exposed")
+        return [self.tables[(db, n)] for n in names if (db, n) in self.tables]
+
+    def get_table(self, db, name):
+        self.calls.append("get_table")
+        try:
+            return self.tables[(db, name)]
+        except KeyError:
+            raise T.NoSuchObjectException(f"{db}.{name} table not found") from None
+
+    def get_partition_names(self, db, name, max_parts):
+        return [f"p={v}" for v in self.partitions.get((db, name), [])]
+
+    def get_partitions(self, db, name, max_parts):
+        return [T.Partition(values=[v], dbName=db, tableName=name, createTime=7,
+                            sd=T.StorageDescriptor(location=f"file:/wh/{db}/{name}/p={v}"),
+                            parameters={"numRows": "3"})
+                for v in self.partitions.get((db, name), [])]
+
+
+def catalog(batched=True):
+    tables = [table("a", f"t{i}") for i in range(5)] + [
+        table("b", "parts", keys=["p"], params={"numRows": "12", "totalSize": "400"}),
+        table("b", "view", table_type="VIRTUAL_VIEW"),
+    ]
+    return FakeMetastore(tables, {("b", "parts"): ["x", "a/b"]}, batched)
+
+
+def test_plan_cuts_each_databases_sorted_tables_into_batches():
+    hms = catalog()
+    assert plan(hms, "tables", batch_size=2) == [
+        Batch("a", ("t0", "t1")), Batch("a", ("t2", "t3")), Batch("a", ("t4",)), Batch("b", ("parts", "view"))]
+    assert hms.calls == ["get_databases", "get_tables", "get_tables", "get_tables"]
+
+
+def test_plan_of_databases_is_one_batch_each_and_lists_no_tables():
+    hms = catalog()
+    assert plan(hms, "databases") == [Batch("a"), Batch("b"), Batch("empty")]
+    assert hms.calls == ["get_databases"]
+
+
+@pytest.mark.parametrize("view, size, reason", [("functions", 1, "unknown view 'functions'"),
+                                                ("tables", 0, "batch_size must be at least 1")])
+def test_plan_refuses(view, size, reason):
+    with pytest.raises(ValueError, match=reason):
+        plan(catalog(), view, batch_size=size)
+
+
+def test_table_rows_follow_the_schema():
+    got = {r[1]: r for r in rows(catalog(), "tables", Batch("b", ("parts", "view")))}
+    assert len(got["parts"]) == len(SCHEMAS["tables"].split(", "))
+    assert got["parts"] == ("b", "parts", "etl", "MANAGED_TABLE", 100, 0, "file:/wh/b/parts", "in", "out", "serde",
+                            ["p"], 2, 2, 12, 400, True, {"numRows": "12", "totalSize": "400"})
+    assert got["view"][12:16] == (None, None, None, False)  # not partitioned, no statistics
+
+
+def test_missing_table_objects_call_falls_back_to_get_table_and_skips_dropped_tables():
+    hms = catalog(batched=False)
+    got = list(rows(hms, "tables", Batch("a", ("t1", "gone", "t0"))))
+    assert [r[1] for r in got] == ["t0", "t1"]
+    assert hms.calls == ["get_table_objects_by_name", "get_table", "get_table", "get_table"]
+
+
+def test_column_rows_number_data_columns_then_partition_keys():
+    got = list(rows(catalog(), "columns", Batch("b", ("parts",))))
+    assert got == [("b", "parts", 0, "id", "bigint", "the id", False),
+                   ("b", "parts", 1, "name", "string", None, False),
+                   ("b", "parts", 2, "p", "string", None, True)]
+
+
+def test_partition_rows_have_hive_escaped_names():
+    got = list(rows(catalog(), "partitions", Batch("b", ("parts", "view"))))
+    assert [(r[2], r[3], r[4], r[6]) for r in got] == [
+        ("p=x", ["x"], "file:/wh/b/parts/p=x", 3), ("p=a%2Fb", ["a/b"], "file:/wh/b/parts/p=a/b", 3)]
+
+
+def test_database_rows_name_the_owner_type():
+    assert list(rows(catalog(), "databases", Batch("a"))) == [
+        ("a", "d", "file:/wh/a", "admin", "ROLE", {"k": "v"})]
+
+
+def test_reader_options_build_the_auth_on_the_driver(tmp_path):
+    secret = tmp_path / "pw"
+    secret.write_text("s3cret\n")
+    got = reader_options({"url": "https://gw:8443/gateway/default/hms", "auth": "basic", "user": "alice",
+                          "password_file": str(secret), "batch_size": "10", "database": "sales*"})
+    assert isinstance(got["auth"], BasicAuth) and got["auth"].password == "s3cret"
+    assert (got["batch_size"], got["database"], got["table"], got["protocol"]) == (10, "sales*", "*", "binary")
+    assert "s3cret" not in repr(got)
+
+
+@pytest.mark.parametrize("options, reason", [
+    ({}, "option 'url'"),
+    ({"url": "https://gw/x", "protocol": "compact"}, "option 'protocol'"),
+    ({"url": "https://gw/x", "batch_size": "many"}, "are numbers"),
+    ({"url": "https://gw/x", "batch_size": "0"}, "at least 1"),
+    ({"url": "https://gw/x", "auth": "basic", "user": "alice"}, "exactly one of password"),
+])
+def test_reader_options_refuse(options, reason):
+    with pytest.raises(ValueError, match=reason):
+        reader_options(options)
