@@ -29,6 +29,7 @@ certs: install
 bench: install
 	$(PY) bench/run.py
 	$(PY) bench/run.py --policy
+	$(PY) bench/run.py --tunnel
 
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install

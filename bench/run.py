@@ -24,7 +24,8 @@ the results table; ``--small`` measures only the small calls, the floor and the 
 ``--hold SECONDS`` then calls the gateway and the floor for that long each, printing each
 process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
 ``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback. ``--policy`` runs the catalog-policy
-benchmark instead (``bench/policy.py``, issue 11).
+benchmark instead (``bench/policy.py``, issue 11). ``--tunnel`` runs ``bench/tunnel.py`` instead
+(``hms-gateway tunnel`` plus the gateway against direct calls, and Spark through it, issue 13).
 """
 
 from __future__ import annotations
@@ -400,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="multiply the number of calls measured")
     parser.add_argument("--policy", action="store_true",
                         help="run the catalog-policy benchmark instead (bench/policy.py)")
+    parser.add_argument("--tunnel", action="store_true",
+                        help="run the tunnel benchmark instead (bench/tunnel.py)")
     parser.add_argument("--small", action="store_true",
                         help="only the small calls, the floor and the handshakes (no 5,000 partitions, "
                              "throughput or translation; the targets of issue 3 not measured are left out)")
@@ -411,6 +414,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.policy import main as policy_main
 
         return policy_main(["--rounds", str(opts.rounds)])
+    if opts.tunnel:
+        from bench.tunnel import main as tunnel_main
+
+        return tunnel_main(["--rounds", str(opts.rounds)])
     info = machine()
     load_before = load()
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))

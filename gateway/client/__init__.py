@@ -6,7 +6,8 @@
 ...     hms.get_all_databases()            # list[str]
 ...     hms.get_table("sales", "orders")   # Table
 
-Authentication (:mod:`gateway.client.auth`) is shared with ``hms-gateway tunnel``.
+:func:`events` follows an ``event-stream`` service (HMS's notification log). Authentication
+(:mod:`gateway.client.auth`) is shared with ``hms-gateway tunnel``.
 """
 
 from gateway.client.auth import (
@@ -24,7 +25,9 @@ from gateway.client.connection import (
     GatewayError,
     GatewayUnavailable,
     GatewayUnreachable,
+    ResyncRequired,
     connect,
+    events,
     hive_metastore_idl,
 )
 
@@ -39,8 +42,10 @@ __all__ = [
     "GatewayUnavailable",
     "GatewayUnreachable",
     "KerberosAuth",
+    "ResyncRequired",
     "auth_from_options",
     "connect",
+    "events",
     "hive_metastore_idl",
     "ssl_context",
 ]

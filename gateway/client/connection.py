@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import ssl
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import thriftpy2
 import urllib3
@@ -33,13 +36,16 @@ from gateway.client.auth import Auth, ssl_context
 __all__ = [
     "AccessDenied",
     "AuthenticationFailed",
+    "EventPoller",
     "GatewayClient",
     "GatewayError",
     "GatewayUnavailable",
     "GatewayUnreachable",
     "HttpsTransport",
     "PROTOCOLS",
+    "ResyncRequired",
     "connect",
+    "events",
     "hive_metastore_idl",
 ]
 
@@ -111,6 +117,53 @@ def _error_for(status: int, reason: str, url: str, headers: Any) -> GatewayError
     return GatewayError(status, reason, url, seconds)
 
 
+class _GatewayHTTP:
+    """One kept-alive HTTPS connection to a gateway service URL, with per-request auth headers
+    and statuses other than 200 raised as :class:`GatewayError` subclasses."""
+
+    def __init__(self, url: str, *, auth: Auth | None, context: ssl.SSLContext, timeout: float):
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(f"expected an https:// gateway URL, got {url!r}")
+        if parts.username or parts.password:
+            raise ValueError("credentials do not belong in the URL: pass auth=")
+        self.url = url
+        self.host = parts.hostname
+        self.path = parts.path or "/"
+        self._auth = auth
+        self._timeout = timeout
+        # One connection (maxsize=1), kept alive; urllib3 drops it if the gateway closed it
+        # while idle. No retries: a POST may have reached HMS (Thrift calls are not idempotent).
+        self._pool = urllib3.HTTPSConnectionPool(
+            self.host, parts.port or 443, maxsize=1, block=True, ssl_context=context,
+            timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False,
+        )
+
+    def request(self, method: str, target: str, *, body: bytes | None = None, headers: dict[str, str],
+                read_timeout: float | None = None, ok: tuple[int, ...] = (200,)) -> urllib3.BaseHTTPResponse:
+        """Send one request (``target``: path and query) and return the whole response.
+
+        Raises :class:`GatewayError` for a status not in ``ok``, :class:`GatewayUnreachable`
+        when no answer came.
+        """
+        if self._auth is not None:
+            headers = {**headers, **self._auth.headers(self.host)}
+        timeout = urllib3.Timeout(connect=self._timeout, read=read_timeout or self._timeout)
+        try:
+            response = self._pool.urlopen(method, target, body=body, headers=headers, timeout=timeout,
+                                          preload_content=True, redirect=False)
+        except urllib3.exceptions.HTTPError as exc:
+            raise GatewayUnreachable(None, _unreachable_reason(exc), self.url) from exc
+        if response.status not in ok:
+            text = response.data.decode("utf-8", "replace").strip()
+            reason = (text.splitlines() or [""])[0][:_REASON_CHARS] or (response.reason or "")
+            raise _error_for(response.status, reason, self.url, response.headers)
+        return response
+
+    def close(self) -> None:
+        self._pool.close()
+
+
 class HttpsTransport:
     """A Thrift transport (thriftpy2's read/write/flush interface) where each flushed message
     is one HTTPS POST and the reply body is what :meth:`read` returns.
@@ -123,25 +176,12 @@ class HttpsTransport:
 
     def __init__(self, url: str, *, auth: Auth | None, context: ssl.SSLContext, timeout: float,
                  content_type: str):
-        parts = urlsplit(url)
-        if parts.scheme != "https" or not parts.hostname:
-            raise ValueError(f"expected an https:// gateway URL, got {url!r}")
-        if parts.username or parts.password:
-            raise ValueError("credentials do not belong in the URL: pass auth=")
-        self.url = url
-        self.host = parts.hostname
-        self.path = parts.path or "/"
-        self._auth = auth
-        self._content_type = content_type
-        # One connection (maxsize=1), kept alive; urllib3 drops it if the gateway closed it
-        # while idle. No retries: a POST may have reached HMS (Thrift calls are not idempotent).
-        self._pool = urllib3.HTTPSConnectionPool(
-            self.host, parts.port or 443, maxsize=1, block=True, ssl_context=context,
-            timeout=urllib3.Timeout(connect=timeout, read=timeout), retries=False,
-        )
+        self._http = _GatewayHTTP(url, auth=auth, context=context, timeout=timeout)
+        self.url, self.host = url, self._http.host
+        self._pool = self._http._pool
+        self._headers = {"Content-Type": content_type, "Accept": content_type}
         self._wbuf: list[bytes] = []
         self._rbuf = io.BytesIO()
-        self.last_headers: Any = {}
 
     # thriftpy2 calls these names
     def is_open(self) -> bool:
@@ -152,7 +192,7 @@ class HttpsTransport:
 
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
-        self._pool.close()
+        self._http.close()
 
     def write(self, buf: bytes) -> None:
         self._wbuf.append(bytes(buf))
@@ -172,19 +212,7 @@ class HttpsTransport:
         """
         body = b"".join(self._wbuf)
         self._wbuf = []
-        headers = {"Content-Type": self._content_type, "Accept": self._content_type}
-        if self._auth is not None:
-            headers.update(self._auth.headers(self.host))
-        try:
-            response = self._pool.urlopen("POST", self.path, body=body, headers=headers,
-                                          preload_content=True, redirect=False)
-        except urllib3.exceptions.HTTPError as exc:
-            raise GatewayUnreachable(None, _unreachable_reason(exc), self.url) from exc
-        self.last_headers = response.headers
-        if response.status != 200:
-            text = response.data.decode("utf-8", "replace").strip()
-            reason = (text.splitlines() or [""])[0][:_REASON_CHARS] or (response.reason or "")
-            raise _error_for(response.status, reason, self.url, response.headers)
+        response = self._http.request("POST", self._http.path, body=body, headers=self._headers)
         self._rbuf = io.BytesIO(response.data)
 
 
@@ -259,3 +287,94 @@ def connect(url: str, auth: Auth | None = None, ca: str | Path | None = None, *,
     transport = HttpsTransport(url, auth=auth, context=context, timeout=timeout,
                                content_type=PROTOCOLS[protocol])
     return GatewayClient(transport, protocol)
+
+
+class ResyncRequired(GatewayError):
+    """410 from an ``event-stream`` service: the events after the position asked for are gone
+    (``cause`` ``"trimmed"``: HMS's time-to-live or the gateway's ring) or the position is
+    ahead of HMS (``"reset"``). Re-read the catalog, then follow again from ``latest``."""
+
+    cause: str = ""
+    latest: int | None = None
+
+
+class EventPoller:
+    """Long polls of an ``event-stream`` service over one kept-alive HTTPS connection; the
+    building block of :func:`events` and of the data source's streaming reader.
+
+    ``url``, ``auth``, ``context``, ``timeout`` as for :func:`connect`; ``db``, ``table``,
+    ``types`` filter on the gateway; ``limit`` events at most per poll (1-1000).
+    """
+
+    def __init__(self, url: str, *, auth: Auth | None, context: ssl.SSLContext, timeout: float = 60.0,
+                 limit: int = 1000, db: str | None = None, table: str | None = None,
+                 types: list[str] | None = None, not_ready_retries: int = 30):
+        self.url = url
+        self._http = _GatewayHTTP(url, auth=auth, context=context, timeout=timeout)
+        self._timeout = timeout
+        self._not_ready_retries = not_ready_retries
+        self._filters: dict[str, Any] = {"limit": limit}
+        for key, value in (("db", db), ("table", table), ("types", ",".join(types) if types else None)):
+            if value:
+                self._filters[key] = value
+
+    def poll(self, after: int | None, wait: float = 0.0) -> tuple[list[dict], int]:
+        """``(events, next)``: the events after id ``after`` (None: the newest id, so none), at
+        most ``wait`` seconds for a first one; ``next`` is the ``after`` of the next poll.
+
+        Raises :class:`ResyncRequired` (410), :class:`GatewayError` subclasses, and
+        ``GatewayUnavailable`` when the feed is still not ready (503) after
+        ``not_ready_retries`` tries a second or ``Retry-After`` apart.
+        """
+        query = {**self._filters, "wait": wait}
+        if after is not None:
+            query["after"] = after
+        target = f"{self._http.path}?{urlencode(query)}"
+        for attempt in range(self._not_ready_retries + 1):
+            try:
+                response = self._http.request("GET", target, headers={"Accept": "application/json"},
+                                              read_timeout=wait + self._timeout, ok=(200, 410))
+                break
+            except GatewayUnavailable as exc:
+                if exc.status != 503 or attempt == self._not_ready_retries:
+                    raise
+                time.sleep(exc.retry_after or 1.0)
+        page = json.loads(response.data)
+        if response.status == 410:
+            error = ResyncRequired(410, str(page.get("detail") or page.get("reason")), self.url)
+            error.cause, error.latest = page.get("reason", ""), page.get("latest")
+            raise error
+        return page["events"], page["next"]
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def events(url: str, auth: Auth | None = None, ca: str | Path | None = None, *, after: int | None = None,
+           wait: float = 30.0, limit: int = 1000, db: str | None = None, table: str | None = None,
+           types: list[str] | None = None, timeout: float = 60.0, context: ssl.SSLContext | None = None,
+           not_ready_retries: int = 30) -> Iterator[dict]:
+    """Follow an ``event-stream`` service of the gateway (HMS's notification log): yields each
+    event, oldest first, forever (stop iterating to stop following).
+
+    ``url``: ``https://host:port/gateway/<topology>/<event-stream path>``; ``auth``, ``ca``,
+    ``context``, ``timeout`` as for :func:`connect`. ``after``: the last event id already seen
+    (None: follow from now). Each poll is a long poll (``GET …?after=&limit=&wait=``) answered
+    after ``wait`` seconds or at the first event; ``limit``, ``db``, ``table``, ``types`` as
+    for :class:`EventPoller`.
+
+    An event is the service's JSON object: for the six HCatalog types ``{"eventId",
+    "timestamp", "eventType", "server", "servicePrincipal", "db", "table"?, "partitions"?}``,
+    for others ``{"eventId", "eventTime", "eventType", "db", "table", "messageFormat",
+    "message"}``. Raises what :meth:`EventPoller.poll` raises (:class:`ResyncRequired` on 410).
+    """
+    if context is None:
+        context = ssl_context(str(ca) if ca is not None else None, auth)
+    poller = EventPoller(url, auth=auth, context=context, timeout=timeout, limit=limit, db=db, table=table,
+                         types=types, not_ready_retries=not_ready_retries)
+    try:
+        while True:
+            page, after = poller.poll(after, wait)
+            yield from page
+    finally:
+        poller.close()

@@ -8,7 +8,9 @@ Metastore catalog metadata read through the gateway.
 ...     .option("password_env", "HMS_PASSWORD").load("tables"))
 
 ``load(view)``: ``databases``, ``tables``, ``partitions`` or ``columns`` (schemas in
-:data:`gateway.datasource.crawl.SCHEMAS`). The driver lists databases and tables; each input
+:data:`gateway.datasource.crawl.SCHEMAS`); ``spark.readStream.format("hms")…load("events")``
+follows an ``event-stream`` service (``url`` is that service's; :class:`HMSEventStreamReader`,
+options ``starting_after``, ``database``, ``table``, ``types`` as filters). The driver lists databases and tables; each input
 partition is one database (``databases``) or a batch of ``batch_size`` tables of one database,
 fetched by an executor over its own HTTPS connection.
 
@@ -26,16 +28,20 @@ Bad options raise ``ValueError`` when the DataFrame is created.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition, SimpleDataSourceStreamReader
 
-from gateway.client.auth import Auth, auth_from_options
-from gateway.client.connection import PROTOCOLS, connect
+from gateway.client.auth import Auth, auth_from_options, ssl_context
+from gateway.client.connection import PROTOCOLS, EventPoller, connect
 from gateway.datasource.crawl import SCHEMAS, VIEWS, Batch, plan, rows
 
-__all__ = ["HMSDataSource", "HMSReader", "register", "reader_options"]
+__all__ = ["EVENTS_SCHEMA", "HMSDataSource", "HMSEventStreamReader", "HMSReader", "register", "reader_options"]
+
+#: Schema of the streaming view ``events`` (an ``event-stream`` service of the gateway).
+EVENTS_SCHEMA = "event_id bigint, event_time bigint, event_type string, database string, table string, body string"
 
 _TRUE = {"true", "1", "yes"}
 
@@ -54,15 +60,30 @@ class HMSDataSource(DataSource):
 
     def _view(self) -> str:
         view = self.options.get("path") or self.options.get("view") or "tables"
-        if view not in VIEWS:
-            raise ValueError(f"hms data source: unknown view {view!r} (one of {', '.join(VIEWS)})")
+        if view not in VIEWS and view != "events":
+            raise ValueError(f"hms data source: unknown view {view!r} (one of {', '.join(VIEWS)}, events)")
         return view
 
     def schema(self) -> str:
-        return SCHEMAS[self._view()]
+        view = self._view()
+        return EVENTS_SCHEMA if view == "events" else SCHEMAS[view]
 
     def reader(self, schema) -> "HMSReader":
-        return HMSReader(self._view(), **reader_options(self.options))
+        view = self._view()
+        if view == "events":
+            raise ValueError("hms data source: 'events' is a stream: spark.readStream.format('hms')")
+        return HMSReader(view, **reader_options(self.options))
+
+    def simpleStreamReader(self, schema) -> "HMSEventStreamReader":
+        if self._view() != "events":
+            raise ValueError("hms data source: only the view 'events' can be read as a stream")
+        options = reader_options(self.options)
+        start = self.options.get("starting_after")
+        return HMSEventStreamReader(
+            url=options["url"], auth=options["auth"], ca=options["ca"], timeout=options["timeout"],
+            starting_after=int(start) if start else None,
+            db=self.options.get("database"), table=self.options.get("table"),
+            types=[t for t in self.options.get("types", "").split(",") if t])
 
 
 def reader_options(options) -> dict:
@@ -139,3 +160,55 @@ class HMSReader(DataSourceReader):
             return
         with self._connect() as client:
             yield from rows(client, self.view, batch)
+
+
+def _event_row(event: dict) -> tuple:
+    time = event.get("timestamp", event.get("eventTime"))
+    return (event["eventId"], time, event.get("eventType"), event.get("db"), event.get("table"),
+            json.dumps(event, separators=(",", ":")))
+
+
+class HMSEventStreamReader(SimpleDataSourceStreamReader):
+    """Streaming reader of view ``events``: HMS's notification log through an ``event-stream``
+    service (``url``), on the driver (Spark's simple stream reader). Offsets are
+    ``{"after": <last event id read>}``; a new query starts at ``starting_after`` or, without
+    it, at the newest event (events from then on). A log trimmed past the query's offset
+    raises ``ResyncRequired`` (the query fails: restart it from a fresh catalog read).
+    """
+
+    def __init__(self, *, url: str, auth: Auth | None, ca: str | None, timeout: float,
+                 starting_after: int | None, db: str | None, table: str | None, types: list[str]):
+        self.url, self.auth, self.ca, self.timeout = url, auth, ca, timeout
+        self.starting_after = starting_after
+        self.filters = {"db": None if db in (None, "*") else db,
+                        "table": None if table in (None, "*") else table, "types": types or None}
+        self._poller: EventPoller | None = None
+
+    def _poll(self, after: int | None) -> tuple[list[dict], int]:
+        if self._poller is None:  # made here: a reader is pickled before it is used
+            self._poller = EventPoller(self.url, auth=self.auth, context=ssl_context(self.ca, self.auth),
+                                       timeout=self.timeout, **self.filters)
+        return self._poller.poll(after, 0.0)
+
+    def initialOffset(self) -> dict:
+        if self.starting_after is not None:
+            return {"after": self.starting_after}
+        return {"after": self._poll(None)[1]}
+
+    def read(self, start: dict) -> tuple[Iterator[tuple], dict]:
+        """The events available after ``start`` (one poll, up to 1,000 events)."""
+        page, after = self._poll(start["after"])
+        return iter([_event_row(e) for e in page]), {"after": after}
+
+    def readBetweenOffsets(self, start: dict, end: dict) -> Iterator[tuple]:
+        """Replay of a batch (recovery): the events after ``start`` up to ``end``, both ids."""
+        after = start["after"]
+        while after < end["after"]:
+            page, following = self._poll(after)
+            yield from (_event_row(e) for e in page if e["eventId"] <= end["after"])
+            if following == after:
+                break  # nothing more on the gateway: the log no longer reaches ``end``
+            after = following
+
+    def commit(self, end: dict) -> None:
+        """Nothing to release: the gateway keeps no per-reader state."""

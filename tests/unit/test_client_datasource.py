@@ -1,14 +1,18 @@
-"""gateway.datasource: the crawl plan and rows against a fake ThriftHiveMetastore client, and
-the data source's option checks (no Spark session)."""
+"""gateway.datasource: the crawl plan and rows against a fake ThriftHiveMetastore client, the
+data source's option checks, and the events stream reader against the fake event-stream server
+of test_client_connection (no Spark session)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from thriftpy2.thrift import TApplicationException
 
-from gateway.client import BasicAuth, hive_metastore_idl
-from gateway.datasource import reader_options
+from gateway.client import BasicAuth, ResyncRequired, hive_metastore_idl
+from gateway.datasource import HMSEventStreamReader, reader_options
 from gateway.datasource.crawl import SCHEMAS, Batch, plan, rows
+from tests.unit.test_client_connection import FeedHandler, feed_server  # noqa: F401 (a fixture)
 
 T = hive_metastore_idl()
 
@@ -149,3 +153,30 @@ def test_reader_options_build_the_auth_on_the_driver(tmp_path):
 def test_reader_options_refuse(options, reason):
     with pytest.raises(ValueError, match=reason):
         reader_options(options)
+
+
+def test_event_stream_reader_offsets_follow_the_feed(feed_server):
+    url, ca = feed_server
+    reader = HMSEventStreamReader(url=url, auth=None, ca=str(ca), timeout=10, starting_after=None,
+                                  db="sales", table="*", types=["CREATE_TABLE", "DROP_TABLE"])
+    assert reader.initialOffset() == {"after": 5}  # the newest id, after one 503 retried
+    rows_iter, end = reader.read({"after": 5})
+    got = list(rows_iter)
+    assert end == {"after": 7}
+    assert [r[:5] for r in got] == [(6, None, "CREATE_TABLE", None, None), (7, None, "DROP_TABLE", None, None)]
+    assert json.loads(got[0][5]) == {"eventId": 6, "eventType": "CREATE_TABLE"}
+    assert [r[0] for r in reader.readBetweenOffsets({"after": 5}, {"after": 6})] == [6]
+    assert list(reader.read({"after": 7})[0]) == [] and reader.read({"after": 7})[1] == {"after": 9}
+    with pytest.raises(ResyncRequired):
+        reader.read({"after": 9})
+    sent = FeedHandler.seen[-1]
+    assert (sent["db"], sent["types"], sent["wait"]) == ("sales", "CREATE_TABLE,DROP_TABLE", "0.0")
+    assert "table" not in sent  # "*" is no filter
+
+
+def test_starting_after_is_the_initial_offset_without_a_call(feed_server):
+    url, ca = feed_server
+    reader = HMSEventStreamReader(url=url, auth=None, ca=str(ca), timeout=10, starting_after=42,
+                                  db=None, table=None, types=[])
+    assert reader.initialOffset() == {"after": 42}
+    assert FeedHandler.seen == []
