@@ -265,6 +265,10 @@ class EmbeddedHMS:
             # package-derby.orm in the listener jar: NOTIFICATION_LOG.MESSAGE as CLOB, as in Hive's
             # Derby schema script (DataNucleus would make it LONG VARCHAR, 32,700 characters).
             "datanucleus.mapping": "derby",
+            # BoneCP (the default pool) is not in the PySpark jars: DataNucleus falls back without
+            # it, but HMS's AcidEventListener (TxnHandler) does not, so drop_database failed with
+            # NoClassDefFoundError com/jolbox/bonecp/BoneCPConfig. commons-dbcp is there.
+            "datanucleus.connectionPoolingType": "DBCP",
         }
         body = "".join(
             f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()

@@ -137,6 +137,16 @@ class ChangeFeed:
             self.ring.extend([e for e in batch if e.event_id > self.ring.newest_id])
             self._wake()
 
+    async def _changed_within(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for new events or readiness (one future shared by all waiters)."""
+        if self._changed is None or self._changed.done():
+            self._changed = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._changed), seconds)
+        except TimeoutError:
+            return False
+        return True
+
     def events_after(self, after: int, limit: int) -> list[MetastoreEvent]:
         """Up to ``limit`` events with id > ``after``, oldest first; [] when none yet.
 
@@ -173,14 +183,20 @@ class ChangeFeed:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []
-            if self._changed is None or self._changed.done():
-                self._changed = loop.create_future()
-            try:
-                await asyncio.wait_for(asyncio.shield(self._changed), remaining)
-            except TimeoutError:
+            if not await self._changed_within(remaining):
                 if not self.ready:
-                    raise FeedUnavailable("the change feed has not read HMS yet") from None
+                    raise FeedUnavailable("the change feed has not read HMS yet")
                 return []
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Return once the feed has read HMS; raise :class:`FeedUnavailable` after ``timeout`` s."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self.ready:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise FeedUnavailable("the change feed has not read HMS yet")
+            await self._changed_within(remaining)
 
     @contextlib.contextmanager
     def subscribed(self) -> Iterator[None]:

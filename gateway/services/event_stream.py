@@ -1,0 +1,410 @@
+"""Service kind ``event-stream``: HMS's notification log followed over HTTPS (issue 12).
+
+One :class:`~gateway.events.feed.ChangeFeed` per service polls the upstream; every client reads
+from it. Requests (GET, after the service's authentication, identity assertion and ACL):
+
+- **Long poll**: ``GET …?after=N&limit=L&wait=S`` → ``200 {"events": [...], "next": M}``;
+  ``M`` is the id to pass as ``after`` next (it moves past events the filters dropped).
+  ``after`` defaults to the newest id (follow from now); ``limit`` 1-1000 (default 1000);
+  ``wait`` seconds, 0 (default) to ``max_wait_seconds``: wait that long for a first event.
+- **Server-Sent Events** (``Accept: text/event-stream``, WHATWG HTML §9.2): one ``data:`` line
+  of JSON per event, ``id:`` the event id; resumes after ``Last-Event-ID`` (else ``after``);
+  a ``: ping`` comment every ``heartbeat_seconds`` (aiohttp-sse). When the client's position
+  becomes unservable mid-stream, a last event ``event: resync`` (same JSON as the 410) ends it.
+- **Filters**: ``db``, ``table`` (names, case-insensitive), ``types`` (comma-separated HMS event
+  types), ``topic`` (a seed topic name: ``hcat``, ``hcat.<db>``, ``hcat.<db>.<table>`` or the
+  table's ``hcat.msgbus.topic.name``; prefix ``topic_prefix``).
+- **Bodies**: the seed's HCatalog JSON plus ``eventId`` for its six types
+  (:func:`gateway.events.hcat.hcat_message`); for other types ``{"eventId", "eventTime",
+  "eventType", "db", "table", "messageFormat", "message"}`` with HMS's message decoded.
+  ``Accept: application/cloudevents+json`` (or ``format=cloudevents``): each event as a
+  CloudEvents 1.0 structured JSON object (``cloudevents`` library), the body as ``data``.
+- **Per-user delivery**: with a catalog policy (``policy_file``), a user gets only events on
+  databases/tables :meth:`PolicyEngine.visible` shows them, and Thrift tables/partitions
+  embedded in HMS messages (``tableObjJson``…) lose columns the user may not ``select``.
+
+Errors: 400 JSON ``{"error": "bad_request", "detail"}`` for bad query values; 405 for other
+methods; 410 JSON ``{"error": "resync", "reason": "trimmed"|"reset", "detail", "latest": id}``
+when events after ``after`` are gone (HMS's time-to-live, or the ring) or ``after`` is ahead of
+HMS (reset), after Kubernetes' watch on an expired ``resourceVersion``: relist and follow from
+``latest``; 503 JSON while the feed has not yet read HMS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from aiohttp import hdrs, web
+from aiohttp_sse import sse_response
+from cloudevents.core.formats.json import JSONFormat
+from cloudevents.core.v1.event import CloudEvent
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.events import hcat
+from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
+from gateway.events.model import MetastoreEvent
+from gateway.events.poller import MAX_BATCH, NotificationPoller, ServiceIdentity
+from gateway.observability import metrics
+from gateway.observability.audit import REQUEST_ID_HEADER
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.outcomes import MethodNotAllowed
+from gateway.policy.columns import filter_parameters
+from gateway.policy.engine import PolicyEngine, Resource
+from gateway.providers.authentication.base import RESPONSE_HEADERS
+from gateway.services.base import ServiceContext
+
+__all__ = ["EventStreamService"]
+
+log = logging.getLogger(__name__)
+
+SSE_TYPE = "text/event-stream"
+CLOUDEVENTS_TYPE = "application/cloudevents+json"
+#: CloudEvents ``type`` prefix (reverse-DNS, CloudEvents 1.0 §3.1.1 recommends it).
+CLOUDEVENTS_TYPE_PREFIX = "org.apache.hive.metastore."
+#: How long a request waits for a feed that has not read HMS yet (just started) before a 503.
+_READY_WAIT = 5.0
+
+
+class EventStreamOptions(BaseModel):
+    """``options:`` of an ``event-stream`` service (seconds for every ``*_seconds``).
+
+    ``ring_size``: events kept in memory, the window clients can resume in;
+    ``topic_prefix``: the seed's ``hcat.msgbus.topic.prefix``; ``service_user``/``service_groups``:
+    who the poller is to HMS (``set_ugi``; default the gateway's own connection, no ``set_ugi``);
+    ``broker``: :class:`gateway.events.broker.BrokerSettings`, to also publish to ActiveMQ.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    poll_interval_seconds: float = Field(1.0, gt=0, le=3600)
+    ring_size: int = Field(10_000, ge=1, le=1_000_000)
+    heartbeat_seconds: float = Field(15.0, gt=0, le=3600)
+    max_wait_seconds: float = Field(60.0, gt=0, le=3600)
+    topic_prefix: str = Field(hcat.DEFAULT_TOPIC_PREFIX, min_length=1)
+    service_user: str | None = Field(None, min_length=1)
+    service_groups: list[str] = Field(default_factory=list)
+    broker: dict[str, Any] | None = None
+
+
+class BadQuery(ValueError):
+    """A query value the service cannot use (400)."""
+
+
+def _json(status: int, body: dict, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(body, separators=(",", ":")),
+                        content_type="application/json", headers=headers)
+
+
+def _int(query, name: str, default: int | None, low: int, high: int) -> int | None:
+    text = query.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise BadQuery(f"{name} must be an integer") from None
+    if not low <= value <= high:
+        raise BadQuery(f"{name} must be between {low} and {high}")
+    return value
+
+
+class _Query:
+    """The request's position, size, wait and filters, validated (raises :class:`BadQuery`)."""
+
+    def __init__(self, request: web.BaseRequest, max_wait: float, sse: bool):
+        query = request.query
+        last = request.headers.get("Last-Event-ID")
+        self.after = _int({"after": last} if sse and last else query, "after", None, 0, 2**63 - 1)
+        self.limit = _int(query, "limit", MAX_BATCH, 1, MAX_BATCH)
+        wait = query.get("wait", "")
+        try:
+            self.wait = float(wait) if wait else 0.0
+        except ValueError:
+            raise BadQuery("wait must be a number of seconds") from None
+        if not 0 <= self.wait <= max_wait:  # also refuses nan
+            raise BadQuery(f"wait must be between 0 and {max_wait:g} seconds")
+        self.db = (query.get("db") or "").lower() or None
+        self.table = (query.get("table") or "").lower() or None
+        types = query.get("types") or ""
+        self.types = frozenset(t.strip().upper() for t in types.split(",") if t.strip()) or None
+        self.topic = query.get("topic") or None
+        if any(len(v) > 1024 for v in query.values()):
+            raise BadQuery("query value too long")
+        accept = request.headers.get(hdrs.ACCEPT, "")
+        self.cloudevents = CLOUDEVENTS_TYPE in accept or query.get("format") == "cloudevents"
+        if query.get("format") not in (None, "", "cloudevents", "json"):
+            raise BadQuery("format must be json or cloudevents")
+
+    def matches(self, event: MetastoreEvent, prefix: str) -> bool:
+        if self.types is not None and event.event_type not in self.types:
+            return False
+        if self.db is not None and (event.db or "").lower() != self.db:
+            return False
+        if self.table is not None and (event.table or "").lower() != self.table:
+            return False
+        return self.topic is None or self.topic in hcat.topics(event, prefix)
+
+
+# --- per-user filtering of Thrift objects embedded in HMS messages (TJSON text) ------------------
+
+# Field ids in hive_metastore.thrift: Table.sd 7, Table.parameters 9; Partition.sd 6,
+# Partition.parameters 7; StorageDescriptor.cols 1; FieldSchema.name 1.
+_TABLE_SD, _TABLE_PARAMS, _PART_SD, _PART_PARAMS = "7", "9", "6", "7"
+
+
+def _filter_tjson_object(text: str, sd_field: str, params_field: str, keep) -> str | None:
+    """The TJSON struct ``text`` with denied columns removed, or None when it cannot be read
+    (the caller then drops it: fail closed)."""
+    try:
+        obj = json.loads(text)
+        sd = obj.get(sd_field, {}).get("rec")
+        if isinstance(sd, dict) and "1" in sd:
+            tag, _count, *cols = sd["1"]["lst"]
+            kept = [c for c in cols if keep(c.get("1", {}).get("str", ""))]
+            sd["1"]["lst"] = [tag, len(kept), *kept]
+        params = obj.get(params_field, {}).get("map")
+        if isinstance(params, list) and len(params) == 4 and isinstance(params[3], dict):
+            filtered = filter_parameters(params[3], keep) or {}
+            obj[params_field]["map"] = [params[0], params[1], len(filtered), filtered]
+        return json.dumps(obj, separators=(",", ":"))
+    except (ValueError, AttributeError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _filter_message(message: dict, keep) -> dict:
+    """HMS's decoded message with embedded tables and partitions column-filtered; other
+    embedded Thrift objects (``…Json`` keys this code does not know) are dropped."""
+    out: dict = {}
+    for key, value in message.items():
+        if not key.endswith("Json"):
+            out[key] = value
+            continue
+        if key.startswith("table"):
+            fields = (_TABLE_SD, _TABLE_PARAMS)
+        elif key.startswith("partition"):
+            fields = (_PART_SD, _PART_PARAMS)
+        else:
+            continue
+        if isinstance(value, list):
+            kept = [_filter_tjson_object(v, *fields, keep) for v in value if isinstance(v, str)]
+            out[key] = [v for v in kept if v is not None]
+        elif isinstance(value, str):
+            filtered = _filter_tjson_object(value, *fields, keep)
+            if filtered is not None:
+                out[key] = filtered
+    return out
+
+
+class _Viewer:
+    """What one user may see of events under a catalog policy (decisions cached per request)."""
+
+    def __init__(self, engine: PolicyEngine, user: str, groups: frozenset[str]):
+        self.engine, self.user, self.groups = engine, user, groups
+        self._visible: dict[tuple[str, str | None], bool] = {}
+
+    def visible(self, event: MetastoreEvent) -> bool:
+        if not event.db:
+            return False  # nothing to judge it by: fail closed
+        key = (event.db.lower(), event.table.lower() if event.table else None)
+        seen = self._visible.get(key)
+        if seen is None:
+            seen = self._visible[key] = self.engine.visible(self.user, self.groups, *key)
+        return seen
+
+    def keep(self, event: MetastoreEvent):
+        """None when every column of the event's table stays, else a predicate on names."""
+        if not event.table:
+            return None
+        db, table = event.db.lower(), event.table.lower()  # type: ignore[union-attr]
+        uniform = self.engine.columns_uniform(self.user, self.groups, db, table)
+        if uniform is not None:
+            return None if uniform.allowed else (lambda name: False)
+        engine, user, groups = self.engine, self.user, self.groups
+        return lambda name: engine.evaluate(user, groups, Resource(db, table, (name or "").lower()), "select").allowed
+
+
+class EventStreamService:
+    """Serves one ``event-stream`` service: its :class:`ChangeFeed` and optional broker publisher."""
+
+    kind = "event-stream"
+    Options = EventStreamOptions
+
+    def __init__(self, ctx: ServiceContext):
+        options: EventStreamOptions = ctx.options or EventStreamOptions()
+        self.options = options
+        self.topology, self.path = ctx.topology, ctx.config.path
+        self.chain, self.policy = ctx.chain, ctx.policy
+        self.upstream = ctx.upstream()
+        identity = (ServiceIdentity(options.service_user, frozenset(options.service_groups))
+                    if options.service_user else None)
+        self.feed = ChangeFeed(
+            NotificationPoller(self.upstream, ctx.schema, identity),
+            poll_interval=options.poll_interval_seconds, ring_size=options.ring_size,
+            labels=(ctx.topology, ctx.config.path),
+        )
+        self.source = f"/gateway/{ctx.topology}/{ctx.config.path}"
+        self.publisher = None
+        if options.broker is not None:
+            from gateway.events.broker import BrokerPublisher, BrokerSettings
+
+            try:
+                settings = BrokerSettings.model_validate(
+                    options.broker, context={"base_dir": Path(ctx.source).parent})
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise ctx.error("options.broker." + ".".join(str(p) for p in first["loc"]), first["msg"]) from None
+            self.publisher = BrokerPublisher(self.feed, settings)
+        self._delivered = metrics.child(metrics.FEED_EVENTS_DELIVERED, ctx.topology, ctx.config.path)
+        self._streams: set[asyncio.Task] = set()
+
+    @classmethod
+    def build(cls, ctx: ServiceContext) -> "EventStreamService":
+        """The handler of one ``event-stream`` service. Raises ``ConfigError`` without
+        ``upstream`` or with bad ``options.broker``."""
+        return cls(ctx)
+
+    async def start(self) -> None:
+        """Start the poller (and the broker publisher, when configured)."""
+        await self.feed.start()
+        if self.publisher is not None:
+            await self.publisher.start()
+
+    async def close(self) -> None:
+        """Stop publishing and polling, end open streams, close the upstream pools."""
+        if self.publisher is not None:
+            await self.publisher.close()
+        await self.feed.close()
+        for task in list(self._streams):
+            task.cancel()
+        await self.upstream.close()
+
+    # --- requests ------------------------------------------------------------------------------
+
+    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        """The long-poll or SSE response and its outcome label. Raises pipeline outcomes."""
+        request = exchange.request
+        if request.method != hdrs.METH_GET:
+            raise MethodNotAllowed("only GET is allowed", {hdrs.ALLOW: hdrs.METH_GET})
+        await self.chain.on_request(exchange)
+        sse = SSE_TYPE in request.headers.get(hdrs.ACCEPT, "")
+        try:
+            query = _Query(request, self.options.max_wait_seconds, sse)
+        except BadQuery as exc:
+            exchange.event.reason = str(exc)
+            return _json(400, {"error": "bad_request", "detail": str(exc)}), "bad_request"
+        viewer = None
+        if self.policy is not None and exchange.identity is not None:
+            viewer = _Viewer(self.policy, exchange.identity.user, exchange.identity.groups)
+        with self.feed.subscribed():
+            try:
+                if query.after is None or sse:
+                    await self.feed.wait_ready(timeout=_READY_WAIT)
+                if query.after is None:
+                    query.after = self.feed.latest_id
+                if sse:
+                    self.feed.events_after(query.after, 1)  # a position already gone: 410, no stream
+                    return await self._stream(exchange, query, viewer), "ok"
+                return await self._long_poll(query, viewer), "ok"
+            except Resync as exc:
+                return self._resync(exc), "resync"
+            except FeedUnavailable as exc:
+                return _json(503, {"error": "unavailable", "detail": str(exc)},
+                             {hdrs.RETRY_AFTER: "1"}), "unavailable"
+
+    def _resync(self, exc: Resync) -> web.Response:
+        return _json(410, self._resync_body(exc))
+
+    @staticmethod
+    def _resync_body(exc: Resync) -> dict:
+        return {"error": "resync", "reason": exc.reason, "detail": exc.detail, "latest": exc.latest_id}
+
+    def _deliverable(self, events: list[MetastoreEvent], query: _Query, viewer: _Viewer | None) -> list[dict]:
+        prefix = self.options.topic_prefix
+        out = []
+        for event in events:
+            if viewer is not None and not viewer.visible(event):
+                continue
+            if query.matches(event, prefix):
+                out.append(self.body(event, viewer, query.cloudevents))
+        return out
+
+    def body(self, event: MetastoreEvent, viewer: _Viewer | None = None, cloudevents: bool = False) -> dict:
+        """An event as sent to a client (see the module docstring)."""
+        if hcat.is_hcat_type(event.event_type):
+            data = hcat.hcat_message(event)
+        else:
+            message = event.message
+            keep = viewer.keep(event) if viewer is not None else None
+            if keep is not None:
+                message = _filter_message(message, keep)
+            data = {
+                "eventId": event.event_id, "eventTime": event.event_time, "eventType": event.event_type,
+                "db": event.db, "table": event.table, "messageFormat": event.message_format,
+                "message": message,
+            }
+        if not cloudevents:
+            return data
+        attributes = {
+            "id": str(event.event_id), "source": self.source,
+            "type": CLOUDEVENTS_TYPE_PREFIX + event.event_type,
+            "time": datetime.fromtimestamp(event.event_time, timezone.utc),
+            "datacontenttype": "application/json",
+        }
+        if event.db:
+            attributes["subject"] = f"{event.db}.{event.table}" if event.table else event.db
+        return json.loads(JSONFormat().write(CloudEvent(attributes, data)))
+
+    async def _long_poll(self, query: _Query, viewer: _Viewer | None) -> web.Response:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + query.wait
+        cursor = query.after
+        assert cursor is not None
+        while True:
+            events = await self.feed.wait_after(cursor, max(0.0, deadline - loop.time()), query.limit)
+            if events:
+                cursor = events[-1].event_id
+            bodies = self._deliverable(events, query, viewer)
+            if bodies or not events or loop.time() >= deadline:
+                break
+        self._delivered.inc(len(bodies))
+        return _json(200, {"events": bodies, "next": cursor})
+
+    async def _stream(self, exchange: Exchange, query: _Query, viewer: _Viewer | None) -> web.StreamResponse:
+        request = exchange.request
+        headers = {REQUEST_ID_HEADER: exchange.event.request_id}
+        async with sse_response(request, ping_interval=self.options.heartbeat_seconds,
+                                headers=headers) as response:
+            for name, value in request.get(RESPONSE_HEADERS, ()):
+                response.headers.add(name, value)
+            task = asyncio.current_task()
+            assert task is not None
+            self._streams.add(task)
+            cursor = query.after
+            assert cursor is not None
+            try:
+                while response.is_connected():
+                    try:
+                        events = await self.feed.wait_after(cursor, self.options.heartbeat_seconds, query.limit)
+                    except Resync as exc:
+                        await response.send(json.dumps(self._resync_body(exc), separators=(",", ":")),
+                                            event="resync")
+                        break
+                    except FeedUnavailable:
+                        continue  # HMS unreachable since start-up: the pings keep the stream open
+                    for event in events:
+                        bodies = self._deliverable([event], query, viewer)
+                        cursor = event.event_id
+                        if bodies:
+                            await response.send(json.dumps(bodies[0], separators=(",", ":")),
+                                                id=str(event.event_id))
+                            self._delivered.inc()
+            except ConnectionError:
+                pass  # the client left
+            finally:
+                self._streams.discard(task)
+        return response
