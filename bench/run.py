@@ -21,6 +21,8 @@ sides call by call so both see the same machine load:
 Prints medians and ratios and exits 1 when a target of issue 3 is missed (the aims of issue 14
 are printed, met or not, and do not change the exit status). ``--markdown PATH`` also writes
 the results table; ``--small`` measures only the small calls, the floor and the handshakes;
+``--workers`` adds ``bench/workers.py`` (throughput with 1 and 2 worker processes, against this
+HMS and a scripted upstream, with wrk);
 ``--hold SECONDS`` then calls the gateway and the floor for that long each, printing each
 process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
 ``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback. ``--policy`` runs the catalog-policy
@@ -409,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hold", type=float, default=0.0, metavar="SECONDS",
                         help="after the measurements, call get_all_databases kept alive for SECONDS more "
                              "(to attach a profiler to the gateway, whose pid is printed)")
+    parser.add_argument("--workers", action="store_true",
+                        help="also measure throughput with 1 and 2 worker processes (bench/workers.py, needs wrk)")
     opts = parser.parse_args(argv)
     if opts.policy:
         from bench.policy import main as policy_main
@@ -483,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
         keep.close()
         if binary_reply is not None:
             concurrency_and_translation(hms.port, gw, calls["get_table"], binary_reply, rows, ratios)
+        if opts.workers:
+            from bench.workers import both_upstreams
+
+            rows += both_upstreams(hms.port, work)[0]
     finally:
         if floor_proc is not None:
             stop_process(floor_proc)

@@ -96,7 +96,8 @@ def wrk_script(workdir: Path) -> Path:
 def wrk(url: str, script: Path, seconds: float, connections: int, threads: int) -> dict:
     """One wrk run: requests/s, p50/p99 latency (ms), non-200 answers, socket errors."""
     out = subprocess.run(
-        ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:g}s", "-s", str(script), url],
+        ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{seconds:g}s", "--timeout", "60s",
+         "-s", str(script), url],
         capture_output=True, text=True, check=True,
     ).stdout
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
@@ -105,7 +106,8 @@ def wrk(url: str, script: Path, seconds: float, connections: int, threads: int) 
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         "p50": int(re.search(r"p50_us (\d+)", out).group(1)) / 1000,
         "p99": int(re.search(r"p99_us (\d+)", out).group(1)) / 1000,
-        "bad": (int(non_2xx.group(1)) if non_2xx else 0) + (sum(map(int, errors.groups())) if errors else 0),
+        "non-200": int(non_2xx.group(1)) if non_2xx else 0,
+        "socket errors": sum(map(int, errors.groups())) if errors else 0,
     }
 
 
@@ -138,25 +140,41 @@ def measure(upstreams: dict[str, dict], workdir: Path, *, seconds: float, connec
             )
             try:
                 url = gw.url()
-                wrk(url, script, 2, connections, threads)  # warm-up: pools, caches, JIT of HMS
+                wrk(url, script, max(2.0, seconds / 2), connections, threads)  # pools, caches, HMS's JIT
                 cpu = cpu_seconds(gw.process.pid)
                 result = wrk(url, script, seconds, connections, threads)
                 result["cpu_ms"] = (cpu_seconds(gw.process.pid) - cpu) * 1000 / (result["rps"] * seconds)
             finally:
                 gw.stop()
             rps[count] = result["rps"]
-            bad += result["bad"]
+            bad += result["non-200"] + result["socket errors"]
             label = f"{name}, {count} worker{'s' if count > 1 else ''}"
             rows.append((f"{label}: requests/s; p50 / p99 ms; gateway CPU ms per request",
                          f"{result['rps']:.0f}; {result['p50']:.2f} / {result['p99']:.2f}; {result['cpu_ms']:.3f}"))
             print(f"workers: {label:34s} {result['rps']:8.0f} req/s  p50 {result['p50']:6.2f} ms  "
                   f"p99 {result['p99']:6.2f} ms  gateway CPU {result['cpu_ms']:.3f} ms/request  "
-                  f"bad {result['bad']}", flush=True)
+                  f"non-200 {result['non-200']}  socket errors {result['socket errors']}", flush=True)
         key = f"{name}: {counts[-1]} workers / {counts[0]}"
         ratios[key] = rps[counts[-1]] / rps[counts[0]]
         rows.append((key, f"{ratios[key]:.2f}"))
         print(f"workers: {key} = {ratios[key]:.2f}", flush=True)
     return rows, ratios, bad
+
+
+def both_upstreams(hms_port: int | None, workdir: Path, *, seconds: float = 10.0, connections: int = 32,
+                   threads: int = 1) -> tuple[list[tuple[str, str]], dict[str, float], int]:
+    """:func:`measure` against the scripted upstream, then the HMS on ``hms_port`` (skipped
+    when None)."""
+    scripted, scripted_port = start_scripted_upstream()
+    try:
+        upstreams = {"scripted upstream": {"urls": [f"thrift://127.0.0.1:{scripted_port}"],
+                                           "transport": "framed", "pool_size": connections}}
+        if hms_port is not None:
+            upstreams["real HMS"] = {"urls": [f"thrift://127.0.0.1:{hms_port}"], "pool_size": connections}
+        return measure(upstreams, workdir, seconds=seconds, connections=connections, threads=threads)
+    finally:
+        scripted.terminate()
+        scripted.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,27 +196,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-workers-"))
     hms = None
-    scripted, scripted_port = start_scripted_upstream()
     try:
-        upstreams = {"scripted upstream": {"urls": [f"thrift://127.0.0.1:{scripted_port}"],
-                                           "transport": "framed", "pool_size": opts.connections}}
-        if not opts.scripted_only:
-            port = opts.hms_port
-            if port is None:
-                from tests.support.hms import start_hms
+        port = opts.hms_port
+        if port is None and not opts.scripted_only:
+            from tests.support.hms import start_hms
 
-                print(f"workers: workdir {work}; starting HMS", flush=True)
-                hms = start_hms(work / "hms", short_lived=False)
-                port = hms.port
-            upstreams["real HMS"] = {"urls": [f"thrift://127.0.0.1:{port}"], "pool_size": opts.connections}
+            print(f"workers: workdir {work}; starting HMS", flush=True)
+            hms = start_hms(work / "hms", short_lived=False)
+            port = hms.port
         started = time.monotonic()
-        _, _, bad = measure(upstreams, work, seconds=opts.seconds, connections=opts.connections,
-                            threads=opts.threads)
+        _, _, bad = both_upstreams(None if opts.scripted_only else port, work, seconds=opts.seconds,
+                                   connections=opts.connections, threads=opts.threads)
         print(f"workers: done in {time.monotonic() - started:.0f} s; {bad} non-200 answers or socket errors")
         return 1 if bad else 0
     finally:
-        scripted.terminate()
-        scripted.wait()
         if hms is not None:
             hms.server.stop()
 

@@ -335,6 +335,13 @@ class Supervisor:
             self.restarts.labels(worker=str(index)).inc()
             await asyncio.sleep(backoff)
 
+    def _reload_workers(self) -> None:
+        """SIGHUP to the listening workers; one still starting reads the files as they are now
+        (and SIGHUP's default action would end it before its handler is installed)."""
+        for index, process in self._processes.items():
+            if process.returncode is None and self._listening[index].is_set():
+                process.send_signal(signal.SIGHUP)
+
     def _signal_workers(self, sig: signal.Signals) -> None:
         for process in self._processes.values():
             if process.returncode is None:
@@ -352,7 +359,7 @@ class Supervisor:
         keepers = [loop.create_task(self._keep(i)) for i in range(self.count)]
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, self._stop.set)
-        loop.add_signal_handler(signal.SIGHUP, self._signal_workers, signal.SIGHUP)
+        loop.add_signal_handler(signal.SIGHUP, self._reload_workers)
         try:
             if not await self._all_listening():
                 self._stop.set()

@@ -16,6 +16,7 @@ declare -A want=(
   [curl]=curl
   [node]=nodejs
   [npm]=npm
+  [wrk]=wrk  # bench/workers.py's load
   [activemq]=activemq
   [chromium]=chromium
 )

@@ -24,6 +24,7 @@ def _banner(port: int, mgmt_port: int, ca: Path) -> str:
 HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore).
 
   endpoint     {url}
+  explorer     https://localhost:{port}/gateway/catalog/explorer   (in a browser, same credentials)
   credentials  admin / admin-password   (demo only: config/users.htpasswd)
   pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
                through hms-gateway tunnel (docs/spark.md)

@@ -231,7 +231,7 @@ class GlueCatalog:
         self.object = (database, None)
         await self._database(database)
         if expression:
-            names = await self.metastore.call("get_tables", db_name=database, pattern=expression)
+            names = await self._filtered("get_tables", db_name=database, pattern=expression)
         else:
             names = await self.metastore.call("get_all_tables", db_name=database)
         if self.policy is not None:
@@ -263,14 +263,8 @@ class GlueCatalog:
         exclude_columns = _boolean(request, "ExcludeColumnSchema")
         t = await self._table(database, name)
         if expression:
-            try:
-                partitions = await self.metastore.call(
-                    "get_partitions_by_filter", db_name=database, tbl_name=name, filter=expression,
-                    max_parts=-1)
-            except HmsException as exc:
-                if exc.name == "MetaException":  # HMS could not parse or run the filter
-                    raise InvalidInput(f"Invalid Expression: {exc.message}"[:1024]) from None
-                raise
+            partitions = await self._filtered("get_partitions_by_filter", db_name=database,
+                                              tbl_name=name, filter=expression, max_parts=-1)
         else:
             partitions = await self.metastore.call("get_partitions", db_name=database,
                                                    tbl_name=name, max_parts=-1)
@@ -289,6 +283,16 @@ class GlueCatalog:
         if token:
             out["NextToken"] = token
         return out
+
+    async def _filtered(self, method: str, **args: Any) -> Any:
+        """``method`` called with a client's ``Expression``: HMS's ``MetaException`` (it could not
+        parse or run it) is the client's ``InvalidInputException``."""
+        try:
+            return await self.metastore.call(method, **args)
+        except HmsException as exc:
+            if exc.name == "MetaException":
+                raise InvalidInput(f"Invalid Expression: {exc.message}"[:1024]) from None
+            raise
 
     @staticmethod
     def _segment(request: Request) -> tuple[int, int] | None:

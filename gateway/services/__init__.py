@@ -14,6 +14,7 @@ from functools import cache
 KINDS: dict[str, str] = {
     "hms-thrift": "gateway.services.thrift_rpc:ThriftRpcService",
     "glue": "gateway.services.glue:GlueService",
+    "explorer": "gateway.services.explorer:ExplorerService",
     "event-stream": "gateway.services.event_stream:EventStreamService",
 }
 

@@ -168,6 +168,17 @@ def test_errors_are_glues(gateway):
     assert error_of(lambda: alice.get_tables(DatabaseName="sales", NextToken="forged"))[:2] == \
         ("InvalidInputException", 400)
     assert error_of(lambda: alice.get_databases(CatalogId="999999999999"))[:2] == ("EntityNotFoundException", 400)
+    bob = glue(gateway, "bob")
+    assert error_of(lambda: bob.get_partitions(DatabaseName="hmshttptestdatabase", TableName="test_table",
+                                               Expression="hair_color = "))[:2] == ("InvalidInputException", 400)
+
+
+def test_expressions_are_hms_patterns_and_filters(gateway):
+    assert [t["Name"] for t in glue(gateway, "alice").get_tables(DatabaseName="sales", Expression="cust*")["TableList"]] \
+        == ["customers"]
+    parts = glue(gateway, "bob").get_partitions(DatabaseName="hmshttptestdatabase", TableName="test_table",
+                                                Expression="hair_color = 'black'")["Partitions"]
+    assert [p["Values"] for p in parts] == [["black"]]
 
 
 def test_a_wrong_secret_or_an_unknown_key_is_403_as_aws_answers(gateway):

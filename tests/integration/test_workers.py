@@ -160,3 +160,19 @@ def test_a_killed_worker_is_restarted(hms, tmp_path):
         assert readyz(gw) == 200
     finally:
         gw.stop()
+
+
+def test_sighup_reaches_every_worker(hms, tmp_path):
+    gw = start_gateway(tmp_path, {"default": hms_topology(hms)}, USERS,
+                       gateway_extra={**WORKERS, "reload": {"interval_seconds": 3600}})
+    try:
+        write_topology(tmp_path, "late", hms_topology(hms))
+        assert post(gw, GET_DBS, topology="late")[0] == 404  # the poll is an hour away
+        gw.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: metric(gw, "hms_gateway_config_reloads_total", outcome="success") == 2, timeout=60)
+        before = accepted(gw)
+        assert [post(gw, GET_DBS, topology="late")[0] for _ in range(30)] == [200] * 30
+        after = accepted(gw)
+        assert all(after[i] > before[i] for i in (0, 1)), (before, after)
+    finally:
+        gw.stop()

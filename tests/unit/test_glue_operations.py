@@ -55,6 +55,8 @@ class FakeMetastore:
             if args["name"] not in databases:
                 raise HmsException("NoSuchObjectException", args["name"])
             return IDL.Database(name=args["name"], description=None, locationUri="file:/w", parameters={})
+        if args.get("pattern") == "(":
+            raise HmsException("MetaException", "Unclosed group near index 1")
         if method in ("get_all_tables", "get_tables"):
             names = [t for db, t in self.tables if db == args["db_name"]]
             return [n for n in names if fnmatch.fnmatch(n, args.get("pattern", "*"))]
@@ -193,6 +195,8 @@ async def test_get_partitions_pages_segments_and_filters(policy):
     assert [p["Values"][0][-2:] for p in segment["Partitions"]] == ["02", "05"]
     with pytest.raises(InvalidInput, match="Invalid Expression"):
         await alice.get_partitions({"DatabaseName": "sales", "TableName": "customers", "Expression": "bad filter"})
+    with pytest.raises(InvalidInput, match="Invalid Expression"):
+        await alice.get_tables({"DatabaseName": "sales", "Expression": "("})
 
 
 @pytest.mark.parametrize("operation, request_", [

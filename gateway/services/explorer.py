@@ -1,0 +1,126 @@
+"""Service kind ``explorer``: a catalog explorer served to browsers (issue 15).
+
+The gateway serves only static files (``gateway/explorer/static``, shipped in the wheel) and the
+schema descriptor of the calls the page makes. The page itself calls the topology's own
+``hms-thrift`` service (``options.thrift_service``) in TJSON with the user's credentials, so it
+shows exactly what the user may see there, and its calls appear in metrics and the audit log
+like any other client's.
+
+URLs (the gateway routes exact service paths, so files are chosen by the query string):
+``GET /gateway/{topology}/{path}`` is the page; ``GET …?asset=<name>`` one of its files.
+Anything but GET is 405; an unknown asset name is 404 (names are looked up in a dictionary
+read at build time, so no request ever reaches the filesystem). Every request is
+authenticated first, as the topology does (a 401 carries every provider's challenge, so the
+browser shows its Basic dialog or answers Negotiate; a JWT SSO cookie works as for any
+service).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import ClassVar
+
+from aiohttp import hdrs, web
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.explorer import METHODS, Asset, load_assets, schema_descriptor
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.outcomes import MethodNotAllowed, NotFound
+from gateway.services.base import ServiceContext
+
+PAGE = "index.html"
+DESCRIPTOR = "schema.json"
+
+#: Only the gateway's own origin; no inline script or style (the page has none), no framing.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+    "X-Frame-Options": "DENY",
+}
+
+_SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+class ExplorerOptions(BaseModel):
+    """``options:`` of an ``explorer`` service."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Path of the topology's ``hms-thrift`` service the page calls (e.g. ``hmshttpthrift/api/hms``);
+    #: it must expose :data:`gateway.explorer.METHODS`.
+    thrift_service: str
+    #: Partition names shown per page.
+    page_size: int = Field(default=100, ge=10, le=1000)
+
+    @field_validator("thrift_service")
+    @classmethod
+    def _relative_path(cls, path: str) -> str:
+        path = path.strip("/")
+        parts = path.split("/")
+        if not path or any(p in (".", "..") or not _SEGMENT.fullmatch(p) for p in parts):
+            raise ValueError(f"{path!r} is not a service path (letters, digits, . _ ~ - between slashes)")
+        return path
+
+
+class ExplorerService:
+    """Serves one ``explorer`` service: the page, its files and the schema descriptor."""
+
+    kind: ClassVar[str] = "explorer"
+    Options: ClassVar[type[BaseModel] | None] = ExplorerOptions
+    upstream = None  # the page calls HMS through the thrift service, never through this one
+
+    def __init__(self, ctx: ServiceContext, assets: dict[str, Asset]):
+        self.chain = ctx.chain
+        self.assets = assets
+
+    @classmethod
+    def build(cls, ctx: ServiceContext) -> "ExplorerService":
+        """Reads the static files and renders the page for ``ctx``'s topology (no I/O later)."""
+        options: ExplorerOptions = ctx.options
+        assets = load_assets()
+        page = assets[PAGE].body.decode("utf-8")
+        settings = {
+            "thrift-url": f"/gateway/{ctx.topology}/{options.thrift_service}",
+            "topology": ctx.topology,
+            "page-size": str(options.page_size),
+        }
+        for name, value in settings.items():  # the page reads these <meta> tags (CSP: no inline script)
+            page = page.replace(f'name="hms-{name}" content=""',
+                                f'name="hms-{name}" content="{html.escape(value, quote=True)}"')
+        assets[PAGE] = Asset(page.encode("utf-8"), assets[PAGE].content_type)
+        assets[DESCRIPTOR] = Asset(
+            json.dumps(schema_descriptor(ctx.schema, METHODS), separators=(",", ":")).encode(),
+            "application/json",
+        )
+        return cls(ctx, assets)
+
+    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        """The page or one asset; raises MethodNotAllowed (405), the chain's outcomes (401,
+        403, 429) and NotFound (404, unknown asset)."""
+        request = exchange.request
+        if request.method != hdrs.METH_GET:
+            raise MethodNotAllowed("only GET is allowed", {hdrs.ALLOW: hdrs.METH_GET})
+        await self.chain.on_request(exchange)
+        name = request.query.get("asset", PAGE)
+        asset = self.assets.get(name)
+        if asset is None:
+            raise NotFound("no such explorer file")
+        response = web.Response(body=asset.body, headers=SECURITY_HEADERS)
+        response.content_type = asset.content_type.split(";")[0]
+        if "charset=" in asset.content_type:
+            response.charset = "utf-8"
+        return response, "ok"
+
+    async def start(self) -> None:
+        """Nothing runs in the background."""
+
+    async def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,166 @@
+"""Service kind ``explorer`` (gateway/services/explorer.py) with a fake step chain: what it
+serves, its headers, 405/404, no path traversal, authentication before anything, options.
+The browser side is tested in tests/integration/test_explorer.py and test_explorer_tjson.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from gateway.config import ConfigError, ServiceConfig
+from gateway.explorer import METHODS, load_assets
+from gateway.pipeline.outcomes import MethodNotAllowed, NotFound, Unauthenticated
+from gateway.services.base import ServiceContext, validate_options
+from gateway.services.explorer import ExplorerOptions, ExplorerService
+from gateway.thrift.schema import load_schema
+
+SPARK_JS = Path(__file__).resolve().parents[2] / "gateway" / "explorer" / "static" / "spark.js"
+
+
+class FakeChain:
+    def __init__(self, refuse: bool = False):
+        self.refuse, self.seen = refuse, []
+
+    async def on_request(self, exchange) -> None:
+        self.seen.append(exchange.request.path_qs)
+        if self.refuse:
+            raise Unauthenticated("no credentials", [("WWW-Authenticate", 'Basic realm="HMS Gateway"')])
+
+
+def _service(chain=None, topology="sandbox", **options) -> ExplorerService:
+    options = {"thrift_service": "hmshttpthrift/api/hms", **options}
+    config = ServiceConfig(kind="explorer", path="explorer", options=options)
+    ctx = ServiceContext(topology, config, chain or FakeChain(), load_schema(), None,
+                         ExplorerOptions.model_validate(options))
+    return ExplorerService.build(ctx)
+
+
+async def _get(service, target: str, method: str = "GET"):
+    exchange = SimpleNamespace(request=make_mocked_request(method, target))
+    return await service.handle(exchange)
+
+
+async def test_the_page_names_the_thrift_service_and_sends_the_security_headers():
+    response, outcome = await _get(_service(page_size=50), "/gateway/sandbox/explorer")
+    page = response.body.decode()
+    assert outcome == "ok" and response.content_type == "text/html"
+    assert '<meta name="hms-thrift-url" content="/gateway/sandbox/hmshttpthrift/api/hms">' in page
+    assert '<meta name="hms-page-size" content="50">' in page
+    csp = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "connect-src 'self'" in csp and "default-src 'none'" in csp
+    assert "unsafe-inline" not in csp and "http" not in csp
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert "<script>" not in page and " on" not in page.replace(" one", "")  # no inline script
+
+
+async def test_every_static_file_is_served_with_its_type_and_nothing_from_elsewhere():
+    service = _service()
+    for name, expected in [("app.js", "text/javascript"), ("tjson.js", "text/javascript"),
+                           ("spark.js", "text/javascript"), ("explorer.css", "text/css")]:
+        response, _ = await _get(service, f"/gateway/sandbox/explorer?asset={name}")
+        assert response.content_type == expected
+        assert response.body == load_assets()[name].body
+        assert b"http://" not in response.body and b"https://" not in response.body  # no CDN
+    response, _ = await _get(service, "/gateway/sandbox/explorer?asset=schema.json")
+    assert set(json.loads(response.body)["methods"]) == set(METHODS)
+
+
+@pytest.mark.parametrize("name", [
+    "../app.js", "..%2Fapp.js", "%2e%2e/app.js", "static/app.js", "/etc/passwd", "../../../../etc/passwd",
+    "app.js/", "APP.JS", "app.js%00", "__init__.py", "", ".", "..", "static",
+])
+async def test_unknown_asset_names_are_404_and_never_reach_the_filesystem(name):
+    with pytest.raises(NotFound):
+        await _get(_service(), f"/gateway/sandbox/explorer?asset={name}")
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"])
+async def test_only_get_is_allowed(method):
+    chain = FakeChain()
+    with pytest.raises(MethodNotAllowed) as caught:
+        await _get(_service(chain), "/gateway/sandbox/explorer", method)
+    assert dict(caught.value.headers)["Allow"] == "GET"
+    assert chain.seen == []
+
+
+async def test_authentication_comes_first_even_for_unknown_assets():
+    chain = FakeChain(refuse=True)
+    service = _service(chain)
+    for target in ["/gateway/sandbox/explorer", "/gateway/sandbox/explorer?asset=app.js",
+                   "/gateway/sandbox/explorer?asset=../../etc/passwd"]:
+        with pytest.raises(Unauthenticated):
+            await _get(service, target)
+    assert len(chain.seen) == 3
+
+
+@pytest.mark.parametrize("options, key", [
+    ({}, "thrift_service"),
+    ({"thrift_service": "../hmshttpthrift"}, "thrift_service"),
+    ({"thrift_service": "a//b"}, "thrift_service"),
+    ({"thrift_service": "a/./b"}, "thrift_service"),
+    ({"thrift_service": 'x"><script>'}, "thrift_service"),
+    ({"thrift_service": "hms", "page_size": 5}, "page_size"),
+    ({"thrift_service": "hms", "colour": "red"}, "colour"),
+])
+def test_bad_options_name_the_file_and_key(options, key):
+    with pytest.raises(ConfigError) as caught:
+        validate_options(ExplorerOptions, "topologies/sandbox.yaml", 1, "explorer", options)
+    assert f"services[1].options.{key}" in str(caught.value) or f"services[1].options" in str(caught.value)
+    assert "sandbox.yaml" in str(caught.value)
+
+
+def test_spark_restoration_follows_hive_external_catalog(tmp_path):
+    # A non-Hive-compatible data source table: HMS holds `col array<string>`; the schema, its
+    # partition column (moved last), bucketing, location ("path") and statistics are properties.
+    schema = json.dumps({"type": "struct", "fields": [
+        {"name": "dt", "type": "string", "nullable": True, "metadata": {}},
+        {"name": "id", "type": "long", "nullable": False, "metadata": {"comment": "the <id>"}},
+        {"name": "tags", "type": {"type": "array", "elementType": "string", "containsNull": True},
+         "nullable": True, "metadata": {}},
+        {"name": "code", "type": "string", "nullable": True, "metadata": {"__CHAR_VARCHAR_TYPE_STRING": "varchar(8)"}},
+        {"name": "price", "type": "decimal(10,2)", "nullable": True, "metadata": {}},
+    ]})
+    props = {
+        "spark.sql.sources.provider": "json",
+        "spark.sql.sources.schema.numParts": "3",
+        "spark.sql.sources.schema.part.0": schema[:40], "spark.sql.sources.schema.part.1": schema[40:90],
+        "spark.sql.sources.schema.part.2": schema[90:],
+        "spark.sql.sources.schema.numPartCols": "1", "spark.sql.sources.schema.partCol.0": "dt",
+        "spark.sql.sources.schema.numBuckets": "4", "spark.sql.sources.schema.numBucketCols": "1",
+        "spark.sql.sources.schema.bucketCol.0": "id", "spark.sql.sources.schema.numSortCols": "0",
+        "spark.sql.statistics.totalSize": "1234", "spark.sql.statistics.numRows": "10",
+        "spark.sql.statistics.colStats.id.version": "2", "spark.sql.statistics.colStats.id.min": "1",
+        "spark.sql.statistics.colStats.id.max": "99", "spark.sql.create.version": "3.5.1", "owner_team": "x",
+    }
+    script = tmp_path / "restore.js"
+    script.write_text(
+        f"const S = require({json.dumps(str(SPARK_JS))});\n"
+        f"const props = new Map(Object.entries({json.dumps(props)}));\n"
+        "const table = { tableType: 'EXTERNAL_TABLE', parameters: props,\n"
+        "  sd: { cols: [{ name: 'col', type: 'array<string>', comment: 'from deserializer' }], location: 'file:/w/t-__PLACEHOLDER__',\n"
+        "        serdeInfo: { parameters: new Map([['PATH', 'file:/data/t']]) } }, partitionKeys: [] };\n"
+        "const r = S.restore(table);\n"
+        "const broken = new Map(props); broken.delete('spark.sql.sources.schema.part.1');\n"
+        "let error = null; try { S.restore({ ...table, parameters: broken }); } catch (e) { error = e.constructor.name + ': ' + e.message; }\n"
+        "console.log(JSON.stringify({ ...r, properties: [...r.properties], stats: { ...r.stats, colStats: [...r.stats.colStats].map(([k, v]) => [k, [...v]]) }, error }));\n"
+    )
+    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True, check=True, timeout=60).stdout)
+    assert out["dataSource"] and out["restoredSchema"] and out["provider"] == "json"
+    assert [(c["name"], c["type"], c["nullable"]) for c in out["schema"]] == [
+        ("id", "bigint", False), ("tags", "array<string>", True), ("code", "varchar(8)", True),
+        ("price", "decimal(10,2)", True), ("dt", "string", True)]
+    assert out["schema"][0]["comment"] == "the <id>"
+    assert out["partitionColumns"] == ["dt"]
+    assert out["bucketSpec"] == {"numBuckets": 4, "bucketColumns": ["id"], "sortColumns": []}
+    assert out["location"] == "file:/data/t"
+    assert out["stats"]["sizeInBytes"] == "1234" and out["stats"]["rowCount"] == "10"
+    assert out["stats"]["colStats"] == [["id", [["version", "2"], ["min", "1"], ["max", "99"]]]]
+    assert out["createVersion"] == "3.5.1"
+    assert out["properties"] == [["owner_team", "x"]]  # spark.sql.* are Spark's, not the user's
+    assert out["error"] == "CorruptedMetadata: 3 parts of 'spark.sql.sources.schema' expected, part 1 is missing"
