@@ -24,19 +24,26 @@ docs/security.md lists every method and what is checked.
 from __future__ import annotations
 
 import logging
+import struct
+import sys
 from collections.abc import Callable
 from typing import NamedTuple
+
+from thriftpy2.protocol import TBinaryProtocol
+from thriftpy2.thrift import TPayload, TType, gen_init
+from thriftpy2.transport import TMemoryBuffer
 
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Answered
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Step
-from gateway.pipeline.thrift_objects import decode_args, encode_reply
+from gateway.pipeline.thrift_objects import decode_args, decode_struct, encode_reply
 from gateway.policy import Decision, PolicyEngine, Resource
 from gateway.policy.columns import filter_parameters
 from gateway.thrift.codec import BINARY
 from gateway.thrift.schema import MethodSchema, ServiceSchema
+from gateway.thrift.errors import ProtocolError
 from gateway.thrift.translate import INTERNAL_ERROR
 
 log = logging.getLogger(__name__)
@@ -108,6 +115,11 @@ _OBJECT_LISTINGS: dict[str, tuple[str, str, str | None]] = {
 
 #: Replies that carry columns.
 _COLUMN_REPLIES = frozenset(m for m, r in _READS.items() if r.columns) | {"get_table_objects_by_name"}
+
+#: Replies that are a ``list<Partition>`` (column filtering by splicing, :class:`_PartitionColumns`).
+_PARTITION_LISTS = frozenset({
+    "get_partitions", "get_partitions_with_auth", "get_partitions_ps", "get_partitions_ps_with_auth",
+    "get_partitions_by_filter", "get_partitions_by_names"})
 
 #: Methods that name no database, table or column: nothing to judge.
 _NEUTRAL = frozenset({
@@ -253,6 +265,88 @@ class _Columns:
             stats.statsObj = [o for o in stats.statsObj if keep(o.colName)]
 
 
+def _partial(name: str, spec: dict) -> type:
+    """A thriftpy2 struct class reading only the fields of ``spec``; the decoder skips the
+    others in C, without building objects for them."""
+    return gen_init(type(name, (TPayload,), {}), spec, [(f[1], None) for f in spec.values()])
+
+
+class _PartitionColumns:
+    """Column filtering of a ``list<Partition>`` reply by splicing bytes, not by decoding and
+    re-encoding 5,000 partitions (issue 11 item 10: <= 1.5x a direct call).
+
+    A partial decode (database, table and ``sd.cols`` of each partition; the decoder skips the
+    rest) finds the partitions that lose columns. A partition's ``sd`` starts with its ``cols``
+    list (Thrift writes fields in id order), so the bytes "``sd`` header + the list as encoded"
+    occur once per such partition; they are replaced, in order, by the filtered list. When the
+    message holds those bytes more often than the partitions do (a string holding them), or
+    Hive's ``COLUMN_STATS_ACCURATE`` names columns, or a match is missing, :meth:`filter`
+    returns None and the caller takes the object path.
+    """
+
+    _SD_HEADER = b"\x0c\x00\x06"  # Partition field 6 (sd), a struct
+
+    def __init__(self, schema: ServiceSchema):
+        module = sys.modules[schema.methods["get_partitions"].result_class.__module__]
+        cols = _partial("_PolicySdCols", {1: (TType.LIST, "cols", (TType.STRUCT, module.FieldSchema), False)})
+        part = _partial("_PolicyPartitionCols", {
+            2: (TType.STRING, "dbName", False), 3: (TType.STRING, "tableName", False),
+            6: (TType.STRUCT, "sd", cols, False)})
+        self._result = _partial("_PolicyPartitionsResult", {0: (TType.LIST, "success", (TType.STRUCT, part), False)})
+
+    @staticmethod
+    def _list_bytes(cols: list) -> bytes:
+        """``sd`` field header, then field 1 (cols) as Thrift's binary protocol writes it."""
+        buffer = TMemoryBuffer()
+        proto = TBinaryProtocol(buffer)
+        for col in cols:
+            proto.write_struct(col)
+        buffer.flush()
+        return _PartitionColumns._SD_HEADER + b"\x0f\x00\x01\x0c" + struct.pack("!i", len(cols)) + buffer.getvalue()
+
+    def filter(self, message: bytes, columns: "_Columns") -> bytes | None:
+        """``message`` without the denied columns (None: take the object path)."""
+        if b'"COLUMN_STATS"' in message:
+            return None  # column names in partition parameters: the object path rewrites them
+        try:
+            parts = decode_struct(message, self._result).success
+        except ProtocolError:
+            return None
+        if not parts:
+            return message
+        edits: dict[tuple, tuple[bytes, bytes] | None] = {}  # partitions mostly share their columns
+        plan: list[tuple[bytes, bytes]] = []
+        for part in parts:
+            cols = part.sd.cols if part.sd is not None else None
+            if not cols:
+                continue
+            key = (part.dbName, part.tableName, *((c.name, c.type, c.comment) for c in cols))
+            if key in edits:
+                edit = edits[key]
+            else:
+                keep = columns.keep(part.dbName, part.tableName)
+                kept = cols if keep is None else [c for c in cols if keep(c.name)]
+                edit = edits[key] = None if len(kept) == len(cols) else (self._list_bytes(cols), self._list_bytes(kept))
+            if edit is not None:
+                plan.append(edit)
+        if not plan:
+            return message
+        expected: dict[bytes, int] = {}
+        for old, _ in plan:
+            expected[old] = expected.get(old, 0) + 1
+        if any(message.count(old) != n for old, n in expected.items()):
+            return None  # the bytes occur elsewhere too (inside a string): no splicing
+        out, cursor = [], 0
+        for old, new in plan:
+            at = message.find(old, cursor)
+            if at < 0:
+                return None
+            out += (message[cursor:at], new)
+            cursor = at + len(old)
+        out.append(message[cursor:])
+        return b"".join(out)
+
+
 class CatalogPolicy(Step):
     """Enforces ``engine`` on one ``hms-thrift`` service (see the module docstring)."""
 
@@ -268,6 +362,7 @@ class CatalogPolicy(Step):
             paths[name] = paths[name] + second
         for name, arguments in paths.items():
             self._check_paths(name, arguments)
+        self._partition_columns = _PartitionColumns(schema)
         self._decisions = {
             outcome: metrics.POLICY_DECISIONS.labels(topology=topology, service=service, outcome=outcome)
             for outcome in ("allowed", "denied", "hidden", "unjudged", "columns_hidden")
@@ -394,10 +489,19 @@ class CatalogPolicy(Step):
         name = reply.header.name
         if name in _READS and not self.wants_reply(exchange):
             return  # every column visible: the reply is not even decoded
+        user, groups = self._who(exchange)
+        if name in _PARTITION_LISTS:
+            columns = _Columns(self.engine, user, groups)
+            spliced = self._partition_columns.filter(reply.message, columns)
+            if spliced is not None:
+                if columns.hidden:
+                    self._decisions["columns_hidden"].inc(len(columns.hidden))
+                    exchange.event.policy_columns_hidden = len(columns.hidden)
+                    reply.message = spliced
+                return
         result = reply.result
         if result.success is None:
             return  # HMS answered with a declared exception
-        user, groups = self._who(exchange)
         changed = False
         if name in _OBJECT_LISTINGS:
             changed = self._filter_objects(exchange, result, user, groups)
