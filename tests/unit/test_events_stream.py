@@ -1,0 +1,105 @@
+"""event-stream service parts without servers: query validation, options, bodies, per-user
+column removal from Thrift objects embedded in HMS messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from gateway.config import ConfigError
+from gateway.events.model import MetastoreEvent
+from gateway.policy import load_policy_file
+from gateway.services.base import validate_options
+from gateway.services.event_stream import BadQuery, EventStreamOptions, _filter_message, _Query, _Viewer
+
+POLICY = """
+policies:
+  - id: 1
+    name: alice reads sales
+    resources: {database: [sales], table: ["*"], column: ["*"]}
+    allow: [{users: [alice], accesses: [select]}]
+  - id: 2
+    name: but not customers
+    resources: {database: [sales], table: [orders], column: [customer]}
+    deny: [{users: [alice], accesses: [select]}]
+"""
+
+
+def query(qs: str, headers=None, sse=False) -> _Query:
+    return _Query(make_mocked_request("GET", "/gateway/default/events?" + qs, headers=headers or {}), 60, sse)
+
+
+@pytest.mark.parametrize("qs", ["after=x", "after=-1", "limit=0", "limit=1001", "wait=nan", "wait=-0.5",
+                                "wait=61", "wait=abc", "format=xml", "db=" + "a" * 2000])
+def test_bad_query_values_are_refused(qs):
+    with pytest.raises(BadQuery):
+        query(qs)
+
+
+def test_query_defaults_and_last_event_id():
+    q = query("")
+    assert (q.after, q.limit, q.wait, q.db, q.types, q.cloudevents) == (None, 1000, 0.0, None, None, False)
+    q = query("after=5&types=add_partition, DROP_TABLE&db=Sales&format=cloudevents")
+    assert q.after == 5 and q.types == {"ADD_PARTITION", "DROP_TABLE"} and q.db == "sales" and q.cloudevents
+    assert query("after=5", {"Last-Event-ID": "9"}, sse=True).after == 9
+    assert query("after=5", {"Last-Event-ID": "9"}).after == 5  # long poll ignores it
+    with pytest.raises(BadQuery):
+        query("", {"Last-Event-ID": "9x"}, sse=True)
+
+
+def test_options_errors_name_the_key():
+    assert validate_options(EventStreamOptions, "t.yaml", 2, "event-stream", {}).ring_size == 10_000
+    with pytest.raises(ConfigError, match=r"services\[2\]\.options\.ring_size"):
+        validate_options(EventStreamOptions, "t.yaml", 2, "event-stream", {"ring_size": 0})
+    with pytest.raises(ConfigError, match=r"services\[2\]\.options\.bogus"):
+        validate_options(EventStreamOptions, "t.yaml", 2, "event-stream", {"bogus": 1})
+
+
+def table_tjson(db: str, table: str, cols: list[str], params: dict[str, str]) -> str:
+    fields = [{"1": {"str": c}, "2": {"str": "string"}} for c in cols]
+    return json.dumps({"1": {"str": table}, "2": {"str": db},
+                       "7": {"rec": {"1": {"lst": ["rec", len(fields), *fields]}}},
+                       "9": {"map": ["str", "str", len(params), params]}})
+
+
+@pytest.fixture
+def viewer(tmp_path):
+    (tmp_path / "p.yaml").write_text(POLICY)
+    return _Viewer(load_policy_file(tmp_path / "p.yaml"), "alice", frozenset())
+
+
+def event(db, table, message=None, kind="ALTER_TABLE"):
+    return MetastoreEvent(1, 1, kind, db, table, message or {}, "json-0.2")
+
+
+def test_viewer_sees_only_granted_objects_and_fails_closed(viewer):
+    assert viewer.visible(event("sales", "orders")) and viewer.visible(event("SALES", None))
+    assert not viewer.visible(event("hr", "pay")) and not viewer.visible(event(None, None))
+    assert viewer.keep(event("sales", "items")) is None  # every column allowed
+
+
+def test_denied_columns_leave_embedded_tables_and_partitions(viewer):
+    stats = json.dumps({"BASIC_STATS": "true", "COLUMN_STATS": {"id": "true", "customer": "true"}})
+    before = table_tjson("sales", "orders", ["id", "customer"], {"COLUMN_STATS_ACCURATE": stats, "k": "v"})
+    part = json.dumps({"1": {"lst": ["str", 1, "2024"]},
+                       "6": {"rec": {"1": {"lst": ["rec", 2, {"1": {"str": "id"}}, {"1": {"str": "customer"}}]}}}})
+    message = {"db": "sales", "table": "orders", "tableObjBeforeJson": before, "tableObjAfterJson": before,
+               "partitionListJson": [part], "unknownObjJson": "{}", "keyValues": {"y": "2024"}}
+    ev = event("sales", "orders", message)
+    out = _filter_message(message, viewer.keep(ev))
+    assert "unknownObjJson" not in out and out["keyValues"] == {"y": "2024"} and out["db"] == "sales"
+    table = json.loads(out["tableObjAfterJson"])
+    assert [c["1"]["str"] for c in table["7"]["rec"]["1"]["lst"][2:]] == ["id"]
+    assert table["7"]["rec"]["1"]["lst"][1] == 1
+    params = table["9"]["map"][3]
+    assert params["k"] == "v" and json.loads(params["COLUMN_STATS_ACCURATE"])["COLUMN_STATS"] == {"id": "true"}
+    (p,) = [json.loads(x) for x in out["partitionListJson"]]
+    assert [c["1"]["str"] for c in p["6"]["rec"]["1"]["lst"][2:]] == ["id"]
+
+
+def test_unreadable_embedded_objects_are_dropped(viewer):
+    ev = event("sales", "orders")
+    out = _filter_message({"tableObjJson": "not json", "partitionListJson": ["[1]", "nope"]}, viewer.keep(ev))
+    assert "tableObjJson" not in out and out["partitionListJson"] == []
