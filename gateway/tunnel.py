@@ -94,6 +94,10 @@ class _ClientGone(Exception):
     """The Thrift client closed its connection (between or inside messages)."""
 
 
+class _StreamCut(Exception):
+    """The gateway's reply broke off after part of it had been written to the client."""
+
+
 class Tunnel:
     """The listener and its HTTPS session. ``await start()``, then ``port`` is the bound port;
     ``await close()`` stops listening and closes the pool. Raises ``ValueError`` from the
@@ -157,14 +161,11 @@ class Tunnel:
                     message = await self._read_frame(reader)
                 else:
                     message, buffered = await self._read_unframed(reader, buffered)
-                reply = await self._forward(message)
-                if reply is not None:
-                    if self.settings.framed:
-                        writer.write(_FRAME.pack(len(reply)))
-                    writer.write(reply)
-                    await writer.drain()
+                await self._forward(message, writer)
         except _ClientGone:
             pass
+        except _StreamCut as exc:  # the client cannot resynchronise: end its connection
+            log.warning("tunnel: closing connection from %s: %s", peer, exc)
         except ProtocolError as exc:
             log.warning("tunnel: closing connection from %s: %s", peer, exc.reason)
         except (ConnectionError, asyncio.CancelledError):
@@ -201,53 +202,83 @@ class Tunnel:
             if not chunk:
                 raise _ClientGone()
 
-    async def _forward(self, message: bytes) -> bytes | None:
-        """The gateway's reply to ``message`` (None for a oneway call), or a
-        ``TApplicationException`` saying why there is none."""
+    async def _forward(self, message: bytes, writer: asyncio.StreamWriter) -> None:
+        """POST ``message`` and write the gateway's reply to the client as it arrives (nothing
+        for a oneway call), or a ``TApplicationException`` saying why there is none. Raises
+        :class:`_StreamCut` when the reply breaks off after part of it was written."""
         header, _ = read_message_header(message)
         oneway = header.type == ONEWAY
         attempts = 2 if is_read_only(header.name) else 1  # a write is never sent twice
-        for attempt in range(attempts):
+        failure: tuple[str, int] | None = None
+        for _ in range(attempts):
             try:
-                status, body, reason = await self._post(message)
+                failure = await self._post(message, oneway, writer)
                 break
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                 # A kept-alive connection the gateway closed (a restart) fails on first use.
-                if attempt + 1 < attempts:
-                    continue
-                return self._failure(header.name, header.seqid, oneway,
-                                     f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+                failure = (f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
             except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                return self._failure(header.name, header.seqid, oneway,
-                                     f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+                failure = (f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
+                break
             except ValueError as exc:  # no credentials to send (e.g. no Kerberos ticket)
-                return self._failure(header.name, header.seqid, oneway, f"tunnel has no credentials: {exc}", UNKNOWN)
-        if status == 200:
-            return None if oneway else body
-        kind = {401: "refused the credentials", 403: "refused the call"}.get(status, "failed")
-        code = UNKNOWN if status in (401, 403) else INTERNAL_ERROR
-        return self._failure(header.name, header.seqid, oneway,
-                             f"gateway {kind} (HTTP {status}): {reason}", code)
+                failure = (f"tunnel has no credentials: {exc}", UNKNOWN)
+                break
+        if failure is None:
+            return
+        reason, code = failure
+        log.warning("tunnel: %s (seqid %d): %s", header.name[:100], header.seqid, reason)
+        if not oneway:
+            self._write(writer, BINARY.application_exception(header.name, header.seqid, reason, code))
+            await writer.drain()
 
-    async def _post(self, message: bytes) -> tuple[int, bytes, str]:
+    async def _post(self, message: bytes, oneway: bool,
+                    writer: asyncio.StreamWriter) -> tuple[str, int] | None:
+        """One HTTPS exchange; None when the reply was written, else (reason, exception type)."""
         assert self._session is not None
         headers = {"Content-Type": CONTENT_TYPE}
         auth = self.settings.auth
         if auth is not None:
             headers.update(auth.headers(self.gateway_host))
+        limit = self.settings.max_message_bytes
         async with self._session.post(self.settings.gateway_url, data=message, headers=headers) as resp:
-            if resp.status == 200:
-                if resp.content_length is not None and resp.content_length > self.settings.max_message_bytes:
-                    return 502, b"", f"reply of {resp.content_length} bytes is over the tunnel's limit"
-                return 200, await resp.read(), ""
-            text = (await resp.content.read(2048)).decode("utf-8", "replace").strip()
-            return resp.status, b"", (text.splitlines() or [resp.reason or ""])[0][:500]
-
-    def _failure(self, name: str, seqid: int, oneway: bool, reason: str, code: int) -> bytes | None:
-        log.warning("tunnel: %s (seqid %d): %s", name[:100], seqid, reason)
-        if oneway:
+            if resp.status != 200:
+                text = (await resp.content.read(2048)).decode("utf-8", "replace").strip()
+                reason = (text.splitlines() or [resp.reason or ""])[0][:500]
+                kind = {401: "refused the credentials", 403: "refused the call"}.get(resp.status, "failed")
+                code = UNKNOWN if resp.status in (401, 403) else INTERNAL_ERROR
+                return f"gateway {kind} (HTTP {resp.status}): {reason}", code
+            size = resp.content_length
+            if oneway:
+                await resp.read()
+                return None
+            if size is not None and size > limit:
+                return f"gateway reply of {size} bytes is over the tunnel's limit of {limit}", INTERNAL_ERROR
+            if size is None or self.settings.framed:  # a frame needs its length first
+                body = await resp.read()
+                if not body or len(body) > limit:
+                    return f"gateway sent a reply of {len(body)} bytes", INTERNAL_ERROR
+                self._write(writer, body)
+                await writer.drain()
+                return None
+            # Large replies (get_partitions) go to the client while they still arrive.
+            sent = 0
+            try:
+                async for chunk in resp.content.iter_any():
+                    writer.write(chunk)
+                    sent += len(chunk)
+                    await writer.drain()
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                if sent == 0:
+                    raise
+                raise _StreamCut(f"reply cut after {sent} of {size} bytes: {type(exc).__name__}") from None
+            if sent != size:
+                raise _StreamCut(f"reply cut after {sent} of {size} bytes")
             return None
-        return BINARY.application_exception(name, seqid, reason, code)
+
+    def _write(self, writer: asyncio.StreamWriter, reply: bytes) -> None:
+        if self.settings.framed:
+            writer.write(_FRAME.pack(len(reply)))
+        writer.write(reply)
 
 
 async def run_tunnel(settings: TunnelSettings, *, announce=print) -> None:
