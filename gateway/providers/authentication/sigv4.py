@@ -47,10 +47,6 @@ from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
 
-#: Request key: the request body, left by the service kind before authentication.
-SIGNED_BODY = "gateway.sigv4.body"
-#: Request key: a :class:`Refusal` when a SigV4 signature was presented and refused.
-REFUSAL = "gateway.sigv4.refusal"
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"
@@ -76,6 +72,11 @@ def _incomplete(message: str) -> Refusal:
 def _invalid(message: str) -> Refusal:
     return Refusal("InvalidSignatureException", 403, message)
 
+
+#: Request key: the request body, left by the service kind before authentication.
+SIGNED_BODY = web.RequestKey("gateway.sigv4.body", bytes)
+#: Request key: a :class:`Refusal` when a SigV4 signature was presented and refused.
+REFUSAL = web.RequestKey("gateway.sigv4.refusal", Refusal)
 
 UNRECOGNIZED = Refusal("UnrecognizedClientException", 403,
                        "The security token included in the request is invalid.")
