@@ -30,6 +30,7 @@ bench: install
 	$(PY) bench/run.py
 	$(PY) bench/run.py --policy
 	$(PY) bench/run.py --tunnel
+	$(PY) bench/run.py --feed
 
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install

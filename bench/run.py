@@ -28,6 +28,8 @@ process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
 ``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback. ``--policy`` runs the catalog-policy
 benchmark instead (``bench/policy.py``, issue 11). ``--tunnel`` runs ``bench/tunnel.py`` instead
 (``hms-gateway tunnel`` plus the gateway against direct calls, and Spark through it, issue 13).
+``--feed`` runs the change-feed benchmark instead (``bench/feed.py``, issue 12: delay from an
+HMS call to an SSE client, 1,000 subscribers on one gateway process).
 """
 
 from __future__ import annotations
@@ -405,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the catalog-policy benchmark instead (bench/policy.py)")
     parser.add_argument("--tunnel", action="store_true",
                         help="run the tunnel benchmark instead (bench/tunnel.py)")
+    parser.add_argument("--feed", action="store_true",
+                        help="run the change-feed benchmark instead (bench/feed.py, issue 12)")
     parser.add_argument("--small", action="store_true",
                         help="only the small calls, the floor and the handshakes (no 5,000 partitions, "
                              "throughput or translation; the targets of issue 3 not measured are left out)")
@@ -422,6 +426,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.tunnel import main as tunnel_main
 
         return tunnel_main(["--rounds", str(opts.rounds)])
+    if opts.feed:
+        from bench.feed import main as feed_main
+
+        return feed_main(["--markdown", str(opts.markdown)] if opts.markdown else [])
     info = machine()
     load_before = load()
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))
