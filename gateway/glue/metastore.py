@@ -7,13 +7,17 @@ or ``x-actor-username``, as for the Thrift API), and its ``REPLY`` decoded back.
 from __future__ import annotations
 
 import itertools
+from functools import cache
 from typing import Any, Protocol
+
+import thriftpy2
+from thriftpy2.thrift import TType
 
 from gateway.pipeline.thrift_objects import decode_struct, encode_reply
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import CALL, EXCEPTION, read_reply_header
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.schema import DEFAULT_IDL, ServiceSchema
 
 
 class HmsException(Exception):
@@ -27,6 +31,23 @@ class HmsException(Exception):
 
 class HmsFailed(Exception):
     """HMS answered a ``TApplicationException``, or a reply that does not decode."""
+
+
+class Undecodable(HmsFailed):
+    """A reply that does not decode with the IDL's classes."""
+
+
+@cache
+def _lenient_idl():
+    """The bundled IDL loaded apart, ``SkewedInfo.skewedColValueLocationMaps`` declared
+    ``map<string,string>``: thriftpy2 cannot hold its ``list<string>`` keys (unhashable) and
+    skips a map whose key type on the wire is not the declared one, so a list-bucketed table
+    decodes without that map (the Glue shape then has no ``SkewedColumnValueLocationMaps``)."""
+    module = thriftpy2.load(str(DEFAULT_IDL), module_name="_hms_gateway_glue_lenient_thrift")
+    spec = module.SkewedInfo.thrift_spec
+    fid = next(f for f, entry in spec.items() if entry[1] == "skewedColValueLocationMaps")
+    spec[fid] = (TType.MAP, "skewedColValueLocationMaps", (TType.STRING, TType.STRING), False)
+    return module.ThriftHiveMetastore
 
 
 class Metastore(Protocol):
@@ -51,18 +72,19 @@ def encode_call(schema: ServiceSchema, method: str, args: dict[str, Any], seqid:
     return bytes(message)
 
 
-def decode_reply(schema: ServiceSchema, method: str, reply: bytes) -> Any:
-    """The success value of a strict-binary reply to ``method`` (None for ``void``).
+def decode_reply(result_class: type, method: str, reply: bytes) -> Any:
+    """The success value of a strict-binary reply to ``method`` (None for ``void``), read as
+    ``result_class`` (thriftpy2's ``<method>_result``).
 
     Raises :class:`HmsException` for a declared exception, :class:`HmsFailed` for a
-    ``TApplicationException`` or bytes that do not decode."""
+    ``TApplicationException``, :class:`Undecodable` for bytes that do not decode."""
     try:
         header, _ = read_reply_header(reply)
         if header.type == EXCEPTION:
             raise HmsFailed(f"{method}: HMS answered a TApplicationException")
-        result = decode_struct(reply, schema.methods[method].result_class)  # type: ignore[arg-type]
+        result = decode_struct(reply, result_class)
     except ProtocolError as exc:
-        raise HmsFailed(f"{method}: reply does not decode: {exc.reason}") from None
+        raise Undecodable(f"{method}: reply does not decode: {exc.reason}") from None
     spec = type(result).thrift_spec
     for fid, entry in sorted(spec.items()):
         value = getattr(result, entry[1])
@@ -80,5 +102,8 @@ class UpstreamMetastore:
     async def call(self, method: str, **args: Any) -> Any:
         message = encode_call(self.schema, method, args, next(_seqids) & 0x7FFFFFFF)
         reply = await self.upstream.call(message, identity=self.identity, read_only=True)
-        return decode_reply(self.schema, method, reply)
+        try:
+            return decode_reply(self.schema.methods[method].result_class, method, reply)  # type: ignore[arg-type]
+        except Undecodable:
+            return decode_reply(getattr(_lenient_idl(), f"{method}_result"), method, reply)
 
