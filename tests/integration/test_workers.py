@@ -97,7 +97,7 @@ def test_reload_and_drain_reach_every_worker_under_load(hms, tmp_path):
     gw = start_gateway(
         tmp_path, {"default": hms_topology(hms)}, USERS,
         gateway_extra={**WORKERS, "reload": {"interval_seconds": 0.1},
-                       "shutdown": {"drain_delay_seconds": 2.0, "grace_seconds": 20}},
+                       "shutdown": {"drain_delay_seconds": 5.0, "grace_seconds": 20}},
     )
     stop = threading.Event()
     results: list[tuple[int, bytes]] = []
