@@ -60,6 +60,18 @@ _STABLE_SECONDS = 10.0  # a worker that ran this long is restarted at once when 
 _MAX_BACKOFF_SECONDS = 30.0
 
 
+_current_worker: int | None = None
+
+
+def current_worker() -> int | None:
+    """This process's worker index (0..N-1), or None when it is not a worker (``workers: 1``).
+
+    For work that must happen once per gateway, not once per worker (e.g. publishing the change
+    feed to a broker): do it where this is None or 0.
+    """
+    return _current_worker
+
+
 def worker_count(config: GatewayConfig) -> int:
     """``config.workers`` as a number: ``auto`` is the CPUs this process may run on."""
     if config.workers == "auto":
@@ -459,6 +471,8 @@ def worker_main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(config.logging.format, args.log_level or config.logging.level)
     role = WorkerRole(args.worker, args.port, args.runtime_dir)
+    global _current_worker
+    _current_worker = role.index
     share_budgets(SupervisorBudgets(role))
     tasks: set[asyncio.Task] = set()
 

@@ -108,3 +108,9 @@ def test_worker_count():
     assert worker_count(GatewayConfig(tls=tls)) == 1
     assert worker_count(GatewayConfig(tls=tls, workers=3)) == 3
     assert worker_count(GatewayConfig(tls=tls, workers="auto")) == len(os.sched_getaffinity(0))
+
+
+def test_current_worker_is_none_outside_a_worker_process():
+    from gateway.workers import current_worker
+
+    assert current_worker() is None
