@@ -1,6 +1,7 @@
 """HCatalog messages and topics (seed 002) built from HMS's json-0.2 notification messages.
 
-The HMS messages below have the fields Hive 2.3.10's
+The last tests use messages captured from the real HMS 2.3.10 (``hms23_notification_log.json``).
+The hand-written HMS messages have the fields Hive 2.3.10's
 ``org.apache.hadoop.hive.metastore.messaging.json.JSON*Message`` classes serialize (checked with
 ``javap`` against pyspark's ``hive-metastore-2.3.10.jar``); ``tableObjJson`` is a Table in
 Thrift's TJSONProtocol, as ``JSONMessageFactory.createTableObjJson`` writes it.
@@ -9,10 +10,12 @@ Thrift's TJSONProtocol, as ``JSONMessageFactory.createTableObjJson`` writes it.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gateway.events import hcat
+from gateway.events.messages import decode_message
 from gateway.events.model import MetastoreEvent
 
 SERVER = "thrift://hms.example.net:9083"
@@ -172,3 +175,43 @@ def test_event_body_is_the_hcatalog_message_or_hms_envelope():
         "table": "Orders", "messageFormat": "json-0.2", "message": table_message(),
     }
     assert hcat.event_body(altered, {"db": "Sales"})["message"] == {"db": "Sales"}
+
+
+# --- Messages captured from the real HMS 2.3.10 (pyspark's jars) with the project's listener:
+# create database sales, tables orders and named (hcat.msgbus.topic.name set), add partitions,
+# drop one, alter orders, drop both tables, drop the database (get_next_notification's events).
+CAPTURED = Path(__file__).with_name("hms23_notification_log.json")
+
+
+def captured_events() -> list[MetastoreEvent]:
+    return [
+        MetastoreEvent(e["eventId"], e["eventTime"], e["eventType"], e["dbName"], e["tableName"],
+                       decode_message(e["message"], e["messageFormat"]), e["messageFormat"])
+        for e in json.loads(CAPTURED.read_text())
+    ]
+
+
+def test_captured_hms_messages_become_the_seed_messages():
+    events = {e.event_id: e for e in captured_events()}
+    bodies = {i: hcat.hcat_message(e) for i, e in events.items() if hcat.is_hcat_type(e.event_type)}
+    assert sorted(bodies) == [1, 2, 3, 4, 5, 6, 8, 9, 10]  # 7 is ALTER_TABLE
+    seed_fields = {"eventId", "timestamp", "eventType", "server", "servicePrincipal", "db"}
+    for i, body in bodies.items():
+        assert body["eventId"] == i and body["eventType"] == events[i].event_type
+        assert abs(body["timestamp"] - events[i].event_time) <= 1  # HMS's seconds, both
+        assert set(body) == seed_fields | ({"table"} if events[i].table else set()) | (
+            {"partitions"} if "PARTITION" in events[i].event_type else set())
+    assert bodies[1] == {"eventId": 1, "timestamp": bodies[1]["timestamp"], "eventType": "CREATE_DATABASE",
+                         "server": "", "servicePrincipal": "", "db": "sales"}
+    assert bodies[4]["partitions"] == [{"hair_color": "black"}, {"hair_color": "brown"}]
+    assert bodies[5]["partitions"] == [{"hair_color": "red"}]
+    assert bodies[6]["partitions"] == [{"hair_color": "black"}]
+
+
+def test_captured_hms_messages_get_the_seed_topics():
+    topics = [hcat.topics(e)[0] for e in captured_events()]
+    assert topics == [
+        "hcat", "hcat.sales", "hcat.sales",
+        "hcat.sales.orders", "example_table_topic_name",  # named's property, from tableObjJson
+        "hcat.sales.orders", "hcat.sales", "hcat.sales", "hcat.sales", "hcat",
+    ]
