@@ -1,14 +1,19 @@
-"""Broker publisher parts that need no broker: settings, the offset file, the STOMP frame."""
+"""Broker publisher parts that need no broker: settings, the offset file, the STOMP frame, and
+the publishing loop (resume, retry, trimmed log, HMS reset) over a ChangeFeed with a scripted log."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
 import pytest
 from pydantic import ValidationError
 
-from gateway.events.broker import BrokerSettings, broker_frame, read_offset, write_offset
+from gateway.events.broker import (
+    BrokerError, BrokerPublisher, BrokerSettings, broker_frame, read_offset, write_offset,
+)
+from gateway.events.feed import ChangeFeed
 from gateway.events.model import MetastoreEvent
 
 
@@ -96,3 +101,109 @@ def test_body_is_text_without_nul():
     _, _, body = broker_frame(event("CREATE_DATABASE", {"db": "a\x00b"}, table=None))
     assert "\x00" not in body
     assert json.loads(body)["db"] == "a\x00b"
+
+
+# --- the publisher's loop, over a real ChangeFeed fed by a scripted notification log ---------
+
+class ScriptedLog:
+    """The two poller calls the feed makes, answered from ``events`` (HMS's log)."""
+
+    def __init__(self, ids):
+        self.events = [event("CREATE_DATABASE", {"db": f"db{i}"}, table=None, event_id=i) for i in ids]
+
+    async def current_id(self) -> int:
+        return self.events[-1].event_id if self.events else 0
+
+    async def next_events(self, after: int, limit: int):
+        return [e for e in self.events if e.event_id > after][:limit]
+
+
+class RecordingPublisher(BrokerPublisher):
+    """The publisher with the broker replaced by a list; the first ``failures`` sends fail."""
+
+    def __init__(self, feed, settings, failures: int = 0):
+        super().__init__(feed, settings, wait_seconds=0.05)
+        self.sent: list[list[int]] = []
+        self.failures = failures
+
+    def _send(self, batch):
+        if self.failures:
+            self.failures -= 1
+            raise BrokerError("no receipt within 10 s")
+        self.sent.append([e.event_id for e in batch])
+
+
+async def published(publisher, last_id: int):
+    for _ in range(2000):  # bounded against hanging; not a timing assertion
+        if publisher.published_id == last_id:
+            return [i for batch in publisher.sent for i in batch]
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"published up to {publisher.published_id}, not {last_id}: {publisher.sent}")
+
+
+def settings_in(tmp_path, **extra):
+    return BrokerSettings(url="stomp://127.0.0.1:1", offset_file=tmp_path / "broker.offset",
+                          retry_seconds=0.01, **extra)
+
+
+async def test_first_start_follows_from_the_newest_id_in_batches(tmp_path):
+    hms = ScriptedLog(range(1, 4))
+    feed = ChangeFeed(hms, ring_size=100)
+    publisher = RecordingPublisher(feed, settings_in(tmp_path, batch_size=2))
+    await publisher.start()
+    try:
+        await feed.poll_once()
+        assert await published(publisher, 3) == []  # what happened before is not replayed
+        hms.events += ScriptedLog(range(4, 9)).events
+        await feed.poll_once()
+        assert await published(publisher, 8) == [4, 5, 6, 7, 8]
+        assert publisher.sent == [[4, 5], [6, 7], [8]]
+        assert read_offset(tmp_path / "broker.offset") == 8
+    finally:
+        await publisher.close()
+
+
+async def test_a_failed_send_is_retried_and_the_offset_waits_for_it(tmp_path):
+    write_offset(tmp_path / "broker.offset", 2)
+    feed = ChangeFeed(ScriptedLog(range(1, 6)), ring_size=100)
+    publisher = RecordingPublisher(feed, settings_in(tmp_path), failures=3)
+    await feed.poll_once()
+    await publisher.start()
+    try:
+        assert await published(publisher, 5) == [3, 4, 5]  # resumed after the stored id
+        assert publisher.failures == 0
+    finally:
+        await publisher.close()
+
+
+async def test_trimmed_events_are_logged_as_lost_and_the_rest_published(tmp_path, caplog):
+    write_offset(tmp_path / "broker.offset", 5)
+    feed = ChangeFeed(ScriptedLog(range(1, 51)), ring_size=20)  # keeps 31..50
+    publisher = RecordingPublisher(feed, settings_in(tmp_path))
+    await feed.poll_once()
+    await publisher.start()
+    try:
+        assert await published(publisher, 50) == list(range(31, 51))
+    finally:
+        await publisher.close()
+    assert "events 6 to 30 are lost" in caplog.text
+
+
+async def test_after_an_hms_reset_the_new_log_is_published_from_its_start(tmp_path, caplog):
+    write_offset(tmp_path / "broker.offset", 50)
+    feed = ChangeFeed(ScriptedLog(range(1, 4)), ring_size=20)
+    publisher = RecordingPublisher(feed, settings_in(tmp_path))
+    await feed.poll_once()
+    await publisher.start()
+    try:
+        assert await published(publisher, 3) == [1, 2, 3]
+    finally:
+        await publisher.close()
+    assert "HMS was reset" in caplog.text
+
+
+async def test_a_corrupt_offset_file_stops_the_start(tmp_path):
+    (tmp_path / "broker.offset").write_text("forty-two")
+    publisher = RecordingPublisher(ChangeFeed(ScriptedLog([])), settings_in(tmp_path))
+    with pytest.raises(ValueError, match="broker.offset"):
+        await publisher.start()
