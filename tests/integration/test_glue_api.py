@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from jose import jwt
 
 from tests.support.gateway import audit_record, metric, start_gateway
 
 pytestmark = pytest.mark.integration
 
 PASSWORD = "pw-123456"
+JWT_KEY = "glue-test-hmac-key-0123456789abcdef"
 CATALOG_ID = "123456789012"
 KEYS = {"alice": ("AKIAALICE0000000001", "alice-secret-key"),
         "bob": ("AKIABOB00000000001", "bob-secret-key"),
@@ -61,12 +64,15 @@ def gateway(hms, tmp_path_factory):
     credentials = workdir / "glue-credentials"
     credentials.write_text("".join(f"[{user}]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n"
                                    for user, (key, secret) in KEYS.items()))
+    (workdir / "jwt-key").write_text(JWT_KEY)
     topology = {
         "providers": {
             "authentication": [
                 {"type": "sigv4", "access_keys": {key: user for user, (key, _) in KEYS.items()},
                  "secret_keys": f"file:{credentials}"},
                 {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
+                {"type": "jwt", "algorithms": ["HS256"], "issuer": "tests", "audience": "hms-gateway",
+                 "hmac_key": f"file:{workdir / 'jwt-key'}"},
             ],
             "identity_assertion": {
                 "group_mapping": {"alice": ["analysts"]},
@@ -213,9 +219,20 @@ def test_curl_with_basic_on_the_same_service(gateway):
     assert metric(gateway, "hms_gateway_policy_decisions_total", service="glue", outcome="hidden") >= 2
     status, headers, body = curl(gateway, "GetDatabases", "{}")
     assert status == 401 and body["__type"] == "MissingAuthenticationTokenException"
-    assert headers["www-authenticate"] == ["AWS4-HMAC-SHA256", 'Basic realm="HMS Gateway", charset="UTF-8"']
+    assert headers["www-authenticate"] == ["AWS4-HMAC-SHA256", 'Basic realm="HMS Gateway", charset="UTF-8"',
+                                           'Bearer realm="HMS Gateway"']
     status, _, body = curl(gateway, "GetTables", '{"DatabaseName": "sales", "MaxResults": 0}', "-u", f"alice:{PASSWORD}")
     assert status == 400 and body["__type"] == "InvalidInputException"
     for junk in ("[1, 2]", "[" * 100_000, '{"DatabaseName": "\xff'):
         status, _, body = curl(gateway, "GetTables", junk, "-u", f"alice:{PASSWORD}")
         assert status == 400 and body["__type"] == "SerializationException"
+
+
+def test_a_bearer_token_on_the_same_service(gateway, direct):
+    now = int(time.time())
+    token = jwt.encode({"sub": "bob", "iss": "tests", "aud": "hms-gateway", "nbf": now - 5, "exp": now + 300},
+                       JWT_KEY, algorithm="HS256")
+    status, _, body = curl(gateway, "GetTables", '{"DatabaseName": "hmshttptestdatabase"}',
+                           "-H", f"Authorization: Bearer {token}")
+    assert status == 200
+    assert sorted(t["Name"] for t in body["TableList"]) == sorted(direct.get_all_tables("hmshttptestdatabase"))
