@@ -38,11 +38,19 @@ class FakeGateway:
 
     def __init__(self):
         self.status = 200
+        self.cut = False  # announce 200,000 bytes, send 70,004, then drop the connection
         self.seen: list[tuple[dict, bytes]] = []
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.seen.append((dict(request.headers), body))
+        if self.cut:
+            response = web.StreamResponse(headers={"Content-Length": "200000"})
+            await response.prepare(request)
+            await response.write(b"\x80\x01\x00\x02" + b"x" * 70_000)
+            assert request.transport is not None
+            request.transport.close()
+            return response
         if self.status != 200:
             return web.Response(status=self.status, text="Basic realm refused\n")
         header, _ = read_message_header(body)
@@ -222,3 +230,14 @@ def test_spark_setting():
 def test_plain_http_gateway_refused(certs):
     with pytest.raises(ValueError, match="https://"):
         Tunnel(TunnelSettings("http://localhost:1/gateway/t/svc", None))
+
+
+async def test_reply_cut_midway_ends_the_client_connection(certs, caplog):
+    async with Running(certs) as r:
+        r.fake.cut = True
+        r.writer.write(_call("get_partitions", 5, "t"))
+        data = b""
+        while chunk := await asyncio.wait_for(r.reader.read(65536), 30):
+            data += chunk
+        assert 0 < len(data) < 200_000  # part of it, then the end of the connection
+        assert any("reply cut after" in rec.getMessage() for rec in caplog.records)
