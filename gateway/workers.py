@@ -486,4 +486,8 @@ def worker_main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(worker_main())
+    # Run in the module ``gateway.workers``, not in ``__main__``: current_worker() and the
+    # loggers must be the ones the rest of the gateway imports.
+    from gateway.workers import worker_main as _worker_main
+
+    sys.exit(_worker_main())
