@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import aiohttp
+import aiohttp.abc
 import uvloop
 
-from gateway.client.auth import METHODS, Auth, auth_from_options, ssl_context
+from gateway.client.auth import METHODS, Auth, KerberosAuth, auth_from_options, ssl_context
 from gateway.thrift.binary import ONEWAY, BinaryMessageScanner, read_message_header
 from gateway.thrift.codec import BINARY
 from gateway.thrift.errors import ProtocolError
@@ -123,12 +124,21 @@ class Tunnel:
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=s.timeout_seconds),
-            cookie_jar=aiohttp.DummyCookieJar(),  # credentials go with every call
+            cookie_jar=self._cookie_jar(s.auth),
             skip_auto_headers=("User-Agent",),
             headers={"User-Agent": "hms-gateway-tunnel"},
         )
         self._server = await asyncio.start_server(self._serve, s.host, s.port)
         self.port = self._server.sockets[0].getsockname()[1]
+
+    @staticmethod
+    def _cookie_jar(auth: Auth | None) -> aiohttp.abc.AbstractCookieJar:
+        # Kerberos: keep the gateway's signed session cookie (Knox's hadoop.auth), which spares
+        # it a SPNEGO acceptance and a replay-cache write per call. The token still goes with
+        # every call, so an expired cookie costs nothing. Other methods need no session.
+        if isinstance(auth, KerberosAuth):
+            return aiohttp.CookieJar(unsafe=True)  # unsafe: a gateway addressed by IP too
+        return aiohttp.DummyCookieJar()
 
     async def close(self) -> None:
         """Stop listening, end open client connections, close the HTTPS pool."""

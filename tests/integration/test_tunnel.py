@@ -62,7 +62,10 @@ def gateway(metastore, realm, tmp_path_factory):
         {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
         {"type": "jwt", "algorithms": ["HS256"], "issuer": "tunnel-test", "audience": "hms",
          "hmac_key": f"file:{_secret(workdir / 'jwt.key', HMAC_KEY)}"},
-        {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab)},
+        {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab),
+         # the session cookie the tunnel keeps (calls after the first skip the handshake)
+         "cookie": {"signing_key": f"file:{_secret(workdir / 'cookie.key', HMAC_KEY + '-cookie')}",
+                    "lifetime_seconds": 600}},
     ]
     topology = {
         "providers": {"authentication": providers, "identity_assertion": {"group_mapping": "etl=engineers;*=staff"}},

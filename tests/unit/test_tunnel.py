@@ -39,6 +39,7 @@ class FakeGateway:
     def __init__(self):
         self.status = 200
         self.cut = False  # announce 200,000 bytes, send 70,004, then drop the connection
+        self.set_cookie: str | None = None
         self.seen: list[tuple[dict, bytes]] = []
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -56,7 +57,10 @@ class FakeGateway:
         header, _ = read_message_header(body)
         if header.type == ONEWAY:
             return web.Response(status=200)
-        return web.Response(body=_reply_to(body), content_type="application/x-thrift")
+        response = web.Response(body=_reply_to(body), content_type="application/x-thrift")
+        if self.set_cookie:
+            response.headers["Set-Cookie"] = self.set_cookie
+        return response
 
 
 @pytest.fixture
@@ -95,8 +99,8 @@ class Running:
         await self.runner.cleanup()
 
 
-def _settings(port: int, certs, **kw) -> TunnelSettings:
-    return TunnelSettings(f"https://localhost:{port}/gateway/t/svc", BasicAuth("etl", "pw"),
+def _settings(port: int, certs, auth=None, **kw) -> TunnelSettings:
+    return TunnelSettings(f"https://localhost:{port}/gateway/t/svc", auth or BasicAuth("etl", "pw"),
                           ca=str(certs.ca_certificate), port=0, **kw)
 
 
@@ -241,3 +245,27 @@ async def test_reply_cut_midway_ends_the_client_connection(certs, caplog):
             data += chunk
         assert 0 < len(data) < 200_000  # part of it, then the end of the connection
         assert any("reply cut after" in rec.getMessage() for rec in caplog.records)
+
+
+async def test_kerberos_keeps_the_gateways_session_cookie(certs, monkeypatch):
+    from gateway.client.auth import KerberosAuth
+
+    monkeypatch.setattr(KerberosAuth, "headers", lambda self, host: {"Authorization": "Negotiate dG9rZW4="})
+    async with Running(certs, auth=KerberosAuth()) as r:
+        r.fake.set_cookie = "hadoop.auth=signed-session; Secure; HttpOnly"
+        for seqid in (1, 2):
+            r.writer.write(_call("get_table", seqid, "t"))
+            await _read_message(r.reader, False)
+        first, second = (headers for headers, _ in r.fake.seen)
+        assert "Cookie" not in first
+        assert second["Cookie"] == "hadoop.auth=signed-session"
+        assert second["Authorization"] == "Negotiate dG9rZW4="  # the token still goes along
+
+
+async def test_basic_keeps_no_cookie(certs):
+    async with Running(certs) as r:
+        r.fake.set_cookie = "hadoop.auth=signed-session; Secure; HttpOnly"
+        for seqid in (1, 2):
+            r.writer.write(_call("get_table", seqid, "t"))
+            await _read_message(r.reader, False)
+        assert all("Cookie" not in headers for headers, _ in r.fake.seen)
