@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -59,8 +58,6 @@ from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.services.base import ServiceContext
 
 __all__ = ["EventStreamService"]
-
-log = logging.getLogger(__name__)
 
 SSE_TYPE = "text/event-stream"
 CLOUDEVENTS_TYPE = "application/cloudevents+json"

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -77,7 +78,6 @@ def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
     while time.monotonic() < deadline:
         assert proc.poll() is None, again.log()
         try:
-            import urllib.request
             with urllib.request.urlopen(again.management_url + "/healthz", timeout=1):
                 return again
         except OSError:

@@ -3,10 +3,13 @@ column removal from Thrift objects embedded in HMS messages."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 
 import pytest
-from aiohttp.test_utils import make_mocked_request
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from gateway.config import ConfigError
 from gateway.events.model import MetastoreEvent
@@ -103,3 +106,86 @@ def test_unreadable_embedded_objects_are_dropped(viewer):
     ev = event("sales", "orders")
     out = _filter_message({"tableObjJson": "not json", "partitionListJson": ["[1]", "nope"]}, viewer.keep(ev))
     assert "tableObjJson" not in out and out["partitionListJson"] == []
+
+
+# --- the SSE path against a scripted feed (aiohttp test server) ------------------------------
+
+class ScriptedFeed:
+    """wait_after answers from ``script``: a list of event lists or exceptions, then blocks."""
+
+    def __init__(self, script):
+        self.script, self.ready, self.latest_id, self.calls = list(script), True, 0, []
+
+    async def wait_ready(self, timeout):
+        return None
+
+    def events_after(self, after, limit):
+        return []
+
+    async def wait_after(self, after, timeout, limit=1000):
+        self.calls.append(after)
+        if not self.script:
+            await asyncio.sleep(timeout)
+            return []
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        return step
+
+    def subscribed(self):
+        return contextlib.nullcontext()
+
+
+class OpenChain:
+    async def on_request(self, exchange):
+        exchange.identity = None
+
+
+@contextlib.asynccontextmanager
+async def sse_client(feed, heartbeat=30.0):
+    from types import SimpleNamespace
+
+    from gateway.observability.audit import AuditEvent
+    from gateway.pipeline.exchange import Exchange
+    from gateway.services.event_stream import EventStreamService
+
+    service = object.__new__(EventStreamService)
+    service.options = EventStreamOptions(heartbeat_seconds=heartbeat)
+    service.topology, service.path, service.chain, service.policy = "t", "events", OpenChain(), None
+    service.feed, service.source, service._streams = feed, "/gateway/t/events", set()
+    service._delivered = SimpleNamespace(inc=lambda n=1: None)
+
+    async def handler(request):
+        response, _ = await service.handle(Exchange(request, None, None, AuditEvent("rid", None)))
+        return response
+
+    app = web.Application()
+    app.router.add_get("/events", handler)
+    async with TestClient(TestServer(app)) as client:
+        yield client
+
+
+async def test_sse_sends_ids_then_ends_with_a_resync_event():
+    from gateway.events.feed import Resync
+
+    feed = ScriptedFeed([[event("db", None, {"db": "db"}, "CREATE_DATABASE")],
+                         Resync("trimmed", "events after 1 were trimmed", 40)])
+    async with sse_client(feed) as client, \
+            client.get("/events?after=0", headers={"Accept": "text/event-stream"}) as r:
+        assert r.status == 200 and r.headers["X-Request-Id"] == "rid"
+        text = (await r.read()).decode()
+    blocks = [b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()]
+    first = blocks[0].splitlines()
+    assert first[0] == "id: 1" and json.loads(first[1].removeprefix("data: "))["eventType"] == "CREATE_DATABASE"
+    lines = blocks[1].splitlines()
+    assert lines[0] == "event: resync"
+    assert json.loads(lines[1][6:]) == {"error": "resync", "reason": "trimmed",
+                                        "detail": "events after 1 were trimmed", "latest": 40}
+    assert feed.calls == [0, 1]
+
+
+async def test_sse_heartbeat_comments():
+    async with sse_client(ScriptedFeed([]), heartbeat=0.2) as client, \
+            client.get("/events?after=0", headers={"Accept": "text/event-stream"}) as r:
+        first = await asyncio.wait_for(r.content.readline(), 10)
+    assert first.startswith(b": ping")
