@@ -21,7 +21,8 @@ from it. Requests (GET, after the service's authentication, identity assertion a
   CloudEvents 1.0 structured JSON object (``cloudevents`` library), the body as ``data``.
 - **Per-user delivery**: with a catalog policy (``policy_file``), a user gets only events on
   databases/tables :meth:`PolicyEngine.visible` shows them, and Thrift tables/partitions
-  embedded in HMS messages (``tableObjJson``…) lose columns the user may not ``select``.
+  embedded in HMS messages (``tableObjJson``…) lose columns the user may not ``select``;
+  partition-key → value maps lose denied partition keys.
 
 Errors: 400 JSON ``{"error": "bad_request", "detail"}`` for bad query values; 405 for other
 methods; 410 JSON ``{"error": "resync", "reason": "trimmed"|"reset", "detail", "latest": id}``
@@ -173,11 +174,27 @@ def _filter_tjson_object(text: str, sd_field: str, params_field: str, keep) -> s
         return None
 
 
+#: Message keys holding partition-key → value maps (json-0.2: ADD/DROP_PARTITION ``partitions``,
+#: ALTER_PARTITION ``keyValues``, INSERT ``partKeyVals``); partition keys are columns too.
+_PARTITION_VALUE_KEYS = frozenset({"partitions", "keyValues", "partKeyVals"})
+
+
+def _filter_partition_values(value, keep):
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if keep(k)}
+    if isinstance(value, list):
+        return [_filter_partition_values(v, keep) for v in value if isinstance(v, dict)]
+    return None
+
+
 def _filter_message(message: dict, keep) -> dict:
     """HMS's decoded message with embedded tables and partitions column-filtered; other
     embedded Thrift objects (``…Json`` keys this code does not know) are dropped."""
     out: dict = {}
     for key, value in message.items():
+        if key in _PARTITION_VALUE_KEYS:
+            out[key] = _filter_partition_values(value, keep)
+            continue
         if not key.endswith("Json"):
             out[key] = value
             continue
@@ -332,11 +349,13 @@ class EventStreamService:
 
     def body(self, event: MetastoreEvent, viewer: _Viewer | None = None, cloudevents: bool = False) -> dict:
         """An event as sent to a client (see the module docstring)."""
+        keep = viewer.keep(event) if viewer is not None else None
         if hcat.is_hcat_type(event.event_type):
             data = hcat.hcat_message(event)
+            if keep is not None and "partitions" in data:
+                data["partitions"] = _filter_partition_values(data["partitions"], keep)
         else:
             message = event.message
-            keep = viewer.keep(event) if viewer is not None else None
             if keep is not None:
                 message = _filter_message(message, keep)
             data = {

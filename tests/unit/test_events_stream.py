@@ -89,10 +89,12 @@ def test_denied_columns_leave_embedded_tables_and_partitions(viewer):
     part = json.dumps({"1": {"lst": ["str", 1, "2024"]},
                        "6": {"rec": {"1": {"lst": ["rec", 2, {"1": {"str": "id"}}, {"1": {"str": "customer"}}]}}}})
     message = {"db": "sales", "table": "orders", "tableObjBeforeJson": before, "tableObjAfterJson": before,
-               "partitionListJson": [part], "unknownObjJson": "{}", "keyValues": {"y": "2024"}}
+               "partitionListJson": [part], "unknownObjJson": "{}", "keyValues": {"y": "2024", "customer": "x"},
+               "partitions": [{"y": "1", "customer": "a"}]}
     ev = event("sales", "orders", message)
     out = _filter_message(message, viewer.keep(ev))
     assert "unknownObjJson" not in out and out["keyValues"] == {"y": "2024"} and out["db"] == "sales"
+    assert out["partitions"] == [{"y": "1"}]  # a partition key is a column too
     table = json.loads(out["tableObjAfterJson"])
     assert [c["1"]["str"] for c in table["7"]["rec"]["1"]["lst"][2:]] == ["id"]
     assert table["7"]["rec"]["1"]["lst"][1] == 1
