@@ -127,12 +127,14 @@ class ProxyProtocolListener:
         self._sock: socket.socket | None = None
         self._tasks: set[asyncio.Task] = set()
 
-    async def start(self, host: str, port: int) -> int:
-        """Bind ``host:port`` and accept in the background; returns the bound port."""
+    async def start(self, host: str, port: int, reuse_port: bool = False) -> int:
+        """Bind ``host:port`` and accept in the background; returns the bound port.
+        ``reuse_port``: ``SO_REUSEPORT``, so worker processes share the port."""
         loop = asyncio.get_running_loop()
         family, *_, address = (await loop.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE))[0]
-        self._sock = socket.create_server(address, family=family, backlog=_BACKLOG)
+        self._sock = socket.create_server(address, family=family, backlog=_BACKLOG,
+                                           reuse_port=reuse_port)
         self._sock.setblocking(False)
         self._spawn(self._accept())
         return self._sock.getsockname()[1]

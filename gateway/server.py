@@ -229,7 +229,9 @@ class Gateway:
                 self.client_addresses.trusted,
                 limits.client_header_timeout_seconds,
             )
-            self.gateway_port = await self._proxy_listener.start(listeners.gateway.host, port)
+            self.gateway_port = await self._proxy_listener.start(
+                listeners.gateway.host, port, reuse_port=self.worker is not None
+            )
         else:
             await web.TCPSite(
                 gw, listeners.gateway.host, port, ssl_context=self.ssl_context,

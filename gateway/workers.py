@@ -217,9 +217,6 @@ class Supervisor:
     """
 
     def __init__(self, config_path: Path, config: GatewayConfig, count: int, log_level: str | None = None):
-        if config.listeners.gateway.proxy_protocol:
-            raise ConfigError(config.source or config_path, "workers",
-                              "workers above 1 do not support listeners.gateway.proxy_protocol yet")
         self.config_path, self.config, self.count, self.log_level = config_path, config, count, log_level
         self.runtime_dir = Path(tempfile.mkdtemp(prefix="hms-gateway-"))
         self.metrics_dir = self.runtime_dir / "metrics"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 
 import tests.support.gateway as support
-from tests.support.gateway import SPEC_PATH, RunningGateway, audit_record, post, service, start_gateway
+from tests.support.gateway import SPEC_PATH, RunningGateway, audit_record, metric, post, service, start_gateway
 from tests.support.hms import free_port
 
 pytestmark = pytest.mark.integration
@@ -27,8 +27,9 @@ GET_ALL_DATABASES = '[1,"get_all_databases",1,0,{}]'
 V2_SIGNATURE = b"\r\n\r\n\x00\r\nQUIT\n"
 
 
-def _gateway(workdir, hms, listener: dict) -> RunningGateway:
-    """A gateway whose HTTPS listener has ``listener``'s extra keys; audit lines in audit.jsonl."""
+def _gateway(workdir, hms, listener: dict, **gateway_keys) -> RunningGateway:
+    """A gateway whose HTTPS listener has ``listener``'s extra keys (and the gateway file
+    ``gateway_keys``); audit lines in audit.jsonl."""
     svc = service([f"thrift://{hms.host}:{hms.port}"])
     topologies = {
         "default": {"services": [svc]},
@@ -48,6 +49,7 @@ def _gateway(workdir, hms, listener: dict) -> RunningGateway:
         "audit": {"path": str(workdir / "audit.jsonl")},
         "listeners": {"gateway": {"host": "127.0.0.1", "port": port, **listener},
                       "management": {"host": "127.0.0.1", "port": mport}},
+        **gateway_keys,
     }
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(support, "free_port", lambda: next(ports))
@@ -200,6 +202,22 @@ def _proxied_post(gw: RunningGateway, header: bytes, requests: int = 1,
 def test_proxy_protocol_header_names_the_client(proxied, header, client):
     # two requests: the address belongs to the connection, not just its first request
     assert _proxied_post(proxied, header, requests=2) == [(200, client), (200, client)]
+
+
+def test_proxy_protocol_with_two_workers_names_each_connections_client(hms, tmp_path):
+    # Both workers' PROXY listeners share the port (SO_REUSEPORT); each connection's header is
+    # read by the worker that accepted it.
+    gw = _gateway(tmp_path, hms, {"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True},
+                  workers=2)
+    try:
+        sources = [f"198.51.100.{i}" for i in range(1, 25)]
+        for source in sources:
+            header = f"PROXY TCP4 {source} 127.0.0.1 40000 8443\r\n".encode()
+            assert _proxied_post(gw, header) == [(200, source)]
+        accepted = [metric(gw, "hms_gateway_worker_connections_total", worker=str(i)) for i in (0, 1)]
+        assert all(n > 0 for n in accepted) and sum(accepted) >= len(sources), accepted
+    finally:
+        gw.stop()
 
 
 def test_proxy_protocol_source_feeds_the_acl(proxied):
