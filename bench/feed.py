@@ -47,6 +47,7 @@ USER, PASSWORD = "bench", "bench-password"
 EVENTS_PATH = "catalog/events"
 DB = "feedbench"
 SUBSCRIBERS = 1000
+RAMP = 100  # subscribers connecting at once
 DELAY_AIM_EXTRA_MS = 50.0
 
 
@@ -146,7 +147,17 @@ async def connect_all(session: aiohttp.ClientSession, url: str, headers: dict[st
         await response.read()
     subscribers = [Subscriber() for _ in range(count)]
     t0 = time.perf_counter()
-    tasks = [asyncio.create_task(s.run(session, url, headers)) for s in subscribers]
+    tasks = []
+    for start in range(0, count, RAMP):  # in waves: a thousand SYNs at once overflow a listen backlog
+        wave = subscribers[start : start + RAMP]
+        tasks += [asyncio.create_task(s.run(session, url, headers)) for s in wave]
+        connected = asyncio.gather(*(s.connected.wait() for s in wave))
+        failed = asyncio.ensure_future(asyncio.wait(tasks[start:], return_when=asyncio.FIRST_EXCEPTION))
+        await asyncio.wait([connected, failed], return_when=asyncio.FIRST_COMPLETED)
+        failed.cancel()
+        for task in tasks[start:]:
+            if task.done():
+                task.result()  # raises what went wrong in that subscriber
     while (await asyncio.to_thread(feed_metrics, gw))["subscribers"] < count:
         for task in tasks:
             if task.done():
