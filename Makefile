@@ -29,6 +29,7 @@ certs: install
 bench: install
 	$(PY) bench/run.py
 	$(PY) bench/run.py --policy
+	$(PY) bench/run.py --datasource
 	$(PY) bench/run.py --tunnel
 	$(PY) bench/run.py --feed
 

@@ -26,7 +26,8 @@ HMS and a scripted upstream, with wrk);
 ``--hold SECONDS`` then calls the gateway and the floor for that long each, printing each
 process's CPU time per call (attach ``py-spy record --pid`` meanwhile). Run with
 ``HMS_GATEWAY_PURE_PYTHON=1`` to measure the fallback. ``--policy`` runs the catalog-policy
-benchmark instead (``bench/policy.py``, issue 11). ``--tunnel`` runs ``bench/tunnel.py`` instead
+benchmark instead (``bench/policy.py``, issue 11), ``--datasource`` the PySpark data source
+benchmark (``bench/datasource.py``, issue 13). ``--tunnel`` runs ``bench/tunnel.py`` instead
 (``hms-gateway tunnel`` plus the gateway against direct calls, and Spark through it, issue 13).
 ``--feed`` runs the change-feed benchmark instead (``bench/feed.py``, issue 12: delay from an
 HMS call to an SSE client, 1,000 subscribers on one gateway process).
@@ -405,6 +406,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="multiply the number of calls measured")
     parser.add_argument("--policy", action="store_true",
                         help="run the catalog-policy benchmark instead (bench/policy.py)")
+    parser.add_argument("--datasource", action="store_true",
+                        help="run the PySpark data source benchmark instead (bench/datasource.py, issue 13)")
     parser.add_argument("--tunnel", action="store_true",
                         help="run the tunnel benchmark instead (bench/tunnel.py)")
     parser.add_argument("--feed", action="store_true",
@@ -418,6 +421,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", action="store_true",
                         help="also measure throughput with 1 and 2 worker processes (bench/workers.py, needs wrk)")
     opts = parser.parse_args(argv)
+    if opts.datasource:
+        from bench.datasource import main as datasource_main
+
+        return datasource_main([])
     if opts.policy:
         from bench.policy import main as policy_main
 

@@ -1,22 +1,27 @@
 """The PySpark data source ``hms`` (issue 13 item 5) in a real local Spark session (local[2]),
 reading through the real gateway from the real HMS; every value is checked against direct
-thriftpy2 calls to the same HMS. Also runs examples/catalog_report.py."""
+thriftpy2 calls to the same HMS. Also runs examples/catalog_report.py, and follows the change
+feed (an ``event-stream`` service over an HMS of its own) with gateway.client.events and as a
+Spark stream."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from gateway.client import hive_metastore_idl
+from gateway.client import BasicAuth, events, hive_metastore_idl
 from gateway.config import SPEC_METHODS
 from gateway.demo.metastore_client import partition_name
-from tests.integration.test_python_client import direct  # noqa: F401 (a fixture)
+from tests.integration.test_python_client import direct, direct_client  # noqa: F401 (direct: a fixture)
 from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.hms import start_hms
 from tests.support.spec_calls import DB, TABLE
 
 pytestmark = pytest.mark.integration
@@ -51,6 +56,8 @@ def spark(tmp_path_factory):
         SparkSession.builder.appName("test-datasource").master("local[2]")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        # Python workers start slowly on a loaded machine; Spark's default wait is 15 s
+        .config("spark.python.authenticate.socketTimeout", "300s")
         .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch}")
         .getOrCreate()
     )
@@ -184,3 +191,79 @@ def test_catalog_report_example(spark, gateway, direct, tmp_path):
     for t in expected.values():
         owned[t.owner] = owned.get(t.owner, 0) + 1
     assert owners == owned
+
+
+# The change feed: an HMS of its own (its notification log), an event-stream service.
+EVENTS_PATH = "catalog/events"
+
+
+@pytest.fixture(scope="module")
+def feed_hms(tmp_path_factory):
+    running = start_hms(tmp_path_factory.mktemp("hms-feed"))
+    yield running
+    running.server.stop()
+
+
+@pytest.fixture(scope="module")
+def feed_gateway(feed_hms, tmp_path_factory) -> RunningGateway:
+    svc = {"path": EVENTS_PATH, "kind": "event-stream", "upstream": {"urls": [feed_hms.uri]},
+           "options": {"poll_interval_seconds": 0.2}}
+    gw = start_gateway(tmp_path_factory.mktemp("gw-feed"), {"default": {"services": [svc]}}, USERS)
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture(scope="module")
+def feed_direct(feed_hms):
+    client = direct_client(feed_hms)
+    yield client
+    client.close()
+
+
+def create_database(direct, name: str) -> None:
+    direct.create_database(hive_metastore_idl().Database(name=name, description="feed", parameters={}))
+
+
+def notifications_after(direct, after: int) -> list:
+    request = hive_metastore_idl().NotificationEventRequest(lastEvent=after, maxEvents=1000)
+    return direct.get_next_notification(request).events or []
+
+
+def test_events_iterator_follows_the_notification_log(feed_gateway, feed_direct):
+    start = feed_direct.get_current_notificationEventId().eventId
+    stream = events(feed_gateway.url(path=EVENTS_PATH), auth=BasicAuth("admin", USERS["admin"]),
+                    ca=feed_gateway.ca_file, after=start, wait=5)
+    create_database(feed_direct, "feed_iter_a")
+    create_database(feed_direct, "feed_iter_b")
+    got = [next(stream), next(stream)]
+    stream.close()
+    expected = notifications_after(feed_direct, start)[:2]
+    assert [(e["eventId"], e["eventType"], e["db"]) for e in got] == [
+        (n.eventId, n.eventType, n.dbName) for n in expected]
+    assert [e["db"] for e in got] == ["feed_iter_a", "feed_iter_b"]
+
+
+def test_events_stream_in_spark_has_event_ids_as_offsets(spark, feed_gateway, feed_direct, tmp_path):
+    o = {**options(feed_gateway), "url": feed_gateway.url(path=EVENTS_PATH)}
+    query = (spark.readStream.format("hms").options(**o).load("events").writeStream.format("memory")
+             .queryName("hms_events").option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        query.processAllAvailable()  # the initial offset: the newest event id, before the DDL below
+        start = feed_direct.get_current_notificationEventId().eventId
+        create_database(feed_direct, "feed_stream_a")
+        create_database(feed_direct, "feed_stream_b")
+        deadline = time.monotonic() + 120
+        rows = []
+        while time.monotonic() < deadline and len(rows) < 2:
+            query.processAllAvailable()
+            rows = spark.sql("SELECT * FROM hms_events ORDER BY event_id").collect()
+            time.sleep(0.5)
+        expected = notifications_after(feed_direct, start)
+        assert [(r.event_id, r.event_type, r.database) for r in rows] == [
+            (n.eventId, n.eventType, n.dbName) for n in expected]
+        assert [r.database for r in rows] == ["feed_stream_a", "feed_stream_b"]
+        assert json.loads(rows[0].body)["eventId"] == rows[0].event_id
+        offset = query.lastProgress["sources"][0]["endOffset"]
+        assert (json.loads(offset) if isinstance(offset, str) else offset) == {"after": rows[-1].event_id}
+    finally:
+        query.stop()

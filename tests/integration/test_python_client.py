@@ -62,12 +62,17 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
+def direct_client(hms):
+    """thriftpy2 over a plain socket to ``hms``: the same types module as gateway.client's, so
+    objects compare with ``==``."""
+    return make_client(hive_metastore_idl().ThriftHiveMetastore, hms.host, hms.port,
+                       proto_factory=TBinaryProtocolFactory(strict_read=True, strict_write=True),
+                       trans_factory=TBufferedTransportFactory(), timeout=60_000)
+
+
 @pytest.fixture(scope="module")
 def direct(hms):
-    """thriftpy2 over a plain socket to HMS: the same types module as gateway.client's."""
-    client = make_client(hive_metastore_idl().ThriftHiveMetastore, hms.host, hms.port,
-                         proto_factory=TBinaryProtocolFactory(strict_read=True, strict_write=True),
-                         trans_factory=TBufferedTransportFactory(), timeout=60_000)
+    client = direct_client(hms)
     yield client
     client.close()
 
