@@ -283,9 +283,12 @@ class EventStreamService:
         return cls(ctx)
 
     async def start(self) -> None:
-        """Start the poller (and the broker publisher, when configured)."""
+        """Start the poller (and the broker publisher, when configured: in one process only,
+        worker 0 with ``workers`` > 1, so each event reaches the broker once per gateway)."""
+        from gateway.workers import current_worker
+
         await self.feed.start()
-        if self.publisher is not None:
+        if self.publisher is not None and current_worker() in (None, 0):
             await self.publisher.start()
 
     async def close(self) -> None:
