@@ -1,6 +1,8 @@
 """gateway.client (issue 13 item 4) against the real gateway and the real HMS: every value is
 compared with a direct strict-binary call to the same HMS made with thriftpy2 and the same IDL
-module, so objects compare with ``==``."""
+module, so objects compare with ``==``. Every authentication provider (Basic, JWT, client
+certificate, Kerberos through the test KDC) runs in the tunnel test's gateway, whose fixtures
+are imported from test_tunnel.py."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 
 import pytest
 from thriftpy2.protocol import TBinaryProtocolFactory
@@ -21,13 +24,20 @@ from gateway.client import (
     AccessDenied,
     AuthenticationFailed,
     BasicAuth,
+    BearerAuth,
     ClientCertificateAuth,
     GatewayUnavailable,
     GatewayUnreachable,
+    KerberosAuth,
     connect,
     hive_metastore_idl,
 )
 from gateway.config import SPEC_METHODS
+from tests.integration.test_tunnel import USERS as TUNNEL_USERS
+from tests.integration.test_tunnel import _token as tunnel_token
+from tests.integration.test_tunnel import gateway as tunnel_gateway  # noqa: F401 (fixtures)
+from tests.integration.test_tunnel import kerberos_env, realm  # noqa: F401
+from tests.integration.test_tunnel import metastore  # noqa: F401
 from tests.support.gateway import RunningGateway, service, start_gateway
 from tests.support.hms import free_port
 from tests.support.spec_calls import DB, TABLE
@@ -200,3 +210,26 @@ def test_untrusted_gateway_certificate_is_refused(gateway, tmp_path):
             hms.get_all_databases()
     assert info.value.status is None
     assert "TLS failed" in info.value.reason and "certificate verify failed" in info.value.reason
+
+
+# Every authentication provider, in the tunnel test's gateway (tests/integration/test_tunnel.py:
+# htpasswd, JWT, Kerberos through the test KDC, client certificates; its own empty HMS).
+@pytest.mark.parametrize("provider", ["basic", "jwt", "cert", "kerberos"])
+def test_each_provider_acts_as_its_user(tunnel_gateway, kerberos_env, provider, tmp_path, monkeypatch):
+    if provider == "basic":
+        auth, user = BasicAuth("etl", TUNNEL_USERS["etl"]), "etl"
+    elif provider == "jwt":
+        auth, user = BearerAuth(tunnel_token("carol")), "carol"
+    elif provider == "cert":
+        certs = tunnel_gateway.client_certs
+        auth, user = ClientCertificateAuth(str(certs / "alice.crt"), str(certs / "alice.key")), "alice"
+    else:
+        for key, value in kerberos_env.items():  # the realm's krb5.conf and dave's ticket cache
+            monkeypatch.setenv(key, value)
+        auth, user = KerberosAuth(), "dave"
+    with connect(tunnel_gateway.url("spark", "hive/rw"), auth=auth, ca=tunnel_gateway.ca_file) as hms:
+        assert "default" in hms.get_all_databases()
+        name = f"client_{provider}_{uuid.uuid4().hex[:8]}"
+        hms.create_database(hms.types.Database(name=name, description="via gateway.client", ownerName="admin",
+                                               parameters={}))
+        assert hms.get_database(name).ownerName == user  # HMS acted as the authenticated user
