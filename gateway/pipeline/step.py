@@ -41,6 +41,11 @@ class Step:
     async def on_reply(self, exchange: "Exchange", reply: "Reply") -> None:
         """With the whole reply of a method in :attr:`reply_methods`."""
 
+    def wants_reply(self, exchange: "Exchange") -> bool:
+        """Whether this request's reply needs :meth:`on_reply` (asked after ``on_call``, for
+        methods in :attr:`reply_methods` only). False lets the reply stream untouched."""
+        return True
+
 
 def _overrides(step: Step, hook: str) -> bool:
     return getattr(type(step), hook) is not getattr(Step, hook)
@@ -67,10 +72,15 @@ class Chain:
         for step in self._call:
             await step.on_call(exchange)
 
-    def reply_steps(self, method: str) -> tuple[Step, ...]:
-        """The steps that must see the reply of ``method`` (empty: stream it untouched)."""
-        return self._reply.get(method, ())
+    def reply_steps(self, method: str, exchange: "Exchange | None" = None) -> tuple[Step, ...]:
+        """The steps that must see the reply of ``method`` (empty: stream it untouched); with
+        ``exchange``, only those whose :meth:`Step.wants_reply` says so for this request."""
+        steps = self._reply.get(method, ())
+        if exchange is None or not steps:
+            return steps
+        return tuple(s for s in steps if s.wants_reply(exchange))
 
-    async def on_reply(self, exchange: "Exchange", reply: "Reply") -> None:
-        for step in self._reply.get(reply.header.name, ()):
+    async def on_reply(self, exchange: "Exchange", reply: "Reply",
+                       steps: tuple[Step, ...] | None = None) -> None:
+        for step in self._reply.get(reply.header.name, ()) if steps is None else steps:
             await step.on_reply(exchange, reply)

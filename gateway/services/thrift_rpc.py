@@ -133,7 +133,7 @@ class ThriftRpcService:
         header, codec, event = exchange.header, exchange.codec, exchange.event
         assert header is not None and codec is not None
         oneway = header.type == ONEWAY  # the codec checked it against the IDL
-        reply_steps = self.chain.reply_steps(header.name)
+        reply_steps = self.chain.reply_steps(header.name, exchange)
         sink = None if oneway or reply_steps or codec.name != "tjson" else self._sink(exchange)
         identity = exchange.identity
         try:
@@ -169,7 +169,7 @@ class ThriftRpcService:
         try:
             if reply_steps:
                 seen = Reply(reply, self.schema)
-                await self.chain.on_reply(exchange, seen)
+                await self.chain.on_reply(exchange, seen, reply_steps)
                 reply = seen.message
             body = codec.encode_reply(reply, self.schema, header.seqid)
         except ProtocolError as exc:  # HMS's reply, not the client's call, is malformed
