@@ -64,7 +64,8 @@ PASSWORD_CHECKS = Counter(
 )
 POLICY_DECISIONS = Counter(
     "hms_gateway_policy_decisions", "Catalog-policy decisions: calls allowed or denied, objects "
-    "hidden from listings, calls refused because the policy cannot judge the method.",
+    "hidden from listings, columns removed from replies, calls refused because the policy "
+    "cannot judge the method.",
     ["topology", "service", "outcome"], registry=REGISTRY,
 )
 CONFIG_RELOADS = Counter(
