@@ -83,6 +83,11 @@ class Answered(Outcome):
         self.reply = reply
 
 
+class Served(Answered):
+    """A step answered the call itself with an ordinary reply, not a refusal (``set_ugi``
+    answered from the authenticated identity): audited and counted as ``ok``."""
+
+
 #: Outcome (or error) class → (HTTP status, outcome label). Looked up along the class's MRO,
 #: so a subclass (UpstreamTimeout of UpstreamError) may have its own row.
 STATUSES: dict[type[Exception], tuple[int, str]] = {
@@ -98,6 +103,7 @@ STATUSES: dict[type[Exception], tuple[int, str]] = {
     Overloaded: (503, "overloaded"),
     NotExposed: (200, "not_exposed"),
     Answered: (200, "forbidden"),
+    Served: (200, "ok"),
     UpstreamTimeout: (504, "upstream_timeout"),
     UpstreamError: (502, "upstream_unavailable"),
 }

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gateway.pipeline.outcomes import Answered
+from gateway.pipeline.outcomes import Answered, status_of
 from gateway.pipeline.steps.ugi_claim import UgiAnswered, UgiClaim, set_ugi_result
 from gateway.pipeline.thrift_objects import decode_struct
 from gateway.providers.authentication.base import Principal
@@ -35,6 +35,8 @@ async def test_set_ugi_answered_with_the_authenticated_identity():
     # HMS 2.3 returns group_names + [user_name]; here: the gateway's groups and user.
     assert result.success == ["analysts", "staff", "etl"]
     assert "admin" not in info.value.reply.decode("latin-1")
+    # an ordinary answer, not a refusal: audited and counted as ok
+    assert status_of(info.value) == (200, "ok")
 
 
 async def test_other_methods_pass():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.outcomes import Answered
+from gateway.pipeline.outcomes import Served
 from gateway.pipeline.step import Step
 from gateway.pipeline.thrift_objects import encode_reply
 from gateway.thrift.schema import ServiceSchema
@@ -27,7 +27,7 @@ from gateway.upstream.ugi import SET_UGI
 log = logging.getLogger(__name__)
 
 
-class UgiAnswered(Answered):
+class UgiAnswered(Served):
     """``set_ugi`` answered by the gateway (a normal reply, not a refusal)."""
 
 
