@@ -39,6 +39,10 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 
   curl -s http://localhost:{mgmt_port}/metrics | grep hms_gateway_requests_total
 
+  change feed (docs/change-feed.md): follow catalog changes as Server-Sent Events
+  curl -N -sk -u admin:admin-password -H 'Accept: text/event-stream' \\
+       https://localhost:{port}/gateway/default/events
+
   The embedded Hive Metastore listens on port 9083 of every interface without authentication
   (Hive 2.3 has no bind-address setting): firewall it on a shared machine.
 """
