@@ -28,16 +28,16 @@ The request id is the client's ``X-Request-Id`` when it is 1 to 128 characters o
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import logging.handlers
+import os
 import re
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from json.encoder import encode_basestring_ascii as _json_string
 
 from aiohttp import web
 
@@ -64,10 +64,34 @@ _ALLOWED = frozenset({"ok", "exception"})
 _DENIED = frozenset({"unauthenticated", "forbidden", "not_exposed", "throttled"})
 
 
+class _RandomPool:
+    """Random bytes drawn from ``os.urandom`` 4 KiB at a time: ``uuid.uuid4()`` makes a
+    ``getrandom`` system call per id (docs/performance.md, issue 14)."""
+
+    __slots__ = ("_buffer", "_at")
+
+    def __init__(self) -> None:
+        self._buffer, self._at = b"", 0
+
+    def uuid4(self) -> str:
+        """A random UUID (RFC 9562 §5.4: version 4, variant 10), as ``str(uuid.uuid4())``."""
+        at = self._at
+        if at + 16 > len(self._buffer):
+            self._buffer, at = os.urandom(4096), 0
+        self._at = at + 16
+        h = self._buffer[at:at + 16].hex()
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+_random = _RandomPool()
+if hasattr(os, "register_at_fork"):  # a forked worker must not repeat its parent's ids
+    os.register_at_fork(after_in_child=_random.__init__)
+
+
 def request_id(request: web.Request) -> str:
     """The client's ``X-Request-Id`` if sane, else a new UUID 4."""
     given = request.headers.get(REQUEST_ID_HEADER, "")
-    return given if _SANE_REQUEST_ID.fullmatch(given) else str(uuid.uuid4())
+    return given if _SANE_REQUEST_ID.fullmatch(given) else _random.uuid4()
 
 
 def audit_outcome(detail: str) -> str:
@@ -79,6 +103,38 @@ def audit_outcome(detail: str) -> str:
 
 def _clip(value: str | None) -> str | None:
     return None if value is None else value[:_MAX_NAME]
+
+
+def _json_clip(value: str | None) -> str:
+    """``json.dumps(_clip(value))``: the stdlib's C string encoder, ASCII with escapes."""
+    return "null" if value is None else _json_string(value[:_MAX_NAME])
+
+
+def _json_value(value: str | int | None) -> str:
+    if value is None:
+        return "null"
+    return _json_string(value) if isinstance(value, str) else str(int(value))
+
+
+class _Clock:
+    """RFC 3339 UTC time with milliseconds (``2026-11-22T19:51:14.123Z``); the part up to the
+    seconds is formatted once a second."""
+
+    __slots__ = ("_second", "_prefix")
+
+    def __init__(self) -> None:
+        self._second, self._prefix = -1, ""
+
+    def now(self) -> str:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second = second
+            self._prefix = datetime.fromtimestamp(second, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.")
+        return f"{self._prefix}{int((now - second) * 1000):03d}Z"
+
+
+_clock = _Clock()
 
 
 @dataclass
@@ -106,7 +162,7 @@ class AuditEvent:
     def record(self, detail: str, status: int) -> dict:
         """The audit line's fields for a request that ended with ``status`` / ``detail``."""
         line = {
-            "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "time": _clock.now(),
             "request_id": self.request_id,
             "topology": _clip(self.topology),
             "service": _clip(self.service),
@@ -128,6 +184,30 @@ class AuditEvent:
                         policy_id=self.policy_id, policy_hidden=self.policy_hidden,
                         policy_columns_hidden=self.policy_columns_hidden)
         return line
+
+    def line(self, detail: str, status: int) -> str:
+        """:meth:`record` as one line of compact JSON, the same text as ``json.dumps(record,
+        separators=(",", ":"))`` gives (keys in order, ASCII with ``\\u`` escapes), written
+        without building the dict: this runs once per request."""
+        text = (
+            f'{{"time":"{_clock.now()}","request_id":{_json_string(self.request_id)},'
+            f'"topology":{_json_clip(self.topology)},"service":{_json_clip(self.service)},'
+            f'"client":{_json_value(self.client)},"user":{_json_clip(self.user)},'
+            f'"effective_user":{_json_clip(self.effective_user)},"impersonator":{_json_clip(self.impersonator)},'
+            f'"method":{_json_clip(self.method)},"database":{_json_clip(self.database)},'
+            f'"table":{_json_clip(self.table)},"outcome":"{audit_outcome(detail)}",'
+            f'"detail":{_json_string(detail)},"status":{int(status)},'
+            f'"duration_ms":{round((time.perf_counter() - self.started) * 1000, 3)!r},'
+            f'"reason":{_json_clip(self.reason)}'
+        )
+        if self.policy_decision is None:
+            return text + "}"
+        return (
+            f'{text},"policy_decision":{_json_value(self.policy_decision)},'
+            f'"policy_access":{_json_value(self.policy_access)},"policy_id":{_json_value(self.policy_id)},'
+            f'"policy_hidden":{_json_value(self.policy_hidden)},'
+            f'"policy_columns_hidden":{_json_value(self.policy_columns_hidden)}}}'
+        )
 
 
 def audit_event(request: web.BaseRequest) -> AuditEvent:
@@ -170,7 +250,7 @@ class AuditLog:
         """Buffer one line for ``event``, which ended with ``status`` (metrics outcome ``detail``)."""
         if not self.enabled:
             return
-        line = json.dumps(event.record(detail, status), separators=(",", ":"))
+        line = event.line(detail, status)
         self._lines.append(line)
         self._size += len(line)
         if self._size >= self._flush_bytes:

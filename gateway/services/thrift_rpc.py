@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cached_property
 
 from aiohttp import hdrs, web
 from aiohttp.payload import BytesPayload
@@ -92,6 +93,14 @@ class ThriftRpcService:
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.gateway.limits)
 
+    @cached_property
+    def _request_bytes(self):
+        return metrics.child(metrics.REQUEST_BYTES, self.topology, self.path)
+
+    @cached_property
+    def _response_bytes(self):
+        return metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path)
+
     async def start(self) -> None:
         pass
 
@@ -108,7 +117,7 @@ class ThriftRpcService:
             raise self._too_large()
         await self.chain.on_request(exchange)
         body = await self._read_body(request)
-        metrics.child(metrics.REQUEST_BYTES, self.topology, self.path).inc(len(body))
+        self._request_bytes.inc(len(body))
         event = exchange.event
         try:
             codec = detect_codec(body, request.content_type)
@@ -125,7 +134,7 @@ class ThriftRpcService:
         except Answered as answer:  # a step answered as HMS would: nothing goes upstream
             event.reason = answer.reason
             body = codec.encode_reply(answer.reply, self.schema, header.seqid)
-            metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(len(body))
+            self._response_bytes.inc(len(body))
             return web.Response(body=body, content_type=codec.content_type), status_of(answer)[1]
         return await self._dispatch(exchange)
 
@@ -164,7 +173,7 @@ class ThriftRpcService:
                 log.warning("%s/%s %s: client went away: %s", self.topology, self.path, header.name, exc)
                 sink.abort()
                 return sink.response, "upstream_unavailable"  # type: ignore[return-value]
-            metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(sink.sent)
+            self._response_bytes.inc(sink.sent)
             return response, reply_outcome(reply)
         try:
             if reply_steps:
@@ -176,7 +185,7 @@ class ThriftRpcService:
             log.warning("502 %s/%s %s: bad upstream reply: %s", self.topology, self.path, header.name, exc.reason)
             return (web.Response(status=502, text=f"upstream sent a malformed reply: {exc.reason}\n"),
                     "upstream_unavailable")
-        metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path).inc(len(body))
+        self._response_bytes.inc(len(body))
         return _response(body, codec.content_type), reply_outcome(reply)
 
     def _sink(self, exchange: Exchange) -> ReplySink:

@@ -47,7 +47,7 @@ class UpstreamCall:
         """
         end = self._header_end
         word = bytes(head[:4])
-        if not any(w.startswith(word) for w in _REPLY_WORDS):
+        if word not in _REPLY_WORDS and not any(w.startswith(word) for w in _REPLY_WORDS):
             raise UpstreamBadReply(f"upstream {label} sent a message that is no reply")
         if len(head) < end:
             return False

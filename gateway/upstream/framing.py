@@ -4,15 +4,19 @@ framed (each message after a 4-byte big-endian length), as Apache Thrift's ``TSo
 ``hive.metastore.thrift.framed.transport.enabled`` is set.
 
 Both read one reply at a time, either whole (:meth:`message`) or as raw chunks for a streaming
-consumer (:meth:`chunks`), and both tell whether bytes are waiting unread (:meth:`unread`), so
-that a connection goes back to the pool only when nothing from an earlier exchange is left.
+consumer (:meth:`begin`, then :meth:`chunk` until the consumer has the whole message), and both
+tell whether bytes are waiting unread (:meth:`unread`), so that a connection goes back to the
+pool only when nothing from an earlier exchange is left.
+
+No async generator on this path: one left unfinished (the reader stops at the reply's end) is
+closed by the event loop's finaliser hook, which costs each call a ``call_soon_threadsafe``
+wake-up and a task (docs/performance.md, issue 14).
 """
 
 from __future__ import annotations
 
 import asyncio
 import struct
-from collections.abc import AsyncIterator
 
 from gateway.thrift.binary import BinaryMessageScanner
 from gateway.thrift.errors import ProtocolError
@@ -38,21 +42,25 @@ class Unframed:
         # StreamReader has no public count of buffered bytes.
         return bool(self.reader._buffer)  # type: ignore[attr-defined]
 
-    async def chunks(self, max_bytes: int) -> AsyncIterator[bytes]:
-        """The reply's bytes as they arrive; the consumer stops when it has the whole message.
-        Raises ``IncompleteReadError`` if the connection closes first."""
-        while True:
-            chunk = await self.reader.read(READ_CHUNK)
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", None)
-            yield chunk
+    async def begin(self, max_bytes: int) -> None:
+        """Start reading one reply (a frame's length, for :class:`Framed`)."""
+
+    async def chunk(self) -> bytes:
+        """The reply's next bytes as they arrive (after :meth:`begin`); ``b""`` when the
+        transport says the reply has ended (the end of a frame). Raises ``IncompleteReadError``
+        if the connection closes first."""
+        chunk = await self.reader.read(READ_CHUNK)
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", None)
+        return chunk
 
     async def message(self, max_bytes: int) -> bytes:
         """One whole strict-binary message. Raises :class:`UpstreamBadReply` for a malformed or
         oversized one, or bytes after it."""
         scanner = BinaryMessageScanner(max_bytes)
         chunks: list[bytes] = []
-        async for chunk in self.chunks(max_bytes):
+        while True:
+            chunk = await self.chunk()
             chunks.append(chunk)
             try:
                 end = scanner.feed(chunk)
@@ -63,13 +71,16 @@ class Unframed:
                 if end != len(data):
                     raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
                 return data
-        raise AssertionError("unreachable: chunks() ends only by raising")
 
 
 class Framed(Unframed):
     """Each message after its i32 length (``TFramedTransport``)."""
 
     framed = True
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, label: str):
+        super().__init__(reader, writer, label)
+        self._left = 0
 
     def write(self, message: bytes) -> None:
         self.writer.write(_FRAME.pack(len(message)))
@@ -81,15 +92,18 @@ class Framed(Unframed):
             raise UpstreamBadReply(f"upstream {self.label} sent a frame of {size} bytes")
         return size
 
-    async def chunks(self, max_bytes: int) -> AsyncIterator[bytes]:
-        """The frame's bytes as they arrive, then nothing more."""
-        left = await self._frame_size(max_bytes)
-        while left:
-            chunk = await self.reader.read(min(READ_CHUNK, left))
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", None)
-            left -= len(chunk)
-            yield chunk
+    async def begin(self, max_bytes: int) -> None:
+        self._left = await self._frame_size(max_bytes)
+
+    async def chunk(self) -> bytes:
+        """The frame's bytes as they arrive, then ``b""``."""
+        if not self._left:
+            return b""
+        chunk = await self.reader.read(min(READ_CHUNK, self._left))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", None)
+        self._left -= len(chunk)
+        return chunk
 
     async def message(self, max_bytes: int) -> bytes:
         return await self.reader.readexactly(await self._frame_size(max_bytes))

@@ -161,7 +161,8 @@ class UpstreamPool:
         self, conn: _Connection, call: UpstreamCall, expect_reply: bool, sink: ReplySink | None = None
     ) -> bytes | None:
         conn.io.write(call.message)
-        await conn.writer.drain()
+        if conn.writer.transport.get_write_buffer_size():  # a small call is usually written at once
+            await conn.writer.drain()
         if not expect_reply:
             return None
         if sink is not None:
@@ -174,7 +175,8 @@ class UpstreamPool:
         (header and first field)."""
         sink.begin(self.max_reply_bytes)
         checked, fed = False, 0
-        async for chunk in io.chunks(self.max_reply_bytes):
+        await io.begin(self.max_reply_bytes)
+        while chunk := await io.chunk():
             fed += len(chunk)
             try:
                 end = sink.feed(chunk)

@@ -21,16 +21,22 @@ class RequestMetrics:
 
     def __init__(self, known_methods: frozenset[str]):
         self.known_methods = known_methods
+        # (topology, service, method label, outcome) → both children: one lookup per request.
+        # Bounded as the labels are (gateway.observability.metrics).
+        self._children: dict[tuple[str, str, str, str], tuple] = {}
 
     def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None:
         if event.topology is None or event.service is None:
             return
         method = event.method
         label = metrics.method_label(method, self.known_methods) if method else "other"
-        metrics.child(metrics.REQUESTS, event.topology, event.service, label, outcome).inc()
-        metrics.child(metrics.REQUEST_DURATION, event.topology, event.service, label, outcome).observe(
-            time.perf_counter() - event.started
-        )
+        key = (event.topology, event.service, label, outcome)
+        children = self._children.get(key)
+        if children is None:
+            children = self._children[key] = (metrics.child(metrics.REQUESTS, *key),
+                                              metrics.child(metrics.REQUEST_DURATION, *key))
+        children[0].inc()
+        children[1].observe(time.perf_counter() - event.started)
 
 
 class AuditTrail:
