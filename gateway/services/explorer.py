@@ -57,12 +57,17 @@ class ExplorerOptions(BaseModel):
     #: Path of the topology's ``hms-thrift`` service the page calls (e.g. ``hmshttpthrift/api/hms``);
     #: it must expose :data:`gateway.explorer.METHODS`.
     thrift_service: str
+    #: Path of the topology's ``event-stream`` service (the change feed) for the live panel of
+    #: recent changes; None: no panel.
+    events_service: str | None = None
     #: Partition names shown per page.
     page_size: int = Field(default=100, ge=10, le=1000)
 
-    @field_validator("thrift_service")
+    @field_validator("thrift_service", "events_service")
     @classmethod
-    def _relative_path(cls, path: str) -> str:
+    def _relative_path(cls, path: str | None) -> str | None:
+        if path is None:
+            return None
         path = path.strip("/")
         parts = path.split("/")
         if not path or any(p in (".", "..") or not _SEGMENT.fullmatch(p) for p in parts):
@@ -91,6 +96,7 @@ class ExplorerService:
             "thrift-url": f"/gateway/{ctx.topology}/{options.thrift_service}",
             "topology": ctx.topology,
             "page-size": str(options.page_size),
+            "events-url": f"/gateway/{ctx.topology}/{options.events_service}" if options.events_service else "",
         }
         for name, value in settings.items():  # the page reads these <meta> tags (CSP: no inline script)
             page = page.replace(f'name="hms-{name}" content=""',

@@ -59,6 +59,13 @@ async def test_the_page_names_the_thrift_service_and_sends_the_security_headers(
     assert "<script>" not in page and " on" not in page.replace(" one", "")  # no inline script
 
 
+async def test_the_live_panel_follows_the_events_service_only_when_configured():
+    response, _ = await _get(_service(events_service="events"), "/gateway/sandbox/explorer")
+    assert '<meta name="hms-events-url" content="/gateway/sandbox/events">' in response.body.decode()
+    response, _ = await _get(_service(), "/gateway/sandbox/explorer")
+    assert '<meta name="hms-events-url" content="">' in response.body.decode()
+
+
 async def test_every_static_file_is_served_with_its_type_and_nothing_from_elsewhere():
     service = _service()
     for name, expected in [("app.js", "text/javascript"), ("tjson.js", "text/javascript"),
@@ -106,6 +113,7 @@ async def test_authentication_comes_first_even_for_unknown_assets():
     ({"thrift_service": "a/./b"}, "thrift_service"),
     ({"thrift_service": 'x"><script>'}, "thrift_service"),
     ({"thrift_service": "hms", "page_size": 5}, "page_size"),
+    ({"thrift_service": "hms", "events_service": "../events"}, "events_service"),
     ({"thrift_service": "hms", "colour": "red"}, "colour"),
 ])
 def test_bad_options_name_the_file_and_key(options, key):

@@ -214,3 +214,31 @@ def test_malformed_replies_raise_the_codec_error(schema, tmp_path):
            '[1,"nope",2,1,{}]', '{}']
     done = subprocess.run(["node", str(script), *bad], capture_output=True, text=True, check=True, timeout=60)
     assert json.loads(done.stdout) == ["Error:TjsonError"] * len(bad)
+
+
+def test_unwrap_gives_success_or_raises_the_declared_or_application_exception(schema, tmp_path):
+    from gateway.thrift.translate import tapplication_exception_tjson
+
+    replies = [
+        '[1,"get_all_databases",2,3,{"0":{"lst":["str",2,"a","b"]}}]',
+        '[1,"get_table",2,4,{"2":{"rec":{"1":{"str":"lab.t table not found"}}}}]',
+        tapplication_exception_tjson("get_partitions_by_names", 5, "Method not exposed", 1).decode(),
+    ]
+    script = tmp_path / "unwrap.js"
+    script.write_text(
+        f"const T = require({json.dumps(str(CODEC))});\n"
+        f"const codec = T.Codec({json.dumps(schema_descriptor(schema, METHODS))});\n"
+        f"const out = [];\n"
+        f"for (const text of {json.dumps(replies)}) {{\n"
+        "  const d = codec.decodeReply(text);\n"
+        "  try { out.push(['ok', codec.unwrapReply(d.name, d)]); }\n"
+        "  catch (e) { out.push([e.constructor.name, e.exceptionName || e.type, e.message]); }\n"
+        "}\n"
+        "console.log(JSON.stringify(out));\n"
+    )
+    done = subprocess.run(["node", str(script)], capture_output=True, text=True, check=True, timeout=60)
+    assert json.loads(done.stdout) == [
+        ["ok", ["a", "b"]],
+        ["DeclaredException", "NoSuchObjectException", "lab.t table not found"],
+        ["ApplicationException", 1, "Method not exposed"],
+    ]

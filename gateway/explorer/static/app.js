@@ -185,6 +185,7 @@
   async function tableView(db, name) {
     setCrumbs([["Databases", "#/"], [db, hashOf("db", db)], [name, hashOf("db", db, "table", name)]]);
     const t = await call("get_table", { dbname: db, tbl_name: name });
+    tableCache = { key: `${db}\u0000${name}`, table: t };
     const spark = restore(t);
     const sd = t.sd || {};
     const params = t.parameters || new Map();
@@ -248,23 +249,38 @@
     return out;
   }
 
-  // Partition names of the table being browsed, kept while paging through it.
+  // Partition names of the table being browsed, kept while paging through it; the table last
+  // shown (its partition keys name the partitions), so its partitions need no second get_table.
   let partitionCache = { key: null, names: null, keys: null };
+  let tableCache = { key: null, table: null };
 
   async function partitionsView(db, name, pageText) {
     setCrumbs([["Databases", "#/"], [db, hashOf("db", db)], [name, hashOf("db", db, "table", name)],
       ["Partitions", hashOf("db", db, "table", name, "partitions", "1")]]);
     const key = `${db}\u0000${name}`;
-    if (partitionCache.key !== key) {
-      const [names, t] = await Promise.all([
-        call("get_partition_names", { db_name: db, tbl_name: name, max_parts: -1 }),
-        call("get_table", { dbname: db, tbl_name: name }),
-      ]);
-      partitionCache = { key, names, keys: t.partitionKeys || [] };
+    const requested = Math.max(1, Number.parseInt(pageText, 10) || 1);
+    let names, keys, allNames = null; // allNames: every name, still to come
+    if (partitionCache.key === key) {
+      ({ names, keys } = partitionCache);
+    } else {
+      const args = { db_name: db, tbl_name: name };
+      const table = tableCache.key === key ? Promise.resolve(tableCache.table) : call("get_table", { dbname: db, tbl_name: name });
+      // Page 1 does not wait for every name: HMS returns names sorted, so the first page is
+      // the first PAGE_SIZE of them; the whole list (about 1 MB of TJSON for 50,000 names) is
+      // asked for once that page is on screen, for the count and the other pages.
+      const first = call("get_partition_names", { ...args, max_parts: requested === 1 ? PAGE_SIZE : -1 });
+      const [t, firstNames] = await Promise.all([table, first]);
+      keys = t.partitionKeys || [];
+      names = firstNames;
+      if (requested === 1) {
+        allNames = new Promise((resolve) => setTimeout(resolve, 0))
+          .then(() => call("get_partition_names", { ...args, max_parts: -1 }))
+          .then((every) => { partitionCache = { key, names: every, keys }; return every; });
+      } else {
+        partitionCache = { key, names, keys };
+      }
     }
-    const { names, keys } = partitionCache;
-    const pages = Math.max(1, Math.ceil(names.length / PAGE_SIZE));
-    const page = Math.min(Math.max(1, Number.parseInt(pageText, 10) || 1), pages);
+    const page = allNames ? 1 : Math.min(requested, Math.max(1, Math.ceil(names.length / PAGE_SIZE)));
     const shown = names.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE);
     const cells = new Map();
     const rows = shown.map((n) => {
@@ -273,18 +289,33 @@
       return el("tr", {}, el("th", { scope: "row", text: n }), ...detail);
     });
     const goTo = (p) => () => { location.hash = hashOf("db", db, "table", name, "partitions", String(p)); };
-    const pager = el("nav", { "aria-label": "Partition pages", class: "pager" },
-      el("button", { type: "button", id: "previous-page", disabled: page <= 1, onclick: goTo(page - 1), text: "Previous page" }),
-      el("span", { id: "page-label", text: ` Page ${page} of ${pages} ` }),
-      el("button", { type: "button", id: "next-page", disabled: page >= pages, onclick: goTo(page + 1), text: "Next page" }));
+    const previous = el("button", { type: "button", id: "previous-page", disabled: true, onclick: goTo(page - 1), text: "Previous page" });
+    const next = el("button", { type: "button", id: "next-page", disabled: true, onclick: goTo(page + 1), text: "Next page" });
+    const label = el("span", { id: "page-label", text: ` Page ${page} ` });
+    const count = el("p", { id: "partition-count", text: "Counting partitions…" });
+    const caption = el("caption", { text: `Partitions ${shown.length ? (page - 1) * PAGE_SIZE + 1 : 0}–${(page - 1) * PAGE_SIZE + shown.length}` });
+    const paging = (total) => {
+      const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+      previous.disabled = page <= 1;
+      next.disabled = page >= pages;
+      label.textContent = ` Page ${page} of ${pages} `;
+      count.textContent = `${total} partitions`;
+      caption.textContent += ` of ${total}`;
+    };
     const content = [
       heading(`Partitions of ${db}.${name}`),
-      el("p", { id: "partition-count", text: `${names.length} partitions` }),
-      pager,
-      el("table", { id: "partitions" }, el("caption", { text: `Partitions ${shown.length ? (page - 1) * PAGE_SIZE + 1 : 0}–${(page - 1) * PAGE_SIZE + shown.length} of ${names.length}` }),
+      count,
+      el("nav", { "aria-label": "Partition pages", class: "pager" }, previous, label, next),
+      el("table", { id: "partitions" }, caption,
         el("thead", {}, el("tr", {}, ...["Partition", "Location", "Created", "Files", "Size (bytes)"]
           .map((h) => el("th", { scope: "col", text: h })))), el("tbody", {}, ...rows)),
     ];
+    if (allNames) {
+      const waiting = generation;
+      allNames.then((every) => { if (waiting === generation) paging(every.length); }, showError);
+    } else {
+      paging(names.length);
+    }
     // Details on demand, once the names are on screen.
     const mine = generation;
     const details = shown.length ? call("get_partitions_by_names", { db_name: db, tbl_name: name, names: shown }) : Promise.resolve([]);
@@ -313,7 +344,7 @@
     errorBox.replaceChildren(el("p", { text: message }));
   }
 
-  async function route() {
+  async function route(event, refresh) {
     const hash = location.hash;
     if (hash && !hash.startsWith("#/")) return; // in-page anchors such as the skip link
     const parts = hash.slice(2).split("/").filter((p) => p !== "").map(decodeURIComponent);
@@ -333,7 +364,7 @@
       view.replaceChildren(...content);
       status.textContent = "";
       const h1 = view.querySelector("h1");
-      if (h1 && document.activeElement !== document.querySelector("input")) h1.focus();
+      if (h1 && !refresh) h1.focus(); // a new page, not a live refresh: move focus (keyboard, readers)
     } catch (e) {
       if (mine !== generation) return;
       view.replaceChildren();
@@ -344,7 +375,53 @@
     }
   }
 
+  // ---- live panel: the topology's change feed (event-stream service, Server-Sent Events) ----
+
+  const MAX_CHANGES = 30;
+  const DATABASE_EVENTS = new Set(["CREATE_DATABASE", "DROP_DATABASE", "ALTER_DATABASE"]);
+  let refreshTimer = null;
+
+  // Does the change touch what the open page shows? Names compare case-insensitively (HMS).
+  function shows(change) {
+    const parts = location.hash.slice(2).split("/").filter((p) => p !== "").map(decodeURIComponent);
+    const same = (a, b) => typeof a === "string" && typeof b === "string" && a.toLowerCase() === b.toLowerCase();
+    if (parts.length === 0) return DATABASE_EVENTS.has(change.eventType);
+    if (!same(change.db, parts[1])) return false;
+    return parts.length === 2 || same(change.table, parts[3]);
+  }
+
+  function followChanges(url) {
+    const panel = document.getElementById("changes-panel");
+    const list = document.getElementById("changes");
+    const state = document.getElementById("changes-state");
+    panel.hidden = false;
+    state.textContent = "Connecting…";
+    const source = new EventSource(url);
+    source.onopen = () => { state.textContent = "Following the metastore's changes."; };
+    source.onerror = () => { state.textContent = "Change feed interrupted; reconnecting…"; };
+    source.addEventListener("resync", () => { state.textContent = "Changes were missed; reload the page."; });
+    source.onmessage = (message) => {
+      let change;
+      try {
+        change = JSON.parse(message.data);
+      } catch (e) {
+        return;
+      }
+      const when = epoch(change.timestamp || change.eventTime);
+      const object = [change.db, change.table].filter((x) => typeof x === "string" && x !== "").join(".");
+      const href = change.table ? hashOf("db", change.db, "table", change.table) : change.db ? hashOf("db", change.db) : "#/";
+      list.prepend(el("li", {}, el("span", { class: "when", text: when }), " ",
+        el("span", { class: "type", text: text(change.eventType) }), " ", object ? link(href, object) : ""));
+      while (list.children.length > MAX_CHANGES) list.lastElementChild.remove();
+      if (shows(change)) { // the open page shows this object: show it anew, once the burst is over
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(() => { partitionCache = tableCache = { key: null }; route(null, true); }, 300);
+      }
+    };
+  }
+
   document.getElementById("topology").textContent = `Topology ${meta("topology")}`;
   window.addEventListener("hashchange", route);
   route();
+  if (meta("events-url")) followChanges(meta("events-url"));
 })();
