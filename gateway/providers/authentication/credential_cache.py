@@ -1,13 +1,15 @@
 """A short-lived cache of verified credentials, so a burst of requests costs one slow check.
 
-Entries are keyed by an HMAC-SHA256 of user and password under a per-process random key: the
-password itself is never stored (the approach of Apache ``mod_authn_socache`` and Knox's LDAP
-authentication cache).
+Entries are keyed by a keyed BLAKE2b digest (RFC 7693 §2.5, keyed mode: a MAC, which Python's
+``hashlib`` documents as a faster replacement for HMAC) of user and password under a per-process
+random key: the password itself is never stored (the approach of Apache ``mod_authn_socache`` and
+Knox's LDAP authentication cache). BLAKE2b costs about a third of the instructions of
+OpenSSL's one-shot HMAC-SHA256, and the lookup runs on every request (docs/performance.md).
 """
 
 from __future__ import annotations
 
-import hmac
+import hashlib
 import secrets
 import time
 from collections import OrderedDict
@@ -41,7 +43,7 @@ class CredentialCache:
 
     def _digest(self, user: str, password: str) -> bytes:
         msg = user.encode() + b"\x00" + password.encode()
-        return hmac.digest(self._key, msg, "sha256")
+        return hashlib.blake2b(msg, key=self._key, digest_size=32).digest()
 
     def key(self, user: str, password: str) -> bytes:
         """The keyed digest that stands for these credentials (safe to hold; not reversible)."""
