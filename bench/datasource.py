@@ -10,6 +10,8 @@ unpartitioned) and the real gateway (HTTPS, Basic). Then, medians of ``--runs``:
   warm-up read so that Python workers are running, rows collected to the driver; on a service
   with the spec's nine methods (one ``get_table`` per table) against one process looping over
   the Python client with ``get_table`` per table: the same calls, parallel or not (the target);
+* for information, two plain processes each looping over half the tables (what two-way
+  parallelism can gain on this machine at all, without Spark);
 * for information, the same with ``get_table_objects_by_name`` exposed: the data source against
   ``gateway.datasource.crawl`` in one process (one call per 100 tables, one after the other);
 * ``get_table`` through the Python client (binary, kept alive) against thriftpy2 on a direct
@@ -27,7 +29,8 @@ import statistics
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,6 +81,22 @@ def create_tables(port: int, count: int) -> None:
 
     with ThreadPoolExecutor(2) as pool:
         list(pool.map(make, range(DATABASES)))
+
+
+def direct_names(port: int, db: str | None = None) -> list[str]:
+    """Databases (``db`` None) or ``db``'s tables, straight from HMS."""
+    client = direct_client(port)
+    try:
+        return client.get_databases("*") if db is None else client.get_tables(db, "*")
+    finally:
+        client.close()
+
+
+def get_tables(job: tuple[str, str, list[tuple[str, str]]]) -> int:
+    """In a worker process: ``get_table`` for each (db, table) of ``job``, over one connection."""
+    url, ca, names = job
+    with connect(url, auth=BasicAuth(USER, PASSWORD), ca=ca) as client:
+        return sum(1 for db, t in names if client.get_table(db, t))
 
 
 def spark_session():
@@ -144,9 +163,17 @@ def main(argv: list[str] | None = None) -> int:
                 return sum(1 for db in client.get_databases("*") for t in client.get_tables(db, "*")
                            if client.get_table(db, t))
 
+        names = [(db, t) for db in direct_names(hms.port) for t in direct_names(hms.port, db)]
+
+        def two_processes() -> int:
+            # the ceiling of two-way parallelism here: no Spark, two plain client processes
+            with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+                return sum(pool.map(get_tables, [(gw.url("spec"), str(gw.ca_file), names[i::2]) for i in range(2)]))
+
         sides = {
             "data source, get_table per table": crawl_spark("spec"),
             "one process, get_table loop": get_table_loop,
+            "two processes, get_table loops": two_processes,
             "data source, batched": crawl_spark("batched"),
             "one process, batched crawl": crawl_one_process,
         }
@@ -183,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     batched = medians["one process, batched crawl"] / medians["data source, batched"]
     print(f"one process / data source: {ratio:.2f} with the same calls (get_table per table; target > 1), "
           f"{batched:.2f} batched (for information)")
+    ceiling = medians["one process, get_table loop"] / medians["two processes, get_table loops"]
+    print(f"one process / two processes without Spark: {ceiling:.2f} (the most two-way parallelism gains here)")
     print(f"get_table: direct {d_ms:.2f} ms, Python client through the gateway {c_ms:.2f} ms, "
           f"ratio {c_ms / d_ms:.2f} (median of {GET_TABLE_CALLS}, for information)")
     ok = ratio > 1
