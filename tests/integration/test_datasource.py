@@ -19,9 +19,9 @@ import pytest
 from gateway.client import BasicAuth, events, hive_metastore_idl
 from gateway.config import SPEC_METHODS
 from gateway.demo.metastore_client import partition_name
+from tests.integration.test_event_stream import feed_hms  # noqa: F401 (a fixture)
 from tests.integration.test_python_client import direct, direct_client  # noqa: F401 (direct: a fixture)
 from tests.support.gateway import RunningGateway, service, start_gateway
-from tests.support.hms import start_hms
 from tests.support.spec_calls import DB, TABLE
 
 pytestmark = pytest.mark.integration
@@ -193,15 +193,9 @@ def test_catalog_report_example(spark, gateway, direct, tmp_path):
     assert owners == owned
 
 
-# The change feed: an HMS of its own (its notification log), an event-stream service.
+# The change feed: an HMS of its own (its notification log; test_event_stream's fixture), an
+# event-stream service.
 EVENTS_PATH = "catalog/events"
-
-
-@pytest.fixture(scope="module")
-def feed_hms(tmp_path_factory):
-    running = start_hms(tmp_path_factory.mktemp("hms-feed"))
-    yield running
-    running.server.stop()
 
 
 @pytest.fixture(scope="module")

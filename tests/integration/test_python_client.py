@@ -6,11 +6,6 @@ are imported from test_tunnel.py."""
 
 from __future__ import annotations
 
-import dataclasses
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 
 import pytest
@@ -33,6 +28,7 @@ from gateway.client import (
     hive_metastore_idl,
 )
 from gateway.config import SPEC_METHODS
+from tests.integration.test_event_stream import restart
 from tests.integration.test_tunnel import USERS as TUNNEL_USERS
 from tests.integration.test_tunnel import _token as tunnel_token
 from tests.integration.test_tunnel import gateway as tunnel_gateway  # noqa: F401 (fixtures)
@@ -128,25 +124,6 @@ def test_one_kept_alive_connection_for_many_calls(gateway):
         pool = hms.transport._pool
         assert pool.num_connections == 1
         assert pool.num_requests == 20
-
-
-def restart(gw: RunningGateway) -> RunningGateway:
-    """Stop ``gw`` and start ``hms-gateway serve`` again on the same ports and files."""
-    gw.stop()
-    log = open(gw.workdir / "gateway.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config", str(gw.workdir / "gateway.yaml")],
-                            stdout=log, stderr=subprocess.STDOUT)
-    again = dataclasses.replace(gw, process=proc)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, again.log()
-        try:
-            with urllib.request.urlopen(again.management_url + "/healthz", timeout=1):
-                return again
-        except OSError:
-            time.sleep(0.2)
-    again.stop()
-    raise AssertionError(f"gateway did not come back:\n{again.log()}")
 
 
 def test_connection_survives_a_gateway_restart(hms, tmp_path):
