@@ -27,6 +27,7 @@ from playwright.sync_api import Browser, Error as PlaywrightError, Page, expect,
 from gateway.config import SPEC_METHODS
 from gateway.demo import metastore_client
 from gateway.explorer import METHODS
+from tests.integration.test_catalog_policy import POLICY  # analysts read sales, without orders.customer
 from tests.support.big_table import create_partitioned_table
 from tests.support.gateway import metric, start_gateway
 from tests.support.hms import start_hms
@@ -154,19 +155,6 @@ def gw_lab(lab, tmp_path_factory):
     """Topology ``lab``: the lab HMS (hostile values, a Spark table, 50,000 partitions)."""
     with _gateway(tmp_path_factory, "lab", lab.uri) as running:
         yield running
-
-
-POLICY = """
-policies:
-  - id: 1
-    name: analysts read sales
-    resources: {database: [sales], table: ["*"], column: ["*"]}
-    allow: [{groups: [analysts], accesses: [select]}]
-  - id: 2
-    name: analysts do not see who ordered
-    resources: {database: [sales], table: [orders], column: [customer]}
-    deny: [{groups: [analysts], accesses: [select]}]
-"""
 
 
 @pytest.fixture(scope="module")
