@@ -7,17 +7,13 @@ or ``x-actor-username``, as for the Thrift API), and its ``REPLY`` decoded back.
 from __future__ import annotations
 
 import itertools
-from functools import cache
 from typing import Any, Protocol
 
-import thriftpy2
-from thriftpy2.thrift import TType
-
-from gateway.pipeline.thrift_objects import decode_struct, encode_reply
+from gateway.pipeline.thrift_objects import decode_struct, encode_reply, lenient_class
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import CALL, EXCEPTION, read_reply_header
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import DEFAULT_IDL, ServiceSchema
+from gateway.thrift.schema import ServiceSchema
 
 
 class HmsException(Exception):
@@ -35,19 +31,6 @@ class HmsFailed(Exception):
 
 class Undecodable(HmsFailed):
     """A reply that does not decode with the IDL's classes."""
-
-
-@cache
-def _lenient_idl():
-    """The bundled IDL loaded apart, ``SkewedInfo.skewedColValueLocationMaps`` declared
-    ``map<string,string>``: thriftpy2 cannot hold its ``list<string>`` keys (unhashable) and
-    skips a map whose key type on the wire is not the declared one, so a list-bucketed table
-    decodes without that map (the Glue shape then has no ``SkewedColumnValueLocationMaps``)."""
-    module = thriftpy2.load(str(DEFAULT_IDL), module_name="_hms_gateway_glue_lenient_thrift")
-    spec = module.SkewedInfo.thrift_spec
-    fid = next(f for f, entry in spec.items() if entry[1] == "skewedColValueLocationMaps")
-    spec[fid] = (TType.MAP, "skewedColValueLocationMaps", (TType.STRING, TType.STRING), False)
-    return module.ThriftHiveMetastore
 
 
 class Metastore(Protocol):
@@ -105,5 +88,7 @@ class UpstreamMetastore:
         try:
             return decode_reply(self.schema.methods[method].result_class, method, reply)  # type: ignore[arg-type]
         except Undecodable:
-            return decode_reply(getattr(_lenient_idl(), f"{method}_result"), method, reply)
+            # a list-bucketed table: read without SkewedInfo's location map (no
+            # SkewedColumnValueLocationMaps in the Glue shape), see thrift_objects.lenient_class
+            return decode_reply(lenient_class(self.schema.methods[method].result_class), method, reply)
 

@@ -8,6 +8,10 @@ length once the chunks fed so far hold the whole message; bytes after it are ign
 The C translator (``_speedups.ReplyTranslator``) emits TJSON as values complete and keeps
 only the bytes of the token being read. The pure-Python fallback finds the end with
 :class:`~gateway.thrift.binary.BinaryMessageScanner` and translates the whole message then.
+
+:func:`message_scanner` finds where a REPLY/EXCEPTION ends (for a reply read whole) with the
+same C translator, its output thrown away: about 7 ms of CPU for a 2.8 MB ``get_partitions``
+reply of 5,000 partitions, against 150 ms for the pure-Python scanner.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from . import accel
 from .binary import BinaryMessageScanner
 from .schema import ServiceSchema
 
-__all__ = ["reply_translator"]
+__all__ = ["reply_translator", "message_scanner"]
 
 
 class _PyReplyTranslator:
@@ -54,3 +58,30 @@ def reply_translator(schema: ServiceSchema, max_bytes: int, seqid: int | None = 
     """A translator for one reply (see the module docstring); ``seqid`` replaces the reply's."""
     fast = accel.reply_translator(schema, max_bytes, seqid)
     return fast if fast is not None else _PyReplyTranslator(schema, max_bytes, seqid)
+
+
+class _CMessageScanner:
+    """:class:`~gateway.thrift.binary.BinaryMessageScanner`'s ``feed`` over the C translator.
+
+    No schema: every string is read as a string (the IDL's binary fields only change how the
+    TJSON would spell them, not where the message ends)."""
+
+    __slots__ = ("_translator",)
+
+    def __init__(self, c_module, max_bytes: int):
+        self._translator = c_module.ReplyTranslator({}, max_bytes, None)
+
+    def feed(self, chunk: bytes) -> int | None:
+        end = self._translator.feed(chunk)
+        self._translator.take()  # the TJSON is not wanted: keep memory flat
+        return end
+
+
+def message_scanner(max_bytes: int):
+    """An object with ``feed(chunk) -> int | None`` for one strict-binary REPLY or EXCEPTION:
+    the message length once the chunks fed so far hold it all (as
+    :class:`~gateway.thrift.binary.BinaryMessageScanner`). Raises ``ProtocolError`` on a
+    malformed message, a CALL/ONEWAY, or one longer than ``max_bytes`` (the C code's reasons,
+    which may be worded differently from the Python scanner's)."""
+    c_module = accel._c  # None under HMS_GATEWAY_PURE_PYTHON=1 or without the build
+    return _CMessageScanner(c_module, max_bytes) if c_module is not None else BinaryMessageScanner(max_bytes)

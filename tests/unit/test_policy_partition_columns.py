@@ -86,3 +86,26 @@ def test_the_bytes_to_replace_inside_a_string_send_it_down_the_object_path(monke
     assert columns_of(fast) == [["x", "y"], ["x", "y"]]
     assert thrift_objects.decode_struct(fast, SCHEMA.methods["get_partitions"].result_class).success[0].values \
         == [sd_cols.decode("latin-1")]  # the string is left as it was
+
+
+def test_the_c_scanner_finds_the_end_of_a_reply_read_whole_as_the_python_scanner_does():
+    """A filtered reply is read whole before the policy step sees it; finding its end in C
+    (reply_translator.message_scanner) instead of the pure-Python scanner saves ~145 ms of CPU
+    on get_partitions(5000)."""
+    from gateway.thrift import accel
+    from gateway.thrift.binary import BinaryMessageScanner
+    from gateway.thrift.errors import ProtocolError
+    from gateway.thrift.reply_translator import message_scanner
+
+    message = thrift_objects.encode_reply("get_partitions", 3, SCHEMA.methods["get_partitions"].result_class(
+        success=[partition(i) for i in range(50)]))
+    for implementation in ("c", "python"):
+        with accel.using(implementation):
+            scanner = message_scanner(len(message))
+            assert isinstance(scanner, BinaryMessageScanner) == (implementation == "python")
+            ends = [scanner.feed(message[i:i + 97]) for i in range(0, len(message), 97)]
+            assert ends[-1] == len(message) and set(ends[:-1]) == {None}
+            with pytest.raises(ProtocolError):
+                message_scanner(len(message) - 1).feed(message)
+            with pytest.raises(ProtocolError):
+                message_scanner(len(message)).feed(b"\x81\x01\x00\x02" + message[4:])
