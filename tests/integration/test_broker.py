@@ -20,7 +20,8 @@ import stomp
 
 from gateway.events.broker import read_offset
 # The change feed's own integration helpers and fixtures (one HMS with the listener per module).
-from tests.integration.test_event_stream import catalog, feed_hms, restart, start_feed_gateway  # noqa: F401
+from tests.integration.test_event_stream import catalog, feed_hms, start_feed_gateway  # noqa: F401
+from tests.support.gateway import restart
 from tests.support.activemq import jms_messages, start_activemq, start_jms_consumer
 
 pytestmark = pytest.mark.integration

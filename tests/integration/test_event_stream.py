@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import subprocess
 import sys
 import time
 import urllib.parse
@@ -22,7 +21,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.gateway import RunningGateway, metric, start_gateway
+from tests.support.gateway import RunningGateway, metric, restart, start_gateway
 from tests.support.hms import start_hms
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -65,24 +64,6 @@ def start_feed_gateway(workdir: Path, hms, *, policy: bool = False, **options) -
         svc["policy_file"] = str(workdir / "catalog.yaml")
     return start_gateway(workdir, {"default": {"services": [svc]}},
                          {"alice": PASSWORD, "bob": PASSWORD, "admin": PASSWORD})
-
-
-def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
-    """Stop the gateway and start it again with the same configuration and ports."""
-    gw.stop()
-    log = open(gw.workdir / "gateway.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config",
-                             str(gw.workdir / "gateway.yaml")], stdout=log, stderr=subprocess.STDOUT)
-    again = RunningGateway(gw.port, gw.management_port, gw.ca_file, gw.workdir, proc)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, again.log()
-        try:
-            with urllib.request.urlopen(again.management_url + "/healthz", timeout=1):
-                return again
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"gateway did not restart:\n{again.log()}")
 
 
 class Catalog:

@@ -28,7 +28,7 @@ from gateway.client import (
     hive_metastore_idl,
 )
 from gateway.config import SPEC_METHODS
-from tests.integration.test_event_stream import restart
+from tests.support.gateway import restart
 from tests.integration.test_tunnel import USERS as TUNNEL_USERS
 from tests.integration.test_tunnel import _token as tunnel_token
 from tests.integration.test_tunnel import gateway as tunnel_gateway  # noqa: F401 (fixtures)

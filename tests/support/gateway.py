@@ -135,6 +135,24 @@ def start_gateway(
     raise RuntimeError(f"gateway did not start within {timeout} s:\n{gw.log()}")
 
 
+def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
+    """Stop the gateway and start it again with the same configuration and ports."""
+    gw.stop()
+    log = open(gw.workdir / "gateway.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config",
+                             str(gw.workdir / "gateway.yaml")], stdout=log, stderr=subprocess.STDOUT)
+    again = RunningGateway(gw.port, gw.management_port, gw.ca_file, gw.workdir, proc)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, again.log()
+        try:
+            with urllib.request.urlopen(again.management_url + "/healthz", timeout=1):
+                return again
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"gateway did not restart:\n{again.log()}")
+
+
 def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None, auth=("admin", "admin-password"),
          method="POST", headers=None):
     """A raw HTTPS request; returns (status, headers, body bytes)."""
