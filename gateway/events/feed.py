@@ -103,6 +103,11 @@ class ChangeFeed:
                 if str(exc) != self._last_error:  # once per distinct failure, not once a second
                     log.warning("change feed %s/%s cannot read HMS: %s", *self.labels, exc)
                     self._last_error = str(exc)
+            except Exception as exc:  # a bug or an unreadable reply must not end the feed
+                failed.inc()
+                if repr(exc) != self._last_error:
+                    log.exception("change feed %s/%s: poll failed", *self.labels)
+                    self._last_error = repr(exc)
             await asyncio.sleep(self.poll_interval)
 
     async def poll_once(self) -> None:
@@ -134,8 +139,23 @@ class ChangeFeed:
             if batch[0].event_id > after + 1:
                 # A gap: HMS trimmed events this feed never read; nobody may resume across it.
                 self.ring.reset(batch[0].event_id - 1)
-            self.ring.extend([e for e in batch if e.event_id > self.ring.newest_id])
+            self.ring.extend(self._increasing(batch))
             self._wake()
+
+    def _increasing(self, batch: list[MetastoreEvent]) -> list[MetastoreEvent]:
+        """``batch`` without events at or below an id already kept: HMS 2.3 can give two events
+        the same id when they commit on concurrent connections (HIVE-16886, fixed in Hive 3 by
+        locking NOTIFICATION_SEQUENCE); only the first of them can be delivered."""
+        kept, newest = [], self.ring.newest_id
+        for event in batch:
+            if event.event_id > newest:
+                kept.append(event)
+                newest = event.event_id
+            else:
+                log.warning("change feed %s/%s: HMS repeated event id %d (%s %s.%s); only the first "
+                            "one is delivered (HIVE-16886)", *self.labels, event.event_id,
+                            event.event_type, event.db, event.table)
+        return kept
 
     async def _changed_within(self, seconds: float) -> bool:
         """Wait up to ``seconds`` for new events or readiness (one future shared by all waiters)."""

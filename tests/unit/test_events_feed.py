@@ -167,6 +167,36 @@ async def test_feed_batches_of_at_most_1000_and_resync_rules(apache_hms, schema,
     assert [e.event_id for e in feed.events_after(2600, 2)] == [2601, 2602]
 
 
+async def test_repeated_event_ids_keep_the_feed_alive(apache_hms, schema, hms_log, caplog):
+    # HMS 2.3 may give two events committed on concurrent connections the same id (HIVE-16886).
+    log, fake = hms_log
+    log += [notification(apache_hms.ttypes, i) for i in (1, 2, 3, 3, 4)]
+    feed = ChangeFeed(NotificationPoller(fake, schema), ring_size=100)
+    await feed.poll_once()
+    assert [e.event_id for e in feed.events_after(0, 10)] == [1, 2, 3, 4]
+    assert "repeated event id 3" in caplog.text
+
+
+async def test_a_failing_poll_does_not_end_the_feed(apache_hms, schema, hms_log, monkeypatch):
+    log, fake = hms_log
+    log += [notification(apache_hms.ttypes, 1)]
+    feed = ChangeFeed(NotificationPoller(fake, schema), ring_size=100, poll_interval=0.01)
+    real, failures = feed.poll_once, []
+
+    async def flaky():
+        if len(failures) < 2:
+            failures.append(1)
+            raise ValueError("unexpected")
+        await real()
+    monkeypatch.setattr(feed, "poll_once", flaky)
+    await feed.start()
+    try:
+        assert [e.event_id for e in await feed.wait_after(0, 5)] == [1]
+    finally:
+        await feed.close()
+    assert len(failures) == 2
+
+
 async def test_feed_backfills_at_most_its_ring_and_follows_an_hms_reset(apache_hms, schema, hms_log):
     log, fake = hms_log
     log += [notification(apache_hms.ttypes, i) for i in range(1, 51)]
