@@ -145,7 +145,8 @@ def build_topology(
             ownership,
         ))
         options = validate_options(kind.Options, source, i, svc.kind, svc.options)
-        ctx = ServiceContext(config.name, svc, chain, schema, gateway, options, engine, source, i)
+        ctx = ServiceContext(config.name, svc, chain, schema, gateway, options, engine, source, i,
+                             {s.path: s for s in config.services})
         services[svc.path] = Service(
             config.name, svc, ConcurrencyLimiter(svc.max_concurrent_requests), kind.build(ctx)
         )

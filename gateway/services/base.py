@@ -33,7 +33,8 @@ class ServiceContext:
     kind's own ``options:`` validated into its ``Options`` model (None when it has none);
     ``chain``: the service's steps (authentication → identity assertion → ACL → exposure →
     catalog policy → ownership); ``policy``: the catalog policy engine when ``policy_file`` is
-    set; ``source``/``index``: where the entry is, for :class:`ConfigError`.
+    set; ``source``/``index``: where the entry is, for :class:`ConfigError`; ``siblings``: the
+    topology's service entries by path.
     """
 
     topology: str
@@ -45,6 +46,8 @@ class ServiceContext:
     policy: "PolicyEngine | None" = None
     source: str = ""
     index: int = 0
+    #: Every service entry of the same topology, by path (for kinds that refer to another).
+    siblings: dict[str, ServiceConfig] = field(default_factory=dict)
     _upstream: list = field(default_factory=list, repr=False)
 
     def resolve(self, path: Path) -> Path:

@@ -75,6 +75,25 @@ class ExplorerOptions(BaseModel):
         return path
 
 
+def _check_targets(ctx: ServiceContext, options: "ExplorerOptions") -> None:
+    """The services the page calls exist in the same topology, of the right kinds, and the
+    Thrift one exposes every method the page calls. Raises ``ConfigError`` naming the option."""
+    thrift = ctx.siblings.get(options.thrift_service)
+    if thrift is None or thrift.kind != "hms-thrift":
+        raise ctx.error("options.thrift_service",
+                        f"no hms-thrift service {options.thrift_service!r} in topology {ctx.topology!r}")
+    missing = [m for m in METHODS if m not in thrift.methods]
+    if missing:
+        raise ctx.error("options.thrift_service",
+                        f"service {options.thrift_service!r} does not expose {', '.join(missing)}, "
+                        "which the explorer calls")
+    if options.events_service is not None:
+        events = ctx.siblings.get(options.events_service)
+        if events is None or events.kind != "event-stream":
+            raise ctx.error("options.events_service",
+                            f"no event-stream service {options.events_service!r} in topology {ctx.topology!r}")
+
+
 class ExplorerService:
     """Serves one ``explorer`` service: the page, its files and the schema descriptor."""
 
@@ -90,6 +109,7 @@ class ExplorerService:
     def build(cls, ctx: ServiceContext) -> "ExplorerService":
         """Reads the static files and renders the page for ``ctx``'s topology (no I/O later)."""
         options: ExplorerOptions = ctx.options
+        _check_targets(ctx, options)
         assets = load_assets()
         page = assets[PAGE].body.decode("utf-8")
         settings = {

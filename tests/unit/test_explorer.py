@@ -32,12 +32,33 @@ class FakeChain:
             raise Unauthenticated("no credentials", [("WWW-Authenticate", 'Basic realm="HMS Gateway"')])
 
 
-def _service(chain=None, topology="sandbox", **options) -> ExplorerService:
+def _siblings(methods=METHODS) -> dict[str, ServiceConfig]:
+    return {
+        "hmshttpthrift/api/hms": ServiceConfig(path="hmshttpthrift/api/hms", methods=list(methods)),
+        "events": ServiceConfig(kind="event-stream", path="events"),
+    }
+
+
+def _service(chain=None, topology="sandbox", siblings=None, **options) -> ExplorerService:
     options = {"thrift_service": "hmshttpthrift/api/hms", **options}
     config = ServiceConfig(kind="explorer", path="explorer", options=options)
     ctx = ServiceContext(topology, config, chain or FakeChain(), load_schema(), None,
-                         ExplorerOptions.model_validate(options))
+                         ExplorerOptions.model_validate(options), source="topologies/sandbox.yaml",
+                         index=1, siblings=_siblings() if siblings is None else siblings)
     return ExplorerService.build(ctx)
+
+
+@pytest.mark.parametrize("siblings, options, key, reason", [
+    ({}, {}, "thrift_service", "no hms-thrift service 'hmshttpthrift/api/hms'"),
+    (_siblings(METHODS[:-1]), {}, "thrift_service", f"does not expose {METHODS[-1]}"),
+    (_siblings(), {"events_service": "feed"}, "events_service", "no event-stream service 'feed'"),
+    (_siblings(), {"events_service": "hmshttpthrift/api/hms"}, "events_service", "no event-stream service"),
+])
+def test_services_the_page_calls_are_checked_at_start_up(siblings, options, key, reason):
+    with pytest.raises(ConfigError) as caught:
+        _service(siblings=siblings, **options)
+    assert caught.value.key == f"services[1].options.{key}"
+    assert reason in caught.value.reason and caught.value.file == "topologies/sandbox.yaml"
 
 
 async def _get(service, target: str, method: str = "GET"):
