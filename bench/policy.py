@@ -8,6 +8,7 @@ topologies over it: ``plain`` (no policy), ``allowed`` (a policy granting the ta
 * ``get_partitions`` of 5,000 partitions on the allowed table, gateway / direct (target
   <= 1.1: the decision comes from the request and the reply streams untouched);
 * the same with ``ssn`` denied: every partition's storage descriptor filtered (target <= 1.5);
+* the gateway's CPU time per call on each topology (from ``/proc/<pid>/stat``);
 * in process, the catalog-policy step alone on a ``get_all_tables`` reply of 1,000 names under
   100 policies, typical (policies on other databases, prefixes and literals) and adversarial
   (every policy on the listed database: wildcards, excludes, ``{USER}``, priorities, denials):
@@ -28,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import Direct, Gateway, interleaved, tjson_message  # noqa: E402
+from bench.run import Direct, Gateway, hold, interleaved, tjson_message  # noqa: E402
 from gateway.demo import metastore_client  # noqa: E402
 from gateway.observability.audit import AuditEvent  # noqa: E402
 from gateway.pipeline.exchange import Exchange  # noqa: E402
@@ -171,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
               f"allowed {allowed:.1f}, one column denied {columns:.1f}; TJSON bytes {sizes}", flush=True)
         print(f"  ratios to direct: no policy {plain / d:.2f}, allowed {allowed / d:.2f}, column denied "
               f"{columns / d:.2f}; allowed / no policy {allowed / plain:.2f}", flush=True)
+        # CPU the gateway spends per call: what a loaded machine cannot blur (wall time can)
+        seconds = 8.0 * opts.rounds
+        cpu = {name: hold(client, tjson, gw.process.pid, seconds) for name, client in sides.items()}
+        print(f"  gateway CPU per call (ms, /proc/<pid>/stat over {seconds:g} s of calls each): "
+              + ", ".join(f"{name} {used / calls * 1000:.1f}" for name, (calls, used) in cpu.items()), flush=True)
         direct.close()
         for client in sides.values():
             client.close()
