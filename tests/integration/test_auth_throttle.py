@@ -1,6 +1,7 @@
 """The password-check throttle against the real gateway and HMS (issue 9): concurrent guesses
 from one address run at most ``refuse_after`` checks, other addresses are unaffected, and a user
-whose credentials were verified before still gets in from a throttled address.
+whose credentials were verified before still gets in from a throttled address, and a burst of
+identical first logins costs one check (not a 429 for all but ``refuse_after`` of them).
 
 Client addresses are distinct loopback addresses (127.0.0.0/8), bound before connecting.
 """
@@ -33,7 +34,7 @@ def gateway(hms, tmp_path_factory):
         },
         "services": [service([f"thrift://127.0.0.1:{hms.port}"])],
     }
-    gw = start_gateway(workdir, {"default": topology}, {USER: PASSWORD})
+    gw = start_gateway(workdir, {"default": topology}, {USER: PASSWORD, "burst": "burst-password"})
     yield gw
     gw.stop()
 
@@ -87,3 +88,12 @@ def test_verified_credentials_pass_from_a_throttled_address(gateway):
     assert guesses.count(429) >= 5  # the address is throttled
     assert asyncio.run(_fire(gateway, source, [_request(gateway, "nobody", "x")])) == [429]
     assert asyncio.run(_fire(gateway, source, [_request(gateway, USER, PASSWORD)])) == [200]
+
+
+def test_a_burst_of_identical_first_logins_is_one_check(gateway):
+    # A client opening many connections at once with the same (not yet cached) credentials: the
+    # requests wait for the one check in flight instead of each spending the address's budget.
+    before = _checks(gateway, "success")
+    statuses = asyncio.run(_fire(gateway, "127.0.0.24", [_request(gateway, "burst", "burst-password")] * 100))
+    assert statuses == [200] * 100
+    assert _checks(gateway, "success") - before == 1

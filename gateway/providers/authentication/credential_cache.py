@@ -9,11 +9,12 @@ OpenSSL's one-shot HMAC-SHA256, and the lookup runs on every request (docs/perfo
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 
 def _monotonic() -> float:
@@ -36,6 +37,8 @@ class CredentialCache:
         self._max = max_entries
         self._clock = clock
         self._entries: OrderedDict[bytes, tuple[float, object]] = OrderedDict()
+        #: Checks in flight by credentials digest, shared by identical concurrent requests.
+        self._pending: dict[bytes, asyncio.Future] = {}
 
     def __len__(self) -> int:
         """Entries held, expired ones not yet dropped included."""
@@ -86,3 +89,45 @@ class CredentialCache:
 
     def clear(self) -> None:
         self._entries.clear()
+
+    async def verified(self, user: str, password: str,
+                       check: Callable[[], Awaitable[object | None]]) -> object | None:
+        """The value for these credentials: cached, else the result of the check already in
+        flight for the same credentials, else ``check()``'s (stored when not None).
+
+        A burst of identical first requests (a client opening many connections at once) thus
+        costs one password check and one unit of the throttle's budget, as Apache's
+        ``mod_authn_socache`` and Knox's LDAP cache intend. Exceptions of ``check`` (``Throttled``)
+        reach every request waiting on it; if the request running it is cancelled, a waiting
+        one runs its own check.
+        """
+        while True:
+            cached = self.get(user, password)
+            if cached is not None:
+                return cached
+            key = self._digest(user, password)
+            pending = self._pending.get(key)
+            if pending is None:
+                break
+            try:
+                return await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                if not pending.cancelled():
+                    raise  # this request itself was cancelled
+        future = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            value = await check()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here, so one nobody awaited is not logged
+            raise
+        finally:
+            self._pending.pop(key, None)
+        future.set_result(value)
+        if value is not None:
+            self.put(user, password, value)
+        return value

@@ -87,13 +87,9 @@ class HtpasswdAuthenticator:
             return None
         user, password = creds
         self._reload_if_changed()
-        cached = self._cache.get(user, password)
-        if isinstance(cached, Principal):
-            return cached
         loop = asyncio.get_running_loop()
-        ok = await password_check(request, lambda: loop.run_in_executor(None, self._verify, user, password))
-        if not ok:
-            return None
-        principal = Principal(name=user, provider=self.name)
-        self._cache.put(user, password, principal)
-        return principal
+
+        async def check() -> Principal | None:
+            ok = await password_check(request, lambda: loop.run_in_executor(None, self._verify, user, password))
+            return Principal(name=user, provider=self.name) if ok else None
+        return await self._cache.verified(user, password, check)

@@ -120,8 +120,6 @@ class LdapAuthenticator:
             parts.hostname, port=parts.port or (636 if use_ssl else 389), use_ssl=use_ssl,
             tls=tls, get_info=ldap3.NONE, connect_timeout=config.timeout_seconds,
         )
-        # In-flight checks by credentials digest: concurrent identical requests share one bind.
-        self._pending: dict[object, asyncio.Future[Principal | None]] = {}
 
     def challenge(self) -> str:
         return f'Basic realm="{self.realm}", charset="UTF-8"'
@@ -203,32 +201,9 @@ class LdapAuthenticator:
         user, password = creds
         if not password:
             return None
-        cached = self._cache.get(user, password)
-        if isinstance(cached, Principal):
-            return cached
-        key = self._cache.key(user, password)
-        pending = self._pending.get(key)
-        if pending is not None:
-            return await asyncio.shield(pending)
         loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        self._pending[key] = future
-        try:
-            principal = await password_check(
-                request, lambda: loop.run_in_executor(None, self._verify, user, password))
-            future.set_result(principal)
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as exc:  # Throttled: identical requests waiting share the refusal
-            future.set_exception(exc)
-            future.exception()  # retrieved here, so an unawaited one is not logged
-            raise
-        finally:
-            self._pending.pop(key, None)
-        if principal is not None:
-            self._cache.put(user, password, principal)
-        return principal
+        return await self._cache.verified(user, password, lambda: password_check(
+            request, lambda: loop.run_in_executor(None, self._verify, user, password)))
 
 
 def _first_rdn_value(dn: str) -> str:
