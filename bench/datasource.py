@@ -5,11 +5,15 @@ alone: ``python bench/datasource.py [--tables 2000] [--runs 3]``.
 Starts its own Hive Metastore (full JIT) with ``--tables`` tables (10 databases, one int column,
 unpartitioned) and the real gateway (HTTPS, Basic). Then, medians of ``--runs``:
 
-* the crawl of view ``tables`` by ``spark.read.format("hms")`` in ``local[2]`` (two executors,
-  each input partition a batch of 100 tables fetched over its own HTTPS connection), after a
-  warm-up read so that Python workers are running, rows collected to the driver; on a service
-  with the spec's nine methods (one ``get_table`` per table) against one process looping over
-  the Python client with ``get_table`` per table: the same calls, parallel or not (the target);
+* the crawl of view ``tables`` by ``spark.read.format("hms")`` in ``local[2]`` (two executors;
+  the data source's defaults: 4 input partitions of 500 tables, 4 calls in flight per
+  partition, each over its own kept-alive HTTPS connection), after a warm-up read so that
+  Python workers are running, rows collected to the driver; on a service with the spec's nine
+  methods (one ``get_table`` per table) against one process looping over the Python client
+  with ``get_table`` per table: the same calls, parallel or not (the target);
+* interleaved with it, the data source with 2 and with 8 calls in flight per partition, and
+  with the previous plan (one input partition per 100 tables, one call at a time: options
+  ``partitions=20 threads=1``, which give exactly that plan for this catalog);
 * for information, two plain processes each looping over half the tables (what two-way
   parallelism can gain on this machine at all, without Spark);
 * for information, the same with ``get_table_objects_by_name`` exposed: the data source against
@@ -144,15 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         auth = BasicAuth(USER, PASSWORD)
         spark = spark_session()
 
-        def reader(topology: str):
+        def reader(topology: str, **extra: str):
             return spark.read.format("hms").options(
                 url=gw.url(topology), ca=str(gw.ca_file), auth="basic", user=USER,
-                password_file=str(password_file), batch_size="100")
+                password_file=str(password_file), batch_size="100", **extra)
 
         reader("spec").load("databases").collect()  # warm-up: Python workers and the JVM's code paths
 
-        def crawl_spark(topology: str):
-            return lambda: len(reader(topology).load("tables").collect())
+        def crawl_spark(topology: str, **extra: str):
+            return lambda: len(reader(topology, **extra).load("tables").collect())
+
+        previous_plan = {"partitions": str(-(-opts.tables // 100)), "threads": "1"}
 
         def crawl_one_process() -> int:
             with connect(gw.url("batched"), auth=auth, ca=gw.ca_file) as client:
@@ -173,9 +179,13 @@ def main(argv: list[str] | None = None) -> int:
         sides = {
             "data source, get_table per table": crawl_spark("spec"),
             "one process, get_table loop": get_table_loop,
+            "data source, 2 calls in flight": crawl_spark("spec", threads="2"),
+            "data source, 8 calls in flight": crawl_spark("spec", threads="8"),
+            "data source, previous plan": crawl_spark("spec", **previous_plan),
             "two processes, get_table loops": two_processes,
             "data source, batched": crawl_spark("batched"),
             "one process, batched crawl": crawl_one_process,
+            "data source, batched, previous plan": crawl_spark("batched", **previous_plan),
         }
         results: dict[str, list[float]] = {name: [] for name in sides}
         for _ in range(opts.runs):
@@ -187,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         medians = {k: statistics.median(v) for k, v in results.items()}
         print(f"crawl of {opts.tables} tables, view 'tables' (seconds, median of {opts.runs}):")
         for name, value in medians.items():
-            print(f"  {name:36s} {value:7.2f}", flush=True)
+            print(f"  {name:40s} {value:7.2f}", flush=True)
 
         direct = direct_client(hms.port)
         gd, gc = [], []
@@ -210,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     batched = medians["one process, batched crawl"] / medians["data source, batched"]
     print(f"one process / data source: {ratio:.2f} with the same calls (get_table per table; target > 1), "
           f"{batched:.2f} batched (for information)")
+    previous = medians["data source, previous plan"] / medians["data source, get_table per table"]
+    print(f"data source, previous plan / now: {previous:.2f} (get_table per table), "
+          f"{medians['data source, batched, previous plan'] / medians['data source, batched']:.2f} (batched)")
     ceiling = medians["one process, get_table loop"] / medians["two processes, get_table loops"]
     print(f"one process / two processes without Spark: {ceiling:.2f} (the most two-way parallelism gains here)")
     print(f"get_table: direct {d_ms:.2f} ms, Python client through the gateway {c_ms:.2f} ms, "

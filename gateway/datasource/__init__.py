@@ -10,16 +10,22 @@ Metastore catalog metadata read through the gateway.
 ``load(view)``: ``databases``, ``tables``, ``partitions`` or ``columns`` (schemas in
 :data:`gateway.datasource.crawl.SCHEMAS`); ``spark.readStream.format("hms")…load("events")``
 follows an ``event-stream`` service (``url`` is that service's; :class:`HMSEventStreamReader`,
-options ``starting_after``, ``database``, ``table``, ``types`` as filters). The driver lists databases and tables; each input
-partition is one database (``databases``) or a batch of ``batch_size`` tables of one database,
-fetched by an executor over its own HTTPS connection.
+options ``starting_after``, ``database``, ``table``, ``types`` as filters). The driver lists
+databases and tables and deals them into ``partitions`` input partitions, each a contiguous,
+near-equal share of the tables (or databases) in name order, cut into batches of up to
+``batch_size`` tables of one database (one call each); an executor fetches its partition with up
+to ``threads`` calls in flight, each thread over its own kept-alive HTTPS connection
+(:func:`gateway.datasource.crawl.plan_partitions`, :func:`~gateway.datasource.crawl.partition_rows`).
 
 Options (names as the tunnel's flags, ``_`` for ``-``): ``url`` (required), ``ca``, ``auth``
 (``basic``, ``bearer``, ``kerberos``, ``cert``; absent: no credentials), ``user``,
 ``password_env``, ``password_file``, ``netrc`` (a path, or ``true`` for ``~/.netrc``),
 ``token_env``, ``token_file``, ``cert``, ``key``, ``service`` (Kerberos), ``protocol``
 (``binary`` or ``tjson``), ``timeout`` (seconds), ``database`` and ``table`` (HMS name
-patterns, default ``*``), ``batch_size`` (tables per input partition, default 100).
+patterns, default ``*``), ``batch_size`` (tables per ``get_table_objects_by_name`` call, default
+100), ``partitions`` (input partitions, default 4: twice ``local[2]``'s executors; Spark spends
+about 0.1 s per Python task, so a few large partitions beat many small ones), ``threads``
+(calls in flight per input partition, default 4).
 Secrets are read on the driver (from the environment, the netrc or the file, never from an
 option's value) and travel to the executors inside the pickled reader, as Spark ships every
 reader; ``ca``, ``cert`` and ``key`` are paths the executors must be able to read.
@@ -36,7 +42,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition,
 
 from gateway.client.auth import Auth, auth_from_options, ssl_context
 from gateway.client.connection import PROTOCOLS, EventPoller, connect
-from gateway.datasource.crawl import SCHEMAS, VIEWS, Batch, plan, rows
+from gateway.datasource.crawl import SCHEMAS, VIEWS, Batch, partition_rows, plan_partitions
 
 __all__ = ["EVENTS_SCHEMA", "HMSDataSource", "HMSEventStreamReader", "HMSReader", "register", "reader_options"]
 
@@ -44,6 +50,8 @@ __all__ = ["EVENTS_SCHEMA", "HMSDataSource", "HMSEventStreamReader", "HMSReader"
 EVENTS_SCHEMA = "event_id bigint, event_time bigint, event_type string, database string, table string, body string"
 
 _TRUE = {"true", "1", "yes"}
+#: whole-number options → default
+_COUNTS = {"batch_size": "100", "partitions": "4", "threads": "4"}
 
 
 def register(spark) -> None:
@@ -99,12 +107,12 @@ def reader_options(options) -> dict:
     if protocol not in PROTOCOLS:
         raise ValueError(f"hms data source: option 'protocol' must be one of {', '.join(PROTOCOLS)}")
     try:
-        batch_size = int(options.get("batch_size", "100"))
+        counts = {name: int(options.get(name, default)) for name, default in _COUNTS.items()}
         timeout = float(options.get("timeout", "60"))
     except ValueError:
-        raise ValueError("hms data source: options 'batch_size' and 'timeout' are numbers") from None
-    if batch_size < 1 or timeout <= 0:
-        raise ValueError("hms data source: 'batch_size' must be at least 1 and 'timeout' positive")
+        raise ValueError(f"hms data source: options {', '.join(map(repr, _COUNTS))} and 'timeout' are numbers") from None
+    if min(counts.values()) < 1 or timeout <= 0:
+        raise ValueError(f"hms data source: {', '.join(map(repr, _COUNTS))} must be at least 1 and 'timeout' positive")
     auth = None
     method = options.get("auth")
     if method:
@@ -120,16 +128,16 @@ def reader_options(options) -> dict:
     return {
         "url": url, "auth": auth, "ca": options.get("ca"), "protocol": protocol, "timeout": timeout,
         "database": options.get("database", "*"), "table": options.get("table", "*"),
-        "batch_size": batch_size,
+        **counts,
     }
 
 
 class _BatchPartition(InputPartition):
-    """An input partition carrying one :class:`~gateway.datasource.crawl.Batch`."""
+    """An input partition carrying a tuple of :class:`~gateway.datasource.crawl.Batch`."""
 
-    def __init__(self, batch: Batch):
-        super().__init__(batch)
-        self.batch = batch
+    def __init__(self, batches: tuple[Batch, ...]):
+        super().__init__(batches)
+        self.batches = batches
 
 
 class HMSReader(DataSourceReader):
@@ -137,10 +145,12 @@ class HMSReader(DataSourceReader):
     auth object (no connection; each :meth:`read` opens its own)."""
 
     def __init__(self, view: str, *, url: str, auth: Auth | None, ca: str | None, protocol: str,
-                 timeout: float, database: str, table: str, batch_size: int):
+                 timeout: float, database: str, table: str, batch_size: int, partitions: int = 4,
+                 threads: int = 4):
         self.view, self.url, self.auth, self.ca = view, url, auth, ca
         self.protocol, self.timeout = protocol, timeout
         self.database, self.table, self.batch_size = database, table, batch_size
+        self.partition_count, self.threads = partitions, threads
 
     def _connect(self):
         return connect(self.url, auth=self.auth, ca=self.ca, protocol=self.protocol, timeout=self.timeout)
@@ -148,18 +158,15 @@ class HMSReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         """On the driver: plan the crawl (one ``get_databases``, one ``get_tables`` per database)."""
         with self._connect() as client:
-            batches = plan(client, self.view, database=self.database, table=self.table,
-                           batch_size=self.batch_size)
-        # Spark needs at least one input partition; an empty batch of no database yields nothing.
-        return [_BatchPartition(b) for b in batches] or [_BatchPartition(Batch(""))]
+            shares = plan_partitions(client, self.view, database=self.database, table=self.table,
+                                     partitions=self.partition_count, batch_size=self.batch_size)
+        # Spark needs at least one input partition; an empty one yields nothing.
+        return [_BatchPartition(s) for s in shares] or [_BatchPartition(())]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        """On an executor: the rows of one batch, over one HTTPS connection."""
-        batch = partition.batch  # type: ignore[attr-defined]
-        if not batch.database:
-            return
-        with self._connect() as client:
-            yield from rows(client, self.view, batch)
+        """On an executor: the rows of one input partition, ``threads`` calls in flight."""
+        yield from partition_rows(self._connect, self.view, partition.batches,  # type: ignore[attr-defined]
+                                  threads=self.threads)
 
 
 def _event_row(event: dict) -> tuple:

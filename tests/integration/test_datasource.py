@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 import sys
 import time
@@ -94,14 +93,11 @@ def test_databases_equal_direct(spark, gateway, direct):
         assert row.owner_type == hive_metastore_idl().PrincipalType._VALUES_TO_NAMES[d.ownerType]
 
 
-@pytest.mark.parametrize("topology", ["batched", "spec"])
-def test_tables_equal_direct_in_one_input_partition_per_batch(spark, gateway, direct, topology):
-    df = read(spark, gateway, "tables", topology, batch_size="2")
+@pytest.mark.parametrize("topology, threads", [("batched", "3"), ("spec", "3"), ("spec", "1")])
+def test_tables_equal_direct_in_the_input_partitions_asked_for(spark, gateway, direct, topology, threads):
+    df = read(spark, gateway, "tables", topology, batch_size="2", partitions="3", threads=threads)
     expected = direct_tables(direct)
-    per_db: dict[str, int] = {}
-    for db, _ in expected:
-        per_db[db] = per_db.get(db, 0) + 1
-    assert df.rdd.getNumPartitions() == sum(math.ceil(n / 2) for n in per_db.values())
+    assert len(expected) > 3 and df.rdd.getNumPartitions() == 3
     rows = {(r.database, r.table): r for r in df.collect()}
     assert set(rows) == set(expected)
     for key, t in expected.items():

@@ -11,7 +11,7 @@ from thriftpy2.thrift import TApplicationException
 
 from gateway.client import BasicAuth, ResyncRequired, hive_metastore_idl
 from gateway.datasource import HMSEventStreamReader, reader_options
-from gateway.datasource.crawl import SCHEMAS, Batch, plan, rows
+from gateway.datasource.crawl import SCHEMAS, Batch, partition_rows, plan, plan_partitions, rows
 from tests.unit.test_client_connection import FeedHandler, feed_server  # noqa: F401 (a fixture)
 
 T = hive_metastore_idl()
@@ -93,6 +93,68 @@ def test_plan_of_databases_is_one_batch_each_and_lists_no_tables():
     assert hms.calls == ["get_databases"]
 
 
+def test_partitions_are_balanced_contiguous_shares_cut_per_database():
+    hms = catalog()  # a: t0..t4, b: parts, view
+    assert plan_partitions(hms, "tables", partitions=3, batch_size=2) == [
+        (Batch("a", ("t0", "t1")), Batch("a", ("t2",))),
+        (Batch("a", ("t3", "t4")),),
+        (Batch("b", ("parts", "view")),)]
+    assert hms.calls == ["get_databases", "get_tables", "get_tables", "get_tables"]
+    assert plan_partitions(catalog(), "tables", partitions=2) == [
+        (Batch("a", ("t0", "t1", "t2", "t3")),), (Batch("a", ("t4",)), Batch("b", ("parts", "view")))]
+
+
+def test_partitions_never_outnumber_the_tables_or_databases():
+    assert [len(p) for p in plan_partitions(catalog(), "columns", partitions=50)] == [1] * 7
+    assert plan_partitions(catalog(), "databases", partitions=2) == [(Batch("a"), Batch("b")), (Batch("empty"),)]
+    assert plan_partitions(FakeMetastore([]), "tables", partitions=4) == []
+
+
+class Connections:
+    """``connect`` for :func:`partition_rows`: each call a new client over the one catalog."""
+
+    def __init__(self, hms: FakeMetastore):
+        self.hms, self.opened, self.closed = hms, 0, 0
+
+    def __call__(self):
+        self.opened += 1
+        return self
+
+    def __enter__(self):
+        return self.hms
+
+    def __exit__(self, *exc_info):
+        self.closed += 1
+
+    def close(self):
+        self.closed += 1
+
+    def __getattr__(self, name):  # a thread's client: the catalog's calls
+        return getattr(self.hms, name)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("view", ["tables", "columns", "partitions"])
+def test_partition_rows_in_flight_equal_rows_in_order(view, batched):
+    batches = (Batch("a", ("t0", "t1")), Batch("a", ("t2", "t3")), Batch("a", ("t4",)), Batch("b", ("parts", "view")))
+    expected = [r for b in batches for r in rows(catalog(batched), view, b)]
+    for threads in (1, 3):
+        connect = Connections(catalog(batched))
+        assert list(partition_rows(connect, view, batches, threads=threads)) == expected
+        assert connect.opened == connect.closed >= 1
+        calls = connect.hms.calls
+        if not batched:  # the batch call is asked once per connection at most, then get_table per table
+            assert calls.count("get_table_objects_by_name") <= connect.opened
+            assert calls.count("get_table") == 7
+
+
+def test_partition_rows_of_databases_and_of_nothing():
+    connect = Connections(catalog())
+    assert [r[0] for r in partition_rows(connect, "databases", (Batch("a"), Batch("b")), threads=2)] == ["a", "b"]
+    empty = Connections(catalog())
+    assert list(partition_rows(empty, "tables", (), threads=2)) == [] and empty.opened == 0
+
+
 @pytest.mark.parametrize("view, size, reason", [("functions", 1, "unknown view 'functions'"),
                                                 ("tables", 0, "batch_size must be at least 1")])
 def test_plan_refuses(view, size, reason):
@@ -140,6 +202,7 @@ def test_reader_options_build_the_auth_on_the_driver(tmp_path):
                           "password_file": str(secret), "batch_size": "10", "database": "sales*"})
     assert isinstance(got["auth"], BasicAuth) and got["auth"].password == "s3cret"
     assert (got["batch_size"], got["database"], got["table"], got["protocol"]) == (10, "sales*", "*", "binary")
+    assert (got["partitions"], got["threads"]) == (4, 4)  # the defaults
     assert "s3cret" not in repr(got)
 
 
@@ -148,6 +211,8 @@ def test_reader_options_build_the_auth_on_the_driver(tmp_path):
     ({"url": "https://gw/x", "protocol": "compact"}, "option 'protocol'"),
     ({"url": "https://gw/x", "batch_size": "many"}, "are numbers"),
     ({"url": "https://gw/x", "batch_size": "0"}, "at least 1"),
+    ({"url": "https://gw/x", "partitions": "0"}, "at least 1"),
+    ({"url": "https://gw/x", "threads": "two"}, "are numbers"),
     ({"url": "https://gw/x", "auth": "basic", "user": "alice"}, "exactly one of password"),
 ])
 def test_reader_options_refuse(options, reason):
