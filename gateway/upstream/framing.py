@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import struct
 
-from gateway.thrift.binary import BinaryMessageScanner
+from gateway.thrift.reply_translator import message_scanner
 from gateway.thrift.errors import ProtocolError
 from gateway.upstream.errors import UpstreamBadReply
 
@@ -57,7 +57,7 @@ class Unframed:
     async def message(self, max_bytes: int) -> bytes:
         """One whole strict-binary message. Raises :class:`UpstreamBadReply` for a malformed or
         oversized one, or bytes after it."""
-        scanner = BinaryMessageScanner(max_bytes)
+        scanner = message_scanner(max_bytes)
         chunks: list[bytes] = []
         while True:
             chunk = await self.chunk()
