@@ -126,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hms-port", type=int, default=9083)
     p.set_defaults(func=cmd_demo)
 
+    p = sub.add_parser("tunnel", help="local binary-Thrift listener forwarding to the gateway over HTTPS")
+    from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
+
+    tunnel_arguments(p)
+    p.set_defaults(func=cmd_tunnel)
+
     p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)")
     policy_sub = p.add_subparsers(dest="policy_command", required=True)
     p = policy_sub.add_parser("check", help="which policy allows or denies an access, and why")
