@@ -6,8 +6,9 @@ client's protocol, told by its first byte (400, :mod:`gateway.thrift.codec`); ca
 (method exposure, ownership assertion); the upstream call; reply-side steps for the methods
 that declared them; encode the reply in the client's protocol.
 
-A TJSON reply of a method no step needs streams to the client while it still arrives (the C
-translator, :mod:`gateway.upstream.streaming`); other replies are read whole.
+A TJSON or binary reply that no step needs streams to the client while it still arrives (TJSON
+through the C translator, binary as HMS's own bytes with the client's seqid:
+:mod:`gateway.upstream.streaming`); compact replies and those a step reads are read whole.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.thrift.binary import ONEWAY
 from gateway.thrift.codec import detect_codec
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.reply_translator import reply_translator
+from gateway.thrift.reply_translator import binary_passthrough, reply_translator
 from gateway.thrift.schema import ServiceSchema
 from gateway.thrift.walk import call_objects, reply_succeeded
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
@@ -49,6 +50,8 @@ def reply_outcome(message: bytes) -> str:
 
 
 _SLICE = 64 * 1024
+#: Client protocols whose replies stream while they arrive (compact is translated whole).
+_STREAMED = frozenset({"tjson", "binary"})
 
 
 class _SlicedBody(BytesPayload):
@@ -143,7 +146,8 @@ class ThriftRpcService:
         assert header is not None and codec is not None
         oneway = header.type == ONEWAY  # the codec checked it against the IDL
         reply_steps = self.chain.reply_steps(header.name, exchange)
-        sink = None if oneway or reply_steps or codec.name != "tjson" else self._sink(exchange)
+        streams = codec.name in _STREAMED and not (oneway or reply_steps)
+        sink = self._sink(exchange) if streams else None
         identity = exchange.identity
         try:
             reply = await self.upstream.call(
@@ -189,7 +193,8 @@ class ThriftRpcService:
         return _response(body, codec.content_type), reply_outcome(reply)
 
     def _sink(self, exchange: Exchange) -> ReplySink:
-        """A sink that streams the TJSON translation of the reply (:mod:`gateway.upstream.streaming`)."""
+        """A sink that streams the reply in the client's protocol, TJSON translated as it
+        arrives or binary passed through (:mod:`gateway.upstream.streaming`)."""
         request, seqid, event = exchange.request, exchange.header.seqid, exchange.event  # type: ignore[union-attr]
 
         def prepare(response: web.StreamResponse) -> None:
@@ -197,10 +202,15 @@ class ThriftRpcService:
                 response.headers.add(name, value)
             response.headers[REQUEST_ID_HEADER] = event.request_id
 
-        return ReplySink(
-            request, lambda max_bytes: reply_translator(self.schema, max_bytes, seqid),
-            exchange.codec.content_type, prepare,  # type: ignore[union-attr]
-        )
+        codec = exchange.codec
+        assert codec is not None
+        if codec.name == "tjson":
+            def new_translator(max_bytes: int):
+                return reply_translator(self.schema, max_bytes, seqid)
+        else:  # binary: HMS's bytes as they arrive, with the client's seqid
+            def new_translator(max_bytes: int):
+                return binary_passthrough(max_bytes, seqid)
+        return ReplySink(request, new_translator, codec.content_type, prepare)
 
     def _too_large(self) -> TooLarge:
         return TooLarge(f"request body larger than {self.max_request_bytes} bytes")

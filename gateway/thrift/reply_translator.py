@@ -9,6 +9,9 @@ The C translator (``_speedups.ReplyTranslator``) emits TJSON as values complete 
 only the bytes of the token being read. The pure-Python fallback finds the end with
 :class:`~gateway.thrift.binary.BinaryMessageScanner` and translates the whole message then.
 
+:func:`binary_passthrough` has the same interface for a client that speaks strict binary itself:
+the reply's own bytes come out as they arrive, with the client's seqid written into the header.
+
 :func:`message_scanner` finds where a REPLY/EXCEPTION ends (for a reply read whole) with the
 same C translator, its output thrown away: about 7 ms of CPU for a 2.8 MB ``get_partitions``
 reply of 5,000 partitions, against 150 ms for the pure-Python scanner.
@@ -20,7 +23,7 @@ from . import accel
 from .binary import BinaryMessageScanner
 from .schema import ServiceSchema
 
-__all__ = ["reply_translator", "message_scanner"]
+__all__ = ["reply_translator", "message_scanner", "binary_passthrough"]
 
 
 class _PyReplyTranslator:
@@ -85,3 +88,57 @@ def message_scanner(max_bytes: int):
     which may be worded differently from the Python scanner's)."""
     c_module = accel._c  # None under HMS_GATEWAY_PURE_PYTHON=1 or without the build
     return _CMessageScanner(c_module, max_bytes) if c_module is not None else BinaryMessageScanner(max_bytes)
+
+
+class _BinaryPassThrough:
+    """The reply's bytes unchanged but for the seqid (see :func:`binary_passthrough`). Output is
+    held until the header, and so the seqid, is complete; bytes after the message are dropped."""
+
+    __slots__ = ("_scanner", "_seqid", "_out", "_fed", "_end", "_patched")
+
+    def __init__(self, max_bytes: int, seqid: int | None):
+        self._scanner = message_scanner(max_bytes)
+        self._seqid = seqid
+        self._out = bytearray()
+        self._fed = 0
+        self._end: int | None = None
+        self._patched = seqid is None
+
+    @property
+    def pending(self) -> int:
+        return len(self._out) if self._patched else 0
+
+    def feed(self, chunk: bytes) -> int | None:
+        if self._end is not None:
+            return self._end
+        end = self._scanner.feed(chunk)
+        part = chunk if end is None else chunk[: end - self._fed]
+        self._out += part
+        self._fed += len(part)
+        self._end = end
+        if not self._patched:
+            self._patch()
+        return end
+
+    def _patch(self) -> None:
+        # strict header: version|type (4), name length (4), name, seqid (4)
+        if len(self._out) < 8:
+            return
+        at = 8 + int.from_bytes(self._out[4:8], "big")
+        if len(self._out) >= at + 4:
+            self._out[at:at + 4] = self._seqid.to_bytes(4, "big", signed=True)  # type: ignore[union-attr]
+            self._patched = True
+
+    def take(self) -> bytes:
+        if not self._patched:
+            return b""
+        out = bytes(self._out)
+        self._out.clear()
+        return out
+
+
+def binary_passthrough(max_bytes: int, seqid: int | None = None):
+    """A translator (``feed``/``take``/``pending``, as :func:`reply_translator`'s) whose output
+    is the strict-binary reply itself with ``seqid`` in place of the reply's. Raises
+    ``ProtocolError`` from ``feed`` as :func:`message_scanner` does."""
+    return _BinaryPassThrough(max_bytes, seqid)

@@ -8,7 +8,9 @@ Checks, on one ``get_partitions`` of 50,000 partitions (about 8 MB of strict bin
   response bytes (a gateway that buffers the reply would never send any, and the relay's
   wait would run out);
 * the gateway process's peak RSS (``VmHWM``) grows by less than one copy of the binary reply
-  plus a constant.
+  plus a constant;
+* for a strict-binary client (Hive 4's HTTP client, Trino, ``hms-gateway tunnel``) HMS's own
+  bytes stream through the same way, with the client's seqid.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.thrift.codec import BinaryCodec
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.thrift.schema import load_schema
 from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call
@@ -159,3 +162,26 @@ def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, tmp_pat
     for direct_part, part in zip(direct, parts[2:]):
         assert part["1"]["lst"][2:] == direct_part.values
         assert part["6"]["rec"]["2"]["str"] == direct_part.sd.location
+
+    # A strict-binary client: the same reply streams through as HMS's own bytes.
+    relay = HoldingRelay(("127.0.0.1", hms.port), HOLD_AFTER)
+    gw = start_gateway(
+        tmp_path / "gw-binary",
+        {"default": {"services": [service([f"thrift://127.0.0.1:{relay.port}"], timeout_seconds=600)]}},
+        {USER: PASSWORD},
+    )
+    try:
+        headers = {"Authorization": f"Basic {auth}", "Content-Type": "application/x-thrift"}
+        conn = http.client.HTTPSConnection("localhost", gw.port, context=gw.ssl_context(), timeout=600)
+        conn.request("POST", path, get_partitions_call(DB, TABLE, seqid=9), headers)
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("Content-Type") == "application/x-thrift"
+        first = response.read1(65536)
+        relay.client_saw_bytes.set()
+        body = first + response.read()
+        conn.close()
+    finally:
+        gw.stop()
+        relay.close()
+    assert relay.held.is_set() and relay.released_in_time is True
+    assert body == BinaryCodec().encode_reply(binary_reply, load_schema(), 9)

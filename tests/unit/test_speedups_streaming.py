@@ -162,3 +162,45 @@ async def test_http_error_before_first_byte_is_plain_502():
     async with ScriptedHMS(BIG, cut=1000) as hms:  # less than one flush: nothing was sent yet
         status, body = await _serve_through_sink(hms.url)
     assert status == 502 and b"closed the connection" in body
+
+
+# --- binary pass-through (strict-binary clients) ------------------------------------------------
+
+def _binary_reply(name: str, seqid: int, payload: bytes) -> bytes:
+    from gateway.thrift.binary import REPLY, write_message_header
+
+    out = bytearray()
+    write_message_header(out, name, REPLY, seqid)
+    return bytes(out) + payload
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 4096])
+def test_binary_passthrough_rewrites_only_the_seqid_whatever_the_chunking(size):
+    from gateway.thrift.codec import BinaryCodec
+    from gateway.thrift.reply_translator import binary_passthrough
+    from gateway.thrift.schema import load_schema
+
+    # a list<string> success of 500 names: field 0, type LIST
+    names = [f"db{i}".encode() for i in range(500)]
+    payload = b"\x0f\x00\x00\x0b" + len(names).to_bytes(4, "big")
+    payload += b"".join(len(n).to_bytes(4, "big") + n for n in names) + b"\x00"
+    reply = _binary_reply("get_all_databases", 77, payload)
+    translator = binary_passthrough(len(reply), seqid=-5)
+    out, end = b"", None
+    stream = reply + b"trailing bytes of the next message"
+    for i in range(0, len(stream), size):
+        end = translator.feed(stream[i:i + size]) if end is None else end
+        out += translator.take()
+    out += translator.take()
+    assert end == len(reply)
+    assert out == BinaryCodec().encode_reply(reply, load_schema(), -5)
+    assert out != reply and len(out) == len(reply)
+
+
+def test_binary_passthrough_refuses_what_the_scanner_refuses():
+    from gateway.thrift.errors import ProtocolError
+    from gateway.thrift.reply_translator import binary_passthrough
+
+    reply = _binary_reply("get_all_databases", 1, b"\x0b\x00\x00" + (10_000).to_bytes(4, "big") + b"x" * 10_000 + b"\x00")
+    with pytest.raises(ProtocolError):
+        binary_passthrough(1000, seqid=1).feed(reply)
