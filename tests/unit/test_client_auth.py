@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import base64
 import ssl
-from pathlib import Path
 
 import pytest
+
+from gateway.certs import write_dev_certificates
 
 from gateway.client.auth import (
     BasicAuth,
@@ -17,7 +18,6 @@ from gateway.client.auth import (
     ssl_context,
 )
 
-CERTS = Path(__file__).resolve().parents[2] / "certs"
 SECRET = "s3cr3t-Pa55"
 
 
@@ -90,13 +90,14 @@ def test_bearer_rejects_whitespace():
 
 def test_cert_auth_loads_into_ssl_context(tmp_path):
     # The server pair stands in for a client pair: load_cert_chain only checks they match.
-    auth = auth_from_options("cert", cert=str(CERTS / "server.crt"), key=str(CERTS / "server.key"))
+    certs = write_dev_certificates(tmp_path / "certs")
+    auth = auth_from_options("cert", cert=str(certs.certificate), key=str(certs.private_key))
     assert isinstance(auth, ClientCertificateAuth)
     assert auth.headers("gw") == {}
-    ctx = ssl_context(str(CERTS / "ca.crt"), auth)
+    ctx = ssl_context(str(certs.ca_certificate), auth)
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
     with pytest.raises(ValueError, match="does not exist"):
-        auth_from_options("cert", cert=str(tmp_path / "nope.crt"), key=str(CERTS / "server.key"))
+        auth_from_options("cert", cert=str(tmp_path / "nope.crt"), key=str(certs.private_key))
 
 
 def test_ssl_context_verifies_by_default():
