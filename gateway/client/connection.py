@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-import thriftpy2
 import urllib3
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.protocol.apache_json import TApacheJSONProtocol
@@ -32,6 +31,7 @@ from thriftpy2.thrift import TClient
 from thriftpy2.transport import TBufferedTransportFactory
 
 from gateway.client.auth import Auth, ssl_context
+from gateway.thrift.lenient import load_lenient
 
 __all__ = [
     "AccessDenied",
@@ -61,9 +61,11 @@ def hive_metastore_idl():
 
     Its attributes are the Thrift types (``Table``, ``Partition``, ``NoSuchObjectException``…)
     and the service ``ThriftHiveMetastore``. The module name ends in ``_thrift``, so its
-    objects pickle.
+    objects pickle. ``SkewedInfo.skewedColValueLocationMaps`` is declared ``map<string,string>``
+    (:mod:`gateway.thrift.lenient`): a list-bucketed table reads without it over binary, and with
+    its keys as JSON text over TJSON, instead of failing.
     """
-    return thriftpy2.load(str(IDL_PATH), module_name="hms_gateway_client_thrift")
+    return load_lenient(str(IDL_PATH), "hms_gateway_client_thrift")
 
 
 class GatewayError(Exception):

@@ -18,7 +18,6 @@ import struct
 import sys
 from functools import cache
 
-import thriftpy2
 from thriftpy2.protocol import TBinaryProtocol
 from thriftpy2.thrift import TMessageType, TType
 from thriftpy2.transport import TMemoryBuffer
@@ -26,9 +25,9 @@ from thriftpy2.transport import TMemoryBuffer
 from gateway.thrift import walk
 from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
+from gateway.thrift.lenient import SKEW_MAP as _SKEW_MAP, SKEWED as _SKEWED, load_lenient
 from gateway.thrift.schema import ListSpec, MethodSchema, SetSpec, StructSchema
 
-_SKEWED, _SKEW_MAP = "SkewedInfo", "skewedColValueLocationMaps"
 
 
 def decode_struct(message: bytes, cls: type):
@@ -67,14 +66,7 @@ def encode_reply(name: str, seqid: int, result) -> bytes:
 
 @cache
 def _lenient_module(thrift_file: str):
-    module = thriftpy2.load(thrift_file, module_name=f"_hms_gateway_lenient_{abs(hash(thrift_file))}_thrift")
-    skewed = getattr(module, _SKEWED, None)
-    if skewed is not None:
-        spec = skewed.thrift_spec
-        for fid, entry in spec.items():
-            if entry[1] == _SKEW_MAP:
-                spec[fid] = (TType.MAP, _SKEW_MAP, (TType.STRING, TType.STRING), False)
-    return module
+    return load_lenient(thrift_file, f"_hms_gateway_lenient_{abs(hash(thrift_file))}_thrift")
 
 
 def lenient_class(cls: type) -> type:
