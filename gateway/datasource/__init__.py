@@ -25,7 +25,7 @@ Options (names as the tunnel's flags, ``_`` for ``-``): ``url`` (required), ``ca
 patterns, default ``*``), ``batch_size`` (tables per ``get_table_objects_by_name`` call, default
 100), ``partitions`` (input partitions, default 4: twice ``local[2]``'s executors; Spark spends
 about 0.1 s per Python task, so a few large partitions beat many small ones), ``threads``
-(calls in flight per input partition, default 4).
+(calls in flight per input partition, default 2).
 Secrets are read on the driver (from the environment, the netrc or the file, never from an
 option's value) and travel to the executors inside the pickled reader, as Spark ships every
 reader; ``ca``, ``cert`` and ``key`` are paths the executors must be able to read.
@@ -51,7 +51,7 @@ EVENTS_SCHEMA = "event_id bigint, event_time bigint, event_type string, database
 
 _TRUE = {"true", "1", "yes"}
 #: whole-number options → default
-_COUNTS = {"batch_size": "100", "partitions": "4", "threads": "4"}
+_COUNTS = {"batch_size": "100", "partitions": "4", "threads": "2"}
 
 
 def register(spark) -> None:
@@ -146,7 +146,7 @@ class HMSReader(DataSourceReader):
 
     def __init__(self, view: str, *, url: str, auth: Auth | None, ca: str | None, protocol: str,
                  timeout: float, database: str, table: str, batch_size: int, partitions: int = 4,
-                 threads: int = 4):
+                 threads: int = 2):
         self.view, self.url, self.auth, self.ca = view, url, auth, ca
         self.protocol, self.timeout = protocol, timeout
         self.database, self.table, self.batch_size = database, table, batch_size

@@ -202,7 +202,7 @@ def test_reader_options_build_the_auth_on_the_driver(tmp_path):
                           "password_file": str(secret), "batch_size": "10", "database": "sales*"})
     assert isinstance(got["auth"], BasicAuth) and got["auth"].password == "s3cret"
     assert (got["batch_size"], got["database"], got["table"], got["protocol"]) == (10, "sales*", "*", "binary")
-    assert (got["partitions"], got["threads"]) == (4, 4)  # the defaults
+    assert (got["partitions"], got["threads"]) == (4, 2)  # the defaults
     assert "s3cret" not in repr(got)
 
 
