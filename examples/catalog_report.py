@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ca", help="PEM bundle to verify the gateway with (default: system store)")
     p.add_argument("--out", type=Path, default=Path("var/catalog-report"))
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--batch-size", default="100", help="tables per input partition")
+    p.add_argument("--batch-size", default="100", help="tables per get_table_objects_by_name call")
     for flag in _AUTH_FLAGS:
         p.add_argument("--" + flag.replace("_", "-"))
     args = p.parse_args(argv)
