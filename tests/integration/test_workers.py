@@ -81,7 +81,8 @@ def test_failed_authentication_budget_is_shared_by_the_workers(hms, tmp_path):
     try:
         before = accepted(gw)
         with ThreadPoolExecutor(6) as pool:  # concurrent guesses, spread over both workers
-            statuses = list(pool.map(lambda _: post(gw, GET_DBS, auth=("admin", "guess"))[0], range(30)))
+            # distinct guesses: identical concurrent ones share one check (CredentialCache.verified)
+            statuses = list(pool.map(lambda i: post(gw, GET_DBS, auth=("admin", f"guess{i}"))[0], range(30)))
         after = accepted(gw)
         assert all(after[i] > before[i] for i in (0, 1)), (before, after)
         # Per-worker budgets would have allowed 2 × refuse_after checks.
