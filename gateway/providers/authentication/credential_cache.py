@@ -97,9 +97,9 @@ class CredentialCache:
 
         A burst of identical first requests (a client opening many connections at once) thus
         costs one password check and one unit of the throttle's budget, as Apache's
-        ``mod_authn_socache`` and Knox's LDAP cache intend. Exceptions of ``check`` (``Throttled``)
-        reach every request waiting on it; if the request running it is cancelled, a waiting
-        one runs its own check.
+        ``mod_authn_socache`` and Knox's LDAP cache intend. Only results are shared: when the
+        check raises (``Throttled``: the budget of *that* request's client address) or its
+        request is cancelled, each waiting request runs its own check, under its own address.
         """
         while True:
             cached = self.get(user, password)
@@ -118,12 +118,8 @@ class CredentialCache:
         self._pending[key] = future
         try:
             value = await check()
-        except asyncio.CancelledError:
+        except BaseException:  # cancelled, or Throttled: waiters check for themselves
             future.cancel()
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved here, so one nobody awaited is not logged
             raise
         finally:
             self._pending.pop(key, None)
