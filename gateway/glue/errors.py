@@ -20,7 +20,7 @@ class GlueError(Exception):
     secrets)."""
 
     code = "InternalServiceException"
-    status = 500
+    status = 502  # an upstream failure, never the gateway's own 500 (AWS's __type kept)
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -56,7 +56,8 @@ PermissionTypeMismatch = _error("PermissionTypeMismatchException", 400, "The eng
 #: AWS's common errors (any JSON 1.1 service).
 UnknownOperation = _error("UnknownOperationException", 400, "X-Amz-Target names no operation.")
 Serialization = _error("SerializationException", 400, "The body is not a JSON object.")
-InternalService = _error("InternalServiceException", 500, "HMS answered what the gateway cannot map.")
+InternalService = _error("InternalServiceException", 502, "HMS answered what the gateway cannot map "
+                         "(502, as the gateway answers every upstream failure, with AWS's __type).")
 ServiceUnavailable = _error("ServiceUnavailableException", 503, "The metastore is unreachable.")
 OperationTimeout = _error("OperationTimeoutException", 400, "The metastore did not answer in time.")
 #: Authentication failures (SigV4, RFC-less: AWS's own contract).

@@ -264,3 +264,14 @@ def test_config_errors_name_the_file_and_key_and_never_the_secret(tmp_path):
                   "{}")
     assert info.value.key.startswith("providers.authentication[0]")
     assert "AKIATRINO000000001" in info.value.reason and "s3cr3t-value" not in str(info.value)
+
+
+def test_no_glue_error_is_a_500():
+    # The gateway's rule: nothing answers 500; an HMS answer it cannot map is an upstream failure.
+    from gateway.glue import errors as glue_errors
+
+    classes = [v for v in vars(glue_errors).values()
+               if isinstance(v, type) and issubclass(v, glue_errors.GlueError)]
+    assert len(classes) > 10
+    assert [c.__name__ for c in classes if c.status == 500] == []
+    assert glue_errors.InternalService.status == 502
