@@ -275,24 +275,44 @@ class _PartitionColumns:
     """Column filtering of a ``list<Partition>`` reply by splicing bytes, not by decoding and
     re-encoding 5,000 partitions (issue 11 item 10: <= 1.5x a direct call).
 
-    A partial decode (database, table and ``sd.cols`` of each partition; the decoder skips the
-    rest) finds the partitions that lose columns. A partition's ``sd`` starts with its ``cols``
-    list (Thrift writes fields in id order), so the bytes "``sd`` header + the list as encoded"
-    occur once per such partition; they are replaced, in order, by the filtered list. When the
-    message holds those bytes more often than the partitions do (a string holding them), or
-    Hive's ``COLUMN_STATS_ACCURATE`` names columns, or a match is missing, :meth:`filter`
-    returns None and the caller takes the object path.
+    HMS's Java code writes a struct's fields in IDL order, so a partition's ``sd`` starts with
+    its ``cols`` list: the bytes ``sd`` header + ``cols`` header (:attr:`_COLS`) open each
+    partition's column list. Steps, each cheap next to decoding the partitions:
+
+    1. a shape decode (database, table, and whether ``sd.cols`` is there; the decoder skips
+       the rest in C) counts the partitions R that carry columns;
+    2. :attr:`_COLS` must occur exactly R times in the message (the pattern cannot overlap
+       itself, so ``bytes.count`` counts every occurrence): R are the partitions' own, so none
+       sits inside a string or a number, and every occurrence is a partition's column list;
+    3. one table and every partition with the first one's column list (``bytes.split`` of
+       that list as encoded gives R + 1 pieces; each match starts at a real list, so the
+       matches are the R lists): the filtered list joins the pieces;
+    4. otherwise the full partial decode (database, table, ``sd.cols`` of each partition)
+       plans one edit per distinct list, applied in order.
+
+    It returns None, and the caller takes the object path, when Hive's
+    ``COLUMN_STATS_ACCURATE`` names columns, when step 2's count differs (the bytes also sit
+    in a value, or a writer put ``cols`` after another field), or when a match is missing.
     """
 
     _SD_HEADER = b"\x0c\x00\x06"  # Partition field 6 (sd), a struct
+    _COLS = _SD_HEADER + b"\x0f\x00\x01"  # then StorageDescriptor field 1 (cols), a list
 
     def __init__(self, schema: ServiceSchema):
         module = sys.modules[schema.methods["get_partitions"].result_class.__module__]
-        cols = _partial("_PolicySdCols", {1: (TType.LIST, "cols", (TType.STRUCT, module.FieldSchema), False)})
-        part = _partial("_PolicyPartitionCols", {
+        self._sd = _partial("_PolicySdCols", {1: (TType.LIST, "cols", (TType.STRUCT, module.FieldSchema), False)})
+        self._result = self._partitions("", self._sd)
+        # cols read as a list<i32>: thriftpy2 skips a list of another element type and gives
+        # [], so ``cols`` is [] when HMS sent it, None when not, and no FieldSchema is built
+        self._shape = self._partitions("Shape", _partial("_PolicySdShape", {1: (TType.LIST, "cols", TType.I32, False)}))
+
+    @staticmethod
+    def _partitions(kind: str, sd: type) -> type:
+        """A result class reading ``success`` as partitions of database, table and ``sd``."""
+        part = _partial(f"_PolicyPartition{kind}", {
             2: (TType.STRING, "dbName", False), 3: (TType.STRING, "tableName", False),
-            6: (TType.STRUCT, "sd", cols, False)})
-        self._result = _partial("_PolicyPartitionsResult", {0: (TType.LIST, "success", (TType.STRUCT, part), False)})
+            6: (TType.STRUCT, "sd", sd, False)})
+        return _partial(f"_PolicyPartitions{kind}Result", {0: (TType.LIST, "success", (TType.STRUCT, part), False)})
 
     @staticmethod
     def _list_bytes(cols: list) -> bytes:
@@ -302,18 +322,53 @@ class _PartitionColumns:
         for col in cols:
             proto.write_struct(col)
         buffer.flush()
-        return _PartitionColumns._SD_HEADER + b"\x0f\x00\x01\x0c" + struct.pack("!i", len(cols)) + buffer.getvalue()
+        return _PartitionColumns._COLS + b"\x0c" + struct.pack("!i", len(cols)) + buffer.getvalue()
 
     def filter(self, message: bytes, columns: "_Columns") -> bytes | None:
         """``message`` without the denied columns (None: take the object path)."""
         if b'"COLUMN_STATS"' in message:
             return None  # column names in partition parameters: the object path rewrites them
         try:
+            parts = decode_struct(message, self._shape).success
+        except ProtocolError:
+            return None
+        carrying = [p for p in parts or () if p.sd is not None and p.sd.cols is not None]
+        tables = {(p.dbName, p.tableName) for p in carrying}
+        keeps = [keep for keep in (columns.keep(*t) for t in tables) if keep is not None]
+        if not keeps:
+            return message  # no columns, or every table's columns all visible
+        if message.count(self._COLS) != len(carrying):
+            return None  # the header bytes sit in a value too: no splicing
+        if len(tables) == 1:
+            spliced = self._uniform(message, len(carrying), keeps[0])
+            if spliced is not None:
+                return spliced
+        return self._per_partition(message, columns)
+
+    def _uniform(self, message: bytes, count: int, keep: Keep) -> bytes | None:
+        """The ``count`` partitions' column lists, all equal to the first, filtered by ``keep``
+        (None: they differ, or the first is not encoded as thriftpy2 would write it)."""
+        at = message.find(self._COLS)
+        proto = TBinaryProtocol(TMemoryBuffer(message[at + len(self._SD_HEADER):]))
+        try:
+            cols = proto.read_struct(self._sd()).cols
+        except Exception:  # thriftpy2 raises its own and struct errors
+            return None
+        old = self._list_bytes(cols)
+        if not message.startswith(old, at):
+            return None
+        pieces = message.split(old)
+        if len(pieces) != count + 1:
+            return None  # some partitions have other columns
+        kept = [c for c in cols if keep(c.name)]
+        return message if len(kept) == len(cols) else self._list_bytes(kept).join(pieces)
+
+    def _per_partition(self, message: bytes, columns: "_Columns") -> bytes | None:
+        """Each partition's column list decoded and filtered for its own table, spliced in order."""
+        try:
             parts = decode_struct(message, self._result).success
         except ProtocolError:
             return None
-        if not parts:
-            return message
         edits: dict[tuple, tuple[bytes, bytes] | None] = {}  # partitions mostly share their columns
         plan: list[tuple[bytes, bytes]] = []
         for part in parts:
@@ -335,7 +390,7 @@ class _PartitionColumns:
         for old, _ in plan:
             expected[old] = expected.get(old, 0) + 1
         if any(message.count(old) != n for old, n in expected.items()):
-            return None  # the bytes occur elsewhere too (inside a string): no splicing
+            return None  # another table's partitions share a list: no splicing
         out, cursor = [], 0
         for old, new in plan:
             at = message.find(old, cursor)
