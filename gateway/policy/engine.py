@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import operator
 import re
-from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,7 +58,8 @@ from gateway.policy.model import (
 _USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
 _SUBJECT_CACHE_SIZE = 1024
 _DATABASE_CACHE_SIZE = 8192
-_VERDICT_CACHE_SIZE = 16384
+_FILTER_CACHE_SIZE = 2048
+_FILTER_VERDICTS = 1024
 NO_POLICY = -1
 
 
@@ -120,7 +120,7 @@ def _user_regex(values: tuple[str, ...], user: str) -> re.Pattern[str]:
 class _LevelMatcher:
     """One policy level, compiled: exact values in a set, wildcard values in one regex."""
 
-    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "block_regex", "user_values",
+    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "user_values",
                  "wild", "needles", "spec", "_per_user")
 
     def __init__(self, spec: ResourceSpec):
@@ -141,8 +141,6 @@ class _LevelMatcher:
         self.wild = wild  # the wildcard values as one regex source, or ""
         self.regex = re.compile(wild, re.DOTALL) if wild else None
         self._per_user: _Lru | None = None
-        # The same alternatives anchored per line, to match a newline-joined listing in one pass.
-        self.block_regex = re.compile(f"^(?:{wild})$", re.MULTILINE) if wild else None
 
     def match(self, value: str, user: str) -> bool:
         """``value`` lower-cased."""
@@ -159,8 +157,8 @@ class _LevelMatcher:
     def for_user(self, user: str) -> "_LevelMatcher":
         """This level with ``{USER}`` replaced by ``user`` (lower-cased): plain values that batch
         matching handles (literals, prefixes, one regex pass). Itself when it names no
-        ``{USER}``, or when the user name holds a wildcard character."""
-        if not self.user_values or _has_wildcard(user):
+        ``{USER}``, or when the user name holds a wildcard character or the macro itself."""
+        if not self.user_values or _has_wildcard(user) or _USER_TOKEN in user:
             return self
         if self._per_user is None:
             self._per_user = _Lru(256)
@@ -170,65 +168,146 @@ class _LevelMatcher:
             hit = self._per_user.put(user, _LevelMatcher(ResourceSpec(values, self.spec.excludes)))
         return hit
 
-    def hits(self, listing: "_Listing", user: str, candidates: frozenset[str] | None = None) -> set[str]:
-        """Which names of ``listing`` the values match, before ``excludes`` inverts it.
-        ``candidates``: the names some wildcard value of any level in play matches (one pass
-        of :func:`_union`), when known."""
-        names = listing.distinct
-        hits = set(self.literals & names)
-        if self.prefixes:
-            hits.update(listing.starting_with(self.prefixes))
-        if self.regex is not None and candidates is not None:
-            fullmatch = self.regex.fullmatch
-            hits.update(n for n in candidates if fullmatch(n) is not None)
-        elif self.block_regex is not None:
-            hits.update(self.block_regex.findall(listing.block))
-        if self.user_values:  # rare: one match per name
-            regex = _user_regex(self.user_values, user.lower())
-            hits.update(n for n in names if regex.fullmatch(n) is not None)
-        return hits
+
+#: Regex nesting a trie may reach before a flat alternation is used instead (``re`` recurses).
+_TRIE_DEPTH = 64
+
+
+def _trie(words: dict[str, str]) -> str | None:
+    """Regex source matching exactly each ``word + tail`` of ``words`` (word → tail regex),
+    factored as a trie so that a line costs a few character tests, not one per word; None
+    without words."""
+    root: dict = {}
+    for word, tail in words.items():
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node.setdefault("", []).append(tail)
+
+    def emit(node: dict, depth: int) -> str:
+        if depth > _TRIE_DEPTH:
+            raise RecursionError
+        alternatives = []
+        for char, child in node.items():
+            if char == "":
+                alternatives.extend(child)
+                continue
+            run = char  # a chain of single-child nodes is one literal run
+            while len(child) == 1 and "" not in child:
+                (char, child), = child.items()
+                run += char
+            alternatives.append(re.escape(run) + emit(child, depth + 1))
+        return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
+
+    try:
+        return emit(root, 0) if root else None
+    except RecursionError:
+        return "(?:" + "|".join(re.escape(word) + tail for word, tail in words.items()) + ")"
 
 
 @lru_cache(maxsize=1024)
-def _union(sources: tuple[str, ...]) -> re.Pattern[str]:
-    """The wildcard values of several levels as one regex anchored per line: one pass over a
-    newline-joined listing finds every name that any of them may match."""
-    return re.compile("^(?:" + "|".join(sources) + ")$", re.MULTILINE)
+def _line_regex(source: str) -> re.Pattern[str]:
+    """``source`` as whole lines of a listing joined with newlines and framed by newlines:
+    ``findall`` returns each line it matches (``.`` stops at a newline: no line spills)."""
+    return re.compile("\n(" + source + ")(?=\n)")
 
 
-@lru_cache(maxsize=1024)
-def _prefix_union(prefixes: tuple[str, ...]) -> re.Pattern[str]:
-    """Lines of a newline-joined listing that start with any of ``prefixes``, in one pass."""
-    return re.compile("^(?:" + "|".join(map(re.escape, prefixes)) + ")[^\n]*", re.MULTILINE)
+class _NameFilter:
+    """What one subject's policies say about the names at one level (databases; or the tables
+    of one database), worked out once per (user, groups, database) for every listing.
 
+    ``constant``: (entry, descendant) of the policies whose level is ``*``, the same for every
+    name; ``variable``: the others, bit ``i`` of a name's signature when policy ``i`` matches it.
+    An excluding level matches every name but its hits, so a signature is ``base ^ hits``: only
+    the names some value matches (found by one regex pass over the listing) need a look.
+    """
 
-class _Listing:
-    """Lower-cased names of one listing (none holding a newline), ready for batch matching:
-    a set, the names joined with newlines for one regex pass, and the few names that start
-    with any of ``prefixes`` (every prefix value in play), found in one regex pass (all names
-    when there are many prefixes), sorted for bisection."""
+    __slots__ = ("constant", "variable", "base", "literals", "prefixes", "lengths", "trie", "wild", "runs",
+                 "_values", "_verdicts")
 
-    __slots__ = ("distinct", "block", "prefixes", "_prefixed")
+    def __init__(self, entries: tuple[_Entry, ...], k: int, user: str):
+        self.constant: list[tuple[_Entry, bool]] = []
+        self.variable: list[tuple[_Entry, bool]] = []
+        for entry in entries:
+            if entry.policy.depth <= k:
+                continue  # says nothing about the level below
+            pair = (entry, not entry.policy.deep_any[k + 1])
+            (self.constant if entry.policy.matchers[k].match_any else self.variable).append(pair)
+        self.base = 0
+        self.literals: dict[str, int] = {}  # value → the bits of the policies naming it
+        self.prefixes: dict[str, int] = {}
+        # wildcard regex source → [regex, policy bits, bits of its values (below)]
+        self.wild: dict[str, list] = {}
+        self.runs: dict[str, int] = {}  # a literal run of wildcard values → the values holding it
+        self._values = 0
+        low_user = user.lower()
+        for i, (entry, _) in enumerate(self.variable):
+            bit = 1 << i
+            matcher = entry.policy.matchers[k].for_user(low_user)
+            if matcher.excludes:
+                self.base |= bit
+            for value in matcher.literals:
+                self.literals[value] = self.literals.get(value, 0) | bit
+            for value in matcher.prefixes:
+                self.prefixes[value] = self.prefixes.get(value, 0) | bit
+            if matcher.wild:
+                self._add_wild(matcher.wild, matcher.regex, bit, matcher.needles)
+            if matcher.user_values:  # the user name holds a wildcard character
+                regex = _user_regex(matcher.user_values, low_user)
+                self._add_wild(regex.pattern, regex, bit, ((),))
+        self.lengths = sorted({len(p) for p in self.prefixes})
+        self.trie = _trie({**{v: "" for v in self.literals}, **{p: "[^\n]*" for p in self.prefixes}})
+        self._verdicts: dict[int, bool] = {}
 
-    def __init__(self, lowered: list[str], prefixes: tuple[str, ...]):
-        self.distinct = frozenset(lowered)
-        self.block = "\n".join(lowered)
-        self.prefixes = prefixes
-        self._prefixed: list[str] | None = None
+    def _add_wild(self, source: str, regex, bit: int, needles: tuple[tuple[str, ...], ...]) -> None:
+        """One level's wildcard values; ``needles``: each value's literal runs (a listing
+        lacking one of them cannot hold a name the value matches)."""
+        known = self.wild.setdefault(source, [regex, 0, 0])
+        known[1] |= bit
+        for runs in needles:
+            value = 1 << self._values
+            self._values += 1
+            known[2] |= value
+            for run in set(runs):
+                self.runs[run] = self.runs.get(run, 0) | value
 
-    def starting_with(self, prefixes: tuple[str, ...]) -> list[str]:
-        if self._prefixed is None:
-            if len(self.prefixes) <= 8:  # a regex alternation is tried per line: fine for a few
-                self._prefixed = sorted(set(_prefix_union(self.prefixes).findall(self.block)))
-            else:
-                self._prefixed = sorted(self.distinct)
-        names, out = self._prefixed, []
-        for prefix in prefixes:
-            start = bisect_left(names, prefix)
-            end = start
-            while end < len(names) and names[end].startswith(prefix):
-                end += 1
-            out.extend(names[start:end])
+    def verdict(self, signature: int) -> bool:
+        """``_any`` for a name matched by the variable policies of ``signature``, remembered:
+        listings polled again and again meet the same few signatures."""
+        verdict = self._verdicts.get(signature)
+        if verdict is None:
+            if len(self._verdicts) >= _FILTER_VERDICTS:
+                self._verdicts.clear()
+            chosen = self.constant + [v for i, v in enumerate(self.variable) if signature >> i & 1]
+            chosen.sort(key=lambda ed: ed[0].policy.order)
+            verdict = self._verdicts[signature] = _decide_any(chosen).allowed
+        return verdict
+
+    def hits(self, low: str) -> dict[str, int]:
+        """Lower-cased names of the listing ``low`` (joined with newlines, none holding one)
+        that some value matches → the bits of the policies whose values match them."""
+        # Wildcard values one of whose literal runs is missing from the listing match nothing.
+        dead = 0
+        for run, values in self.runs.items():
+            if run not in low:
+                dead |= values
+        live = [(source, regex, bits) for source, (regex, bits, values) in self.wild.items() if values & ~dead]
+        sources = ([] if self.trie is None else [self.trie]) + [source for source, _, _ in live]
+        if not sources:
+            return {}
+        found = set(_line_regex("|".join(sources)).findall("\n" + low + "\n"))
+        literals, prefixes, lengths = self.literals, self.prefixes, self.lengths
+        out = {}
+        for name in found:
+            bits = literals.get(name, 0)
+            for n in lengths:
+                if n > len(name):
+                    break
+                bits |= prefixes.get(name[:n], 0)
+            for _, regex, mask in live:
+                if mask & ~bits and regex.fullmatch(name) is not None:
+                    bits |= mask
+            out[name] = bits
         return out
 
 
@@ -347,7 +426,7 @@ class PolicyEngine:
         self._policies = tuple(_Compiled(enabled[i], rank) for rank, i in enumerate(order))
         self._subjects = _Lru(_SUBJECT_CACHE_SIZE)
         self._databases = _Lru(_DATABASE_CACHE_SIZE)
-        self._verdicts = _Lru(_VERDICT_CACHE_SIZE)
+        self._filters = _Lru(_FILTER_CACHE_SIZE)
 
     def __len__(self) -> int:
         return len(self._policies)
@@ -465,84 +544,60 @@ class PolicyEngine:
 
     def visible_databases(self, user: str, groups: Iterable[str], names: Sequence[str]) -> list[str]:
         """The names of ``names`` the user may see, in order (``visible`` for each)."""
-        return self._visible_names(user, groups, (), names)
+        return self._visible_names(user, groups, None, names)
 
     def visible_tables(
         self, user: str, groups: Iterable[str], database: str, names: Sequence[str]
     ) -> list[str]:
         """The table names of ``database`` the user may see, in order (``visible`` for each)."""
-        return self._visible_names(user, groups, (database.lower(),), names)
+        return self._visible_names(user, groups, database, names)
 
-    def _visible_names(
-        self, user: str, groups: Iterable[str], prefix: tuple[str, ...], names: Sequence[str]
-    ) -> list[str]:
-        k = len(prefix)  # the level the names are at: 0 databases, 1 tables
-        entries = self._at_database(user, groups, prefix[0]) if prefix else self._subject(user, groups)
-        constant: list[tuple[_Entry, bool]] = []
-        variable: list[tuple[_Entry, bool]] = []
-        for entry in entries:
-            if entry.policy.depth <= k:
-                continue  # says nothing about the level below
-            pair = (entry, not entry.policy.deep_any[k + 1])
-            (constant if entry.policy.matchers[k].match_any else variable).append(pair)
-        if not variable:
-            return list(names) if _decide_any(constant).allowed else []
-        block = "\n".join(names)
-        if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
-            return [n for n in names if self._visible_one(user, k, n.lower(), constant, variable)]
-        lowered = block.lower().split("\n")
-        masks: dict[tuple, tuple[_LevelMatcher, int]] = {}  # one pass per distinct level spec
-        low_user = user.lower()
-        for i, (entry, _) in enumerate(variable):
-            matcher = entry.policy.matchers[k].for_user(low_user)
-            masks[matcher.key] = (matcher, masks.get(matcher.key, (matcher, 0))[1] | 1 << i)
-        listing = _Listing(lowered, tuple(sorted({p for m, _ in masks.values() for p in m.prefixes})))
-        # Wildcard levels whose literal runs occur in the listing at all (a substring search);
-        # several of them: one pass of their union finds the few names worth a look.
-        live = {m.wild for m, _ in masks.values() if m.wild and any(
-            all(run in listing.block for run in runs) for runs in m.needles)}
-        sources = tuple(sorted(live))
-        candidates = frozenset(_union(sources).findall(listing.block)) if len(sources) > 1 else None
-        # A name's signature (the variable policies it matches) is base ^ flips[name]: an
-        # excluding level matches every name but its hits, so only hits cost anything.
-        base = 0
-        flips: dict[str, int] = {}
-        for matcher, mask in masks.values():
-            if matcher.excludes:
-                base |= mask
-            for name in matcher.hits(listing, user, candidates if matcher.wild in live else frozenset()):
-                flips[name] = flips.get(name, 0) | mask
-        verdicts = {
-            signature: self._cached_verdict(entries, prefix, signature, constant, variable)
-            for signature in {base ^ flip for flip in flips.values()} | {base}
-        }
-        usual = verdicts[base]
-        unusual = {name for name, flip in flips.items() if verdicts[base ^ flip] != usual}
-        if not unusual:
-            return list(names) if usual else []
-        flagged = map(unusual.__contains__, lowered)  # C-level passes: no Python loop per name
-        return list(compress(names, map(operator.not_, flagged) if usual else flagged))
+    def listing_verdict(self, user: str, groups: Iterable[str], database: str | None = None) -> bool | None:
+        """What a listing of the tables of ``database`` (None: of databases) shows the user
+        whatever the names: True every name, False none, None it depends on the names. Lets a
+        caller skip decoding a listing (``visible_tables``/``visible_databases`` agree)."""
+        names_filter = self._name_filter(user, groups, database)
+        return None if names_filter.variable else names_filter.verdict(0)
 
-    def _cached_verdict(self, entries, prefix: tuple[str, ...], signature: int, constant, variable) -> bool:
-        """:meth:`_verdict_for`, remembered per (subject's policies, listing level, signature):
-        listings polled again and again meet the same few signatures."""
-        key = (id(entries), prefix, signature)
-        hit = self._verdicts.get(key)
-        if hit is None or hit[0] is not entries:  # entries live as long as their cache slot
-            hit = self._verdicts.put(key, (entries, self._verdict_for(signature, constant, variable)))
+    def _name_filter(self, user: str, groups: Iterable[str], database: str | None) -> _NameFilter:
+        if database is None:
+            entries, key = self._subject(user, groups), None
+        else:
+            key = database.lower()
+            entries = self._at_database(user, groups, key)
+        slot = (id(entries), key)  # entries live as long as their cache slot
+        hit = self._filters.get(slot)
+        if hit is None or hit[0] is not entries:
+            hit = self._filters.put(slot, (entries, _NameFilter(entries, 0 if database is None else 1, user)))
         return hit[1]
 
-    @staticmethod
-    def _verdict_for(signature: int, constant, variable) -> bool:
-        chosen = constant + [v for i, v in enumerate(variable) if signature >> i & 1]
-        chosen.sort(key=lambda ed: ed[0].policy.order)
-        return _decide_any(chosen).allowed
+    def _visible_names(
+        self, user: str, groups: Iterable[str], database: str | None, names: Sequence[str]
+    ) -> list[str]:
+        names_filter = self._name_filter(user, groups, database)
+        if not names_filter.variable:
+            return list(names) if names_filter.verdict(0) else []
+        if not names:
+            return []
+        block = "\n".join(names)
+        if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
+            k = 0 if database is None else 1
+            return [n for n in names if self._visible_one(user, k, n.lower(), names_filter)]
+        low = block.lower()
+        base, verdict = names_filter.base, names_filter.verdict
+        usual = verdict(base)
+        unusual = {name for name, bits in names_filter.hits(low).items() if verdict(base ^ bits) != usual}
+        if not unusual:
+            return list(names) if usual else []
+        flagged = map(unusual.__contains__, low.split("\n"))  # C-level passes: no Python loop per name
+        return list(compress(names, map(operator.not_, flagged) if usual else flagged))
 
-    def _visible_one(self, user, k, name, constant, variable) -> bool:
+    @staticmethod
+    def _visible_one(user: str, k: int, name: str, names_filter: _NameFilter) -> bool:
         signature = 0
-        for i, (entry, _) in enumerate(variable):
+        for i, (entry, _) in enumerate(names_filter.variable):
             if entry.policy.matchers[k].match(name, user):
                 signature |= 1 << i
-        return self._verdict_for(signature, constant, variable)
+        return names_filter.verdict(signature)
 
 __all__ = ["Decision", "NO_POLICY", "PolicyEngine", "Resource", "LEVELS"]

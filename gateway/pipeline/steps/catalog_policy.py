@@ -554,14 +554,15 @@ class CatalogPolicy(Step):
                     exchange.event.policy_columns_hidden = len(columns.hidden)
                     reply.message = spliced
                 return
+        if name in _LISTINGS:
+            self._filter_names(exchange, reply, user, groups)
+            return
         result = reply.result
         if result.success is None:
             return  # HMS answered with a declared exception
         changed = False
         if name in _OBJECT_LISTINGS:
             changed = self._filter_objects(exchange, result, user, groups)
-        elif name in _LISTINGS:
-            changed = self._filter_names(exchange, result, user, groups)
         if name in _COLUMN_REPLIES:
             columns = _Columns(self.engine, user, groups)
             self._filter_columns(exchange, name, result, columns)
@@ -572,16 +573,38 @@ class CatalogPolicy(Step):
         if changed:
             reply.replace(result)
 
-    def _filter_names(self, exchange: Exchange, result, user: str, groups: frozenset[str]) -> bool:
-        name = exchange.header.name  # type: ignore[union-attr]
+    def _filter_names(self, exchange: Exchange, reply: Reply, user: str, groups: frozenset[str]) -> None:
+        """A name listing (``list<string>``) keeps the names the user may see, in order. When the
+        policies decide alike for every name (:meth:`PolicyEngine.listing_verdict`), the reply is
+        not decoded: kept as it is, or answered with an empty list. A name that is not UTF-8
+        (thriftpy2 gives it as bytes) is judged as its surrogate-escaped text."""
+        name = reply.header.name
         db_arg = _LISTINGS[name]
-        names = list(result.success)
-        if db_arg is None:
-            visible = self.engine.visible_databases(user, groups, names)
-        else:
-            database = getattr(decode_args(exchange.call, self.schema.methods[name]), db_arg) or ""
-            visible = self.engine.visible_tables(user, groups, database, names)
-        return self._hide(exchange, result, "success", names, visible)
+        database = None if db_arg is None else (
+            getattr(decode_args(exchange.call, self.schema.methods[name]), db_arg) or "")
+        verdict = self.engine.listing_verdict(user, groups, database)
+        count = None if verdict is None else _listing_count(reply.message)
+        if count is not None:
+            if self._count_hidden(exchange, count, 0 if verdict else count):
+                reply.replace(self.schema.methods[name].result_class(success=[]))  # type: ignore[misc]
+            return
+        result = reply.result
+        if result.success is None:
+            return  # HMS answered with a declared exception
+
+        def visible(names: list) -> list:
+            if database is None:
+                return self.engine.visible_databases(user, groups, names)
+            return self.engine.visible_tables(user, groups, database, names)
+        names = result.success
+        try:
+            shown = visible(names)
+        except TypeError:  # a bytes name: the engine joins text
+            text = [n.decode("utf-8", "surrogateescape") if isinstance(n, bytes) else n for n in names]
+            original = dict(zip(text, names))
+            shown = [original[n] for n in visible(text)]
+        if self._hide(exchange, result, "success", names, shown):
+            reply.replace(result)
 
     def _filter_objects(self, exchange: Exchange, result, user: str, groups: frozenset[str]) -> bool:
         path, db_attr, table_attr = _OBJECT_LISTINGS[exchange.header.name]  # type: ignore[union-attr]
@@ -599,15 +622,21 @@ class CatalogPolicy(Step):
 
     def _hide(self, exchange: Exchange, holder, attr: str, items: list, shown: list) -> bool:
         """Replace the listing ``items`` (``holder.attr``) by ``shown``, counting what was hidden."""
-        hidden = len(items) - len(shown)
+        if not self._count_hidden(exchange, len(items), len(items) - len(shown)):
+            return False
+        setattr(holder, attr, shown)
+        return True
+
+    def _count_hidden(self, exchange: Exchange, total: int, hidden: int) -> bool:
+        """Record on the audit event and the metrics that a listing of ``total`` items loses
+        ``hidden``; whether it loses any."""
         exchange.event.policy_decision = "allowed"
         exchange.event.policy_access = "_any"
         exchange.event.policy_hidden = hidden
         if not hidden:
             return False
         self._decisions["hidden"].inc(hidden)
-        exchange.event.reason = f"catalog policy hid {hidden} of {len(items)}"
-        setattr(holder, attr, shown)
+        exchange.event.reason = f"catalog policy hid {hidden} of {total}"
         return True
 
     def _filter_columns(self, exchange: Exchange, name: str, result, columns: _Columns) -> None:
@@ -698,6 +727,17 @@ class CatalogPolicy(Step):
     def _refusal(self, method: MethodSchema | None, name: str, seqid: int, user: str) -> bytes:
         message = f"User {user} does not have privileges for {name}: the catalog policy of this service cannot judge it"
         return _exception_reply(method, name, seqid, "MetaException", message)
+
+
+def _listing_count(message: bytes) -> int | None:
+    """How many names a strict-binary REPLY of a name listing carries, read from the header of
+    its ``success`` field (0, ``list<string>``) without decoding them; None when the result
+    holds something else (a declared exception)."""
+    at = 12 + struct.unpack_from("!i", message, 4)[0]  # version and type, name, seqid
+    if message[at:at + 4] != b"\x0f\x00\x00\x0b" or len(message) < at + 8:
+        return None
+    count = struct.unpack_from("!i", message, at + 4)[0]
+    return count if count >= 0 else None
 
 
 def _exception_reply(method: MethodSchema | None, name: str, seqid: int, struct_name: str,
