@@ -12,7 +12,10 @@ keep-alive, Basic with cached credentials):
 * ``--callgrind N``: each gateway runs under ``valgrind --tool=callgrind`` with instrumentation
   off; after 20 warm-up calls it is switched on for N calls and dumped: user-space
   instructions per call (system calls are not counted);
-* ``--profile SIDE:SECONDS``: ``py-spy record --native --format raw`` of one gateway meanwhile.
+* ``--profile SIDE:SECONDS``: ``py-spy record --native --format raw`` of one gateway meanwhile;
+* ``--latency N``: N rounds, each one call on each gateway in random order (one kept-alive
+  connection per gateway), printing each side's median wall-clock time per call: both sides see
+  the same load, so their difference is meaningful when absolute times are not.
 
 An old tree: ``git worktree add --detach /tmp/old <commit>``, and copy
 ``gateway/thrift/_speedups*.so`` into it (or build it there).
@@ -107,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="instructions per call over N calls")
+    parser.add_argument("--latency", type=int, default=0, metavar="N", help="interleaved wall-clock medians over N rounds")
     parser.add_argument("--profile", default="", metavar="SIDE:SECONDS", help="py-spy record one side meanwhile")
     opts = parser.parse_args(argv)
     trees = {"old": opts.old.resolve(), "new": opts.new.resolve()}
@@ -130,6 +134,23 @@ def main(argv: list[str] | None = None) -> int:
                 for side, gw in gws.items():
                     per_call = instructions(gw, side, body, opts.callgrind, work, name)
                     print(f"{name:18s} {side}: {per_call / 1e3:.1f} k instructions per call", flush=True)
+            return 0
+        if opts.latency:
+            clients = {side: Gateway(gw) for side, gw in gws.items()}
+            for name, body in CALLS.items():
+                times: dict[str, list[float]] = {side: [] for side in clients}
+                order = random.Random(opts.latency)
+                sides = list(clients)
+                for _ in range(opts.latency):
+                    order.shuffle(sides)
+                    for side in sides:
+                        t0 = time.perf_counter()
+                        clients[side].call(body)
+                        times[side].append(time.perf_counter() - t0)
+                medians = {side: statistics.median(v) * 1e3 for side, v in times.items()}
+                print(f"{name:18s} " + "  ".join(f"{s} {m:.3f} ms" for s, m in medians.items())
+                      + f"  new - old {medians['new'] - medians['old']:+.3f} ms; load {os.getloadavg()[0]:.1f}",
+                      flush=True)
             return 0
         if opts.profile:
             side, seconds = opts.profile.split(":")

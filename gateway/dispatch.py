@@ -1,7 +1,8 @@
 """The gateway listener's one handler: route ``/gateway/{topology}/{service path}`` to a
 service, admit it, let the service's kind serve it through its step chain, turn an outcome that
-ended it early into its response (:mod:`gateway.pipeline.outcomes`, one table of statuses), and
-let the observers (metrics, audit) see every response.
+ended it early into its response (:mod:`gateway.pipeline.outcomes`, one table of statuses), send
+it, and only then let the observers (metrics, audit) see it: the client does not wait for the
+bookkeeping (docs/performance.md, issue 14).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from urllib.parse import urlsplit
 from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
 
 from gateway.client_address import ClientAddresses
-from gateway.observability.audit import AuditEvent, audit_event
+from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent, audit_event
 from gateway.observability.log_format import REQUEST_ID
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import NotFound, Outcome, Overloaded, VersionNotSupported, response_for
@@ -40,7 +41,9 @@ class Dispatcher:
     """The aiohttp handler of the gateway listener: every request.
 
     ``client_addresses`` resolves each request's client address once (trusted proxies);
-    ``observers`` see every response with its outcome, in order.
+    ``observers`` see every response with its outcome, in order, once it has been sent (a
+    response the service streamed was sent by the service). Every response echoes the request
+    id (``X-Request-Id``).
     """
 
     def __init__(self, router: Router, observers: Sequence[Observer] = (),
@@ -62,8 +65,15 @@ class Dispatcher:
                 # cached in _cache) and has no public way to change it; RFC 9112 §2.3: HTTP/1.1.
                 request._cache["version"] = HttpVersion11  # type: ignore[attr-defined]
                 response.force_close()
-        for name, value in request.get(RESPONSE_HEADERS, ()):
-            response.headers.add(name, value)
+        if not response.prepared:
+            for name, value in request.get(RESPONSE_HEADERS, ()):
+                response.headers.add(name, value)
+            response.headers[REQUEST_ID_HEADER] = event.request_id
+            try:
+                await response.prepare(request)
+                await response.write_eof()
+            except ConnectionError:  # aiohttp's own write_eof after the handler sees it too and closes
+                event.reason = event.reason or "client went away before the response was sent"
         for observer in self.observers:
             observer.on_response(event, response, outcome)
         return response

@@ -34,6 +34,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -137,9 +138,13 @@ class _Clock:
 _clock = _Clock()
 
 
-@dataclass
+@dataclass(slots=True)
 class AuditEvent:
-    """What is known about one request so far; the dispatch fills it in as it goes."""
+    """What is known about one request so far; the dispatch fills it in as it goes.
+
+    ``objects``, when set, gives ``(database, table)`` on demand: the line is written after the
+    response was sent, so the call is walked for them then, off the request's path.
+    """
 
     request_id: str
     client: str | None
@@ -158,9 +163,16 @@ class AuditEvent:
     policy_hidden: int | None = None
     policy_columns_hidden: int | None = None
     started: float = field(default_factory=time.perf_counter)
+    objects: Callable[[], tuple[str | None, str | None]] | None = None
+
+    def _resolve_objects(self) -> None:
+        if self.objects is not None:
+            self.database, self.table = self.objects()
+            self.objects = None
 
     def record(self, detail: str, status: int) -> dict:
         """The audit line's fields for a request that ended with ``status`` / ``detail``."""
+        self._resolve_objects()
         line = {
             "time": _clock.now(),
             "request_id": self.request_id,
@@ -189,6 +201,7 @@ class AuditEvent:
         """:meth:`record` as one line of compact JSON, the same text as ``json.dumps(record,
         separators=(",", ":"))`` gives (keys in order, ASCII with ``\\u`` escapes), written
         without building the dict: this runs once per request."""
+        self._resolve_objects()
         text = (
             f'{{"time":"{_clock.now()}","request_id":{_json_string(self.request_id)},'
             f'"topology":{_json_clip(self.topology)},"service":{_json_clip(self.service)},'

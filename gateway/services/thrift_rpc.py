@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import cached_property
+from functools import cached_property, partial
 
 from aiohttp import hdrs, web
 from aiohttp.payload import BytesPayload
@@ -120,8 +120,13 @@ class ThriftRpcService:
             raise self._too_large()
         await self.chain.on_request(exchange)
         body = await self._read_body(request)
-        self._request_bytes.inc(len(body))
-        event = exchange.event
+        try:
+            return await self._serve_call(exchange, body)
+        finally:
+            self._request_bytes.inc(len(body))  # counted off the request's path
+
+    async def _serve_call(self, exchange: Exchange, body: bytes) -> tuple[web.StreamResponse, str]:
+        request, event = exchange.request, exchange.event
         try:
             codec = detect_codec(body, request.content_type)
             header, call = codec.decode_call(body, self.schema)
@@ -131,14 +136,14 @@ class ThriftRpcService:
             raise
         exchange.codec, exchange.header, exchange.call = codec, header, call
         event.method = header.name
-        event.database, event.table = call_objects(call, self.schema)
+        event.objects = partial(call_objects, call, self.schema)  # for the audit line, later
         try:
             await self.chain.on_call(exchange)
         except Answered as answer:  # a step answered as HMS would: nothing goes upstream
             event.reason = answer.reason
-            body = codec.encode_reply(answer.reply, self.schema, header.seqid)
-            self._response_bytes.inc(len(body))
-            return web.Response(body=body, content_type=codec.content_type), status_of(answer)[1]
+            reply = codec.encode_reply(answer.reply, self.schema, header.seqid)
+            self._response_bytes.inc(len(reply))
+            return web.Response(body=reply, content_type=codec.content_type), status_of(answer)[1]
         return await self._dispatch(exchange)
 
     async def _dispatch(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
@@ -170,15 +175,14 @@ class ThriftRpcService:
             return sink.response or web.Response(status=502, text=f"{exc}\n"), "upstream_unavailable"
         if reply is None:
             return web.Response(status=200), "ok"
-        if sink is not None and sink.done:
-            try:
-                response = await sink.finish()
-            except ClientGone as exc:
-                log.warning("%s/%s %s: client went away: %s", self.topology, self.path, header.name, exc)
+        if sink is not None and sink.done:  # the pool has sent the whole response
+            assert sink.response is not None
+            if sink.gone is not None:
+                log.warning("%s/%s %s: client went away: %s", self.topology, self.path, header.name, sink.gone)
                 sink.abort()
-                return sink.response, "upstream_unavailable"  # type: ignore[return-value]
+                return sink.response, "upstream_unavailable"
             self._response_bytes.inc(sink.sent)
-            return response, reply_outcome(reply)
+            return sink.response, reply_outcome(reply)
         try:
             if reply_steps:
                 seen = Reply(reply, self.schema)

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from gateway.observability import metrics
 
 
@@ -47,30 +44,57 @@ class UpstreamBadReply(UpstreamError):
     outcome = "bad_reply"
 
 
-@contextmanager
-def accounted_call(label: str, timeout: float) -> Iterator[None]:
+_up: dict[str, int] = {}
+
+
+def set_up(label: str, value: int) -> None:
+    """Set ``hms_gateway_upstream_up`` of ``label`` to ``value`` (1 or 0), touching the gauge
+    only when the value changes: every call reports it, and a gauge update takes a lock."""
+    if _up.get(label) != value:
+        _up[label] = value
+        metrics.child(metrics.UPSTREAM_UP, label).set(value)
+
+
+class accounted_call:  # noqa: N801 - used as ``with accounted_call(label, timeout):``
     """Wrap one upstream call: count it and time it by outcome, keep ``upstream_up`` current,
     and turn a ``TimeoutError`` into :class:`UpstreamTimeout` and a lost connection
-    (``OSError``, ``IncompleteReadError``) into :class:`UpstreamUnavailable`."""
-    started, outcome = time.perf_counter(), "ok"
-    up = metrics.child(metrics.UPSTREAM_UP, label)
-    try:
-        yield
-        up.set(1)
-    except TimeoutError:  # before OSError: TimeoutError is one
-        outcome = "timeout"
-        raise UpstreamTimeout(f"upstream {label} did not answer within {timeout:g} s") from None
-    except (OSError, asyncio.IncompleteReadError) as exc:
-        outcome = "unavailable"
-        up.set(0)
-        reason = ("closed the connection" if isinstance(exc, asyncio.IncompleteReadError)
-                  else exc.strerror or type(exc).__name__)
-        raise UpstreamUnavailable(f"upstream {label}: {reason}") from None
-    except UpstreamError as exc:
-        outcome = exc.outcome
-        if exc.down:
-            up.set(0)
-        raise
-    finally:
-        metrics.child(metrics.UPSTREAM_REQUESTS, label, outcome).inc()
-        metrics.child(metrics.UPSTREAM_DURATION, label).observe(time.perf_counter() - started)
+    (``OSError``, ``IncompleteReadError``) into :class:`UpstreamUnavailable`.
+
+    A class rather than a generator-based context manager: it wraps every upstream call, and a
+    generator costs each one its creation and two resumptions (docs/performance.md, issue 14).
+    """
+
+    __slots__ = ("label", "timeout", "started")
+
+    def __init__(self, label: str, timeout: float):
+        self.label, self.timeout = label, timeout
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        label = self.label
+        if kind is None:
+            set_up(label, 1)
+            outcome = "ok"
+        elif issubclass(kind, TimeoutError):  # before OSError: TimeoutError is one
+            self._count("timeout")
+            raise UpstreamTimeout(f"upstream {label} did not answer within {self.timeout:g} s") from None
+        elif issubclass(kind, (OSError, asyncio.IncompleteReadError)):
+            set_up(label, 0)
+            self._count("unavailable")
+            reason = ("closed the connection" if isinstance(exc, asyncio.IncompleteReadError)
+                      else exc.strerror or kind.__name__)
+            raise UpstreamUnavailable(f"upstream {label}: {reason}") from None
+        elif issubclass(kind, UpstreamError):
+            if exc.down:
+                set_up(label, 0)
+            outcome = exc.outcome
+        else:
+            outcome = "ok"  # not the upstream's failure (a cancelled request, a client gone)
+        self._count(outcome)
+        return False
+
+    def _count(self, outcome: str) -> None:
+        metrics.child(metrics.UPSTREAM_REQUESTS, self.label, outcome).inc()
+        metrics.child(metrics.UPSTREAM_DURATION, self.label).observe(time.perf_counter() - self.started)

@@ -15,10 +15,9 @@ import itertools
 import logging
 from typing import Protocol
 
-from gateway.observability import metrics
 from gateway.upstream.ugi import Identity
 from gateway.thrift.translate import encode_binary_call
-from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError
+from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError, set_up
 from gateway.upstream.streaming import ReplySink
 
 log = logging.getLogger(__name__)
@@ -114,7 +113,7 @@ class Upstream:
             return
         log.warning("upstream %s marked down: %s", pool.label, exc)
         self._down.add(pool.label)
-        metrics.child(metrics.UPSTREAM_UP, pool.label).set(0)
+        set_up(pool.label, 0)
         task = self._probes.get(pool.label)
         if task is None or task.done():
             self._probes[pool.label] = asyncio.get_running_loop().create_task(self._probe(pool))
@@ -127,7 +126,7 @@ class Upstream:
             except UpstreamError:
                 continue
             self._down.discard(pool.label)
-            metrics.child(metrics.UPSTREAM_UP, pool.label).set(1)
+            set_up(pool.label, 1)
             log.info("upstream %s answers again", pool.label)
 
     async def close(self) -> None:

@@ -171,8 +171,8 @@ class UpstreamPool:
 
     async def _stream(self, io: Unframed, call: UpstreamCall, sink: ReplySink) -> bytes:
         """Feed the reply to ``sink`` chunk by chunk, flushing its output to the client as it
-        goes, once its header shows that it answers ``call``; return the reply's first bytes
-        (header and first field)."""
+        goes, once its header shows that it answers ``call``, and complete the client's
+        response at the reply's end; return the reply's first bytes (header and first field)."""
         sink.begin(self.max_reply_bytes)
         checked, fed = False, 0
         await io.begin(self.max_reply_bytes)
@@ -186,7 +186,9 @@ class UpstreamPool:
             if end is not None:
                 if end != fed:
                     raise UpstreamBadReply(f"upstream {self.label} sent bytes after the reply")
-                return call.client_reply(sink.head, self.label)
+                head = call.client_reply(sink.head, self.label)
+                await sink.complete()  # the client first; the pool and the metrics after
+                return head
             if checked:
                 await sink.flush()
         raise UpstreamBadReply(f"upstream {self.label} sent binary message truncated")

@@ -7,7 +7,9 @@ the sink unused and the dispatch encodes the whole reply). The sink translates e
 TJSON comes out as values complete) and writes the output as a chunked HTTP response once
 ``flush_bytes`` are waiting, so the gateway's memory for one reply stays bounded by a constant
 plus the largest single string. A reply that ends before ``flush_bytes`` of output is sent as
-an ordinary response with ``Content-Length``.
+an ordinary response with ``Content-Length``. The pool completes the response (:meth:`ReplySink.complete`)
+as soon as the reply's last byte is translated, before it returns the connection to the pool
+and counts the call: the client does not wait for that bookkeeping.
 
 Errors: before the first byte goes out, an upstream error is still a plain-text 502/504 and a
 failover retry starts a fresh translation; after it, the dispatch aborts the client connection
@@ -58,6 +60,8 @@ class ReplySink:
         self.head = b""
         self.done = False
         self.sent = 0
+        #: Set by :meth:`complete` when the client went away while the response was completed.
+        self.gone: ClientGone | None = None
         self._translator = None
 
     def begin(self, max_bytes: int) -> None:
@@ -82,18 +86,25 @@ class ReplySink:
         if not self.done and self._translator.pending >= self.flush_bytes:  # type: ignore[union-attr]
             await self._write(self._translator.take())  # type: ignore[union-attr]
 
-    async def finish(self) -> web.StreamResponse:
-        """The response for a complete reply: the streamed one, ended, or a plain one."""
+    async def complete(self) -> None:
+        """Send the rest of a complete reply and end the response: the streamed one, or a plain
+        one with ``Content-Length`` (:attr:`response` either way). A client that went away
+        meanwhile is recorded in :attr:`gone`, not raised: the reply was read whole, so the
+        upstream connection stays good."""
         rest = self._translator.take()  # type: ignore[union-attr]
-        if self.response is None:
-            self.sent = len(rest)
-            return web.Response(body=rest, content_type=self._content_type)
-        await self._write(rest)
         try:
+            if self.response is None:
+                response = self.response = web.Response(body=rest, content_type=self._content_type)
+                self._prepare(response)
+                await response.prepare(self._request)
+                self.sent = len(rest)
+            else:
+                await self._write(rest)
             await self.response.write_eof()
         except ConnectionError as exc:
-            raise ClientGone(str(exc)) from None
-        return self.response
+            self.gone = ClientGone(str(exc) or type(exc).__name__)
+        except ClientGone as exc:
+            self.gone = exc
 
     async def _write(self, data: bytes) -> None:
         try:

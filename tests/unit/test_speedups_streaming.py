@@ -12,10 +12,19 @@ from gateway.thrift.reply_translator import reply_translator
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.upstream.errors import UpstreamBadReply, UpstreamUnavailable
 from gateway.upstream.pool import UpstreamPool
-from gateway.upstream.streaming import ReplySink, StreamBroken
+from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken
 from tests.support.fake_hms import ScriptedServer, CALL, answer, list_of_strings_reply
 
 BIG = list_of_strings_reply("get_all_databases", 1, [f"db{i:05d}-" + "x" * 500 for i in range(4000)])  # ~2 MB
+
+
+class _Ended:
+    """Stands for the started response: records that it was ended."""
+
+    ended = False
+
+    async def write_eof(self) -> None:
+        self.ended = True
 
 
 class RecordingSink(ReplySink):
@@ -29,7 +38,8 @@ class RecordingSink(ReplySink):
         self.writes: list[tuple[int, bytes]] = []
 
     async def _write(self, data: bytes) -> None:
-        self.response = object()  # type: ignore[assignment]  # "started"
+        if self.response is None:
+            self.response = _Ended()  # type: ignore[assignment]  # "started"
         self.writes.append((self.server.sent, data))
         self.sent += len(data)
 
@@ -64,9 +74,8 @@ async def test_reply_streams_before_it_has_all_arrived():
         pool = UpstreamPool(hms.url)
         sink = RecordingSink(hms)
         head = await pool.call(CALL, sink=sink)
-        assert sink.done and BIG.startswith(head)
-        rest = sink._translator.take()
-        body = b"".join(data for _, data in sink.writes) + rest
+        assert sink.done and BIG.startswith(head) and sink.response.ended and sink.gone is None
+        body = b"".join(data for _, data in sink.writes)  # the pool completed the response
         assert body == binary_reply_to_tjson(BIG, load_schema(), seqid=9)
         assert sink.writes and sink.writes[0][0] < len(BIG)  # first write while the reply was arriving
         assert len(sink.writes) > 5
@@ -128,7 +137,8 @@ async def _serve_through_sink(hms_url: str):
                 sink.abort()
                 return sink.response
             return web.Response(status=exc.status, text=str(exc))
-        return await sink.finish()
+        assert sink.gone is None
+        return sink.response
 
     app = web.Application()
     app.router.add_post("/", handler)
@@ -204,3 +214,26 @@ def test_binary_passthrough_refuses_what_the_scanner_refuses():
     reply = _binary_reply("get_all_databases", 1, b"\x0b\x00\x00" + (10_000).to_bytes(4, "big") + b"x" * 10_000 + b"\x00")
     with pytest.raises(ProtocolError):
         binary_passthrough(1000, seqid=1).feed(reply)
+
+
+async def test_client_gone_at_the_end_keeps_the_upstream_connection():
+    """The reply was read whole: the client's departure is recorded for the dispatch, and the
+    upstream connection, which holds nothing unread, goes back to the pool."""
+
+    class Reset(_Ended):
+        async def write_eof(self) -> None:
+            raise ConnectionResetError("peer reset")
+
+    class ResetSink(RecordingSink):
+        async def _write(self, data: bytes) -> None:
+            if self.response is None:
+                self.response = Reset()  # type: ignore[assignment]
+            await super()._write(data)
+
+    async with ScriptedHMS(BIG) as hms:
+        pool = UpstreamPool(hms.url)
+        sink = ResetSink(hms)
+        await pool.call(CALL, sink=sink)
+        assert sink.done and isinstance(sink.gone, ClientGone) and "peer reset" in str(sink.gone)
+        assert len(pool._idle) == 1
+        await pool.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
 from gateway.thrift.reply_translator import reply_translator
 from gateway.thrift.schema import load_schema
@@ -47,12 +48,12 @@ async def test_no_async_generator_per_call(framed, streamed):
         with _CountingAsyncgenHooks() as hooks:
             for _ in range(5):
                 if streamed:
-                    sink = ReplySink(None, lambda m: reply_translator(schema, m, 1),  # type: ignore[arg-type]
+                    sink = ReplySink(make_mocked_request("POST", "/"), lambda m: reply_translator(schema, m, 1),
                                      "application/vnd.apache.thrift.json", lambda r: None)
                     await pool.call(CALL, sink=sink)
-                    assert sink.done
-                    response = await sink.finish()  # a small reply: a plain response
-                    assert response.body == binary_reply_to_tjson(REPLY, schema, seqid=1)
+                    assert sink.done and sink.gone is None
+                    response = sink.response  # a small reply: a plain response, sent by the pool
+                    assert response.prepared and response.body == binary_reply_to_tjson(REPLY, schema, seqid=1)
                 else:
                     assert await pool.call(CALL) == REPLY
         assert hooks.started == 0

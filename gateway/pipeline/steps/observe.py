@@ -1,6 +1,6 @@
 """The two steps that see every response, routed or not: request metrics and the audit line.
 
-They run last, in the dispatcher, with the request's :class:`~gateway.observability.audit.AuditEvent`,
+They run last, in the dispatcher, after the response was sent, with the request's :class:`~gateway.observability.audit.AuditEvent`,
 the response and its outcome label (:mod:`gateway.pipeline.outcomes`).
 """
 
@@ -11,7 +11,7 @@ import time
 from aiohttp import web
 
 from gateway.observability import metrics
-from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent, AuditLog
+from gateway.observability.audit import AuditEvent, AuditLog
 
 
 class RequestMetrics:
@@ -40,11 +40,10 @@ class RequestMetrics:
 
 
 class AuditTrail:
-    """Echoes the request id (``X-Request-Id``) and writes the request's audit line."""
+    """Writes the request's audit line."""
 
     def __init__(self, log: AuditLog):
         self.log = log
 
     def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None:
-        response.headers[REQUEST_ID_HEADER] = event.request_id
         self.log.write(event, outcome, response.status)
