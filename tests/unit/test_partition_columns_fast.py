@@ -6,6 +6,7 @@ filtered by ``_Columns`` and encoded back by ``Reply.replace``."""
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -89,6 +90,8 @@ CASES = {
         [partition(0, values=[OLD.decode("latin-1")]), partition(1)], ["None"]),
     "a parameter holding the bytes, the other partition without sd": (
         [partition(0, params={"k": OLD.decode("latin-1")}), no_sd(1)], ["None"]),
+    "a column list longer than the first window read": (
+        [partition(i, cols=(*(f"c{j:04d}" for j in range(3000)), "ssn")) for i in range(2)], ["uniform", "splice"]),
     "differing columns": (
         [partition(0), partition(1, cols=("x", "y")), partition(2, cols=("ssn",)), partition(3)],
         ["uniform", "per_partition", "splice"]),
@@ -138,3 +141,16 @@ def test_a_list_of_another_element_type_reads_as_empty_so_the_shape_decode_build
     assert [(p.dbName, p.tableName) for p in shape] == [("db", "t")] * 3
     assert [None if p.sd is None else p.sd.cols for p in shape] == [[], None, None]
 
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled, monkeypatch):
+    """The decodes run with the collector paused; it must come back on, or stay off."""
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        for parts in ([partition(i) for i in range(3)], [partition(0), partition(1, cols=("x", "y"))]):
+            assert spliced(message_of(parts), monkeypatch)[1] == 1
+            assert gc.isenabled() == enabled
+    finally:
+        (gc.enable if was else gc.disable)()
