@@ -13,6 +13,8 @@ keep-alive, Basic with cached credentials):
   off; after 20 warm-up calls it is switched on for N calls and dumped: user-space
   instructions per call (system calls are not counted);
 * ``--profile SIDE:SECONDS``: ``py-spy record --native --format raw`` of one gateway meanwhile;
+* ``--close``: every call on a new connection (``Connection: close``) that offers the previous
+  connection's TLS session, for the modes above;
 * ``--latency N``: N rounds, each one call on each gateway in random order (one kept-alive
   connection per gateway), printing each side's median wall-clock time per call: both sides see
   the same load, so their difference is meaningful when absolute times are not.
@@ -110,10 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--callgrind", type=int, default=0, metavar="N", help="instructions per call over N calls")
+    parser.add_argument("--close", action="store_true",
+                        help="Connection: close on every call, offering the previous TLS session (as Node's agent does)")
     parser.add_argument("--latency", type=int, default=0, metavar="N", help="interleaved wall-clock medians over N rounds")
     parser.add_argument("--profile", default="", metavar="SIDE:SECONDS", help="py-spy record one side meanwhile")
     opts = parser.parse_args(argv)
     trees = {"old": opts.old.resolve(), "new": opts.new.resolve()}
+
+    def client_of(gw) -> Gateway:
+        return Gateway(gw, keep_alive=False, resume=True) if opts.close else Gateway(gw)
+
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-cpu-ab-"))
     print(f"cpu_ab: workdir {work}; starting HMS", flush=True)
     hms = start_hms(work / "hms", short_lived=False)
@@ -136,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{name:18s} {side}: {per_call / 1e3:.1f} k instructions per call", flush=True)
             return 0
         if opts.latency:
-            clients = {side: Gateway(gw) for side, gw in gws.items()}
+            clients = {side: client_of(gw) for side, gw in gws.items()}
             for name, body in CALLS.items():
                 times: dict[str, list[float]] = {side: [] for side in clients}
                 order = random.Random(opts.latency)
@@ -160,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                                     "-o", str(out), "--duration", seconds],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1)
-            calls, cpu = hold(Gateway(gw), CALLS["get_all_databases"], gw.process.pid, float(seconds) + 1)
+            calls, cpu = hold(client_of(gw), CALLS["get_all_databases"], gw.process.pid, float(seconds) + 1)
             spy.wait()
             print(f"profile {side}: {calls} calls, {cpu * 1e3 / calls:.3f} ms CPU each -> {out}", flush=True)
             return 0
@@ -172,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                 order.shuffle(sides)
                 for side in sides:
                     gw = gws[side]
-                    calls, cpu = hold(Gateway(gw), body, gw.process.pid, opts.seconds)
+                    calls, cpu = hold(client_of(gw), body, gw.process.pid, opts.seconds)
                     results[(side, name)].append(cpu * 1e3 / calls)
             print(f"round {r}: " + "  ".join(f"{s}/{c} {results[(s, c)][-1]:.3f}" for s in gws for c in CALLS)
                   + f" ms CPU per call; load {os.getloadavg()[0]:.1f}", flush=True)

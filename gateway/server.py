@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import logging
 import re
 import signal
@@ -260,6 +261,11 @@ class Gateway:
             listeners.gateway.host, self.gateway_port, listeners.management.host, self.management_port,
         )
         log.info("Thrift translation: %s implementation", thrift_accel.implementation())
+        # What start-up built (modules, the IDL's classes, topologies) lives as long as the
+        # process: out of the collector's sight, a full collection scans only what requests
+        # allocate (about 40 ms less per full collection, a request-latency spike otherwise).
+        gc.collect()
+        gc.freeze()
 
     async def reload(self) -> None:
         """Re-read every topology file now (``SIGHUP``)."""
