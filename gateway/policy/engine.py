@@ -29,9 +29,12 @@ may differ from Ranger's there; the decision itself does not).
 
 Performance: wildcard values are compiled to regular expressions once at load; the policies
 that can concern a user (by user, group, ``public``, ``{USER}``) are worked out once per
-(user, groups) and cached; :meth:`PolicyEngine.visible_tables` and
-:meth:`PolicyEngine.visible_databases` match a whole listing with a few C-level passes and one
-decision per distinct set of matching policies.
+(user, groups) and cached. :meth:`PolicyEngine.visible_tables` and
+:meth:`PolicyEngine.visible_databases` use a filter built once per (user, groups, database):
+every literal and ``prefix*`` value of the policies in play as one trie-shaped regex, matched
+with the live wildcard values (those whose literal runs occur in the listing) in one pass over
+the newline-joined listing; only the names it finds are looked at, and a decision is made once
+per distinct set of matching policies.
 """
 
 from __future__ import annotations
@@ -212,6 +215,28 @@ def _line_regex(source: str) -> re.Pattern[str]:
     return re.compile("\n(" + source + ")(?=\n)")
 
 
+#: Up to this many distinct names decided unlike the rest are found by substring search.
+_FEW = 8
+
+
+def _lines_of(framed: str, names: set[str]) -> list[int]:
+    """The line numbers, ascending, of ``names`` in ``framed`` (lines framed by newlines)."""
+    found = []
+    for name in names:
+        needle = "\n" + name + "\n"
+        at = framed.find(needle)
+        while at >= 0:
+            found.append(at)
+            at = framed.find(needle, at + 1)
+    found.sort()
+    lines, line, previous = [], 0, 0
+    for at in found:
+        line += framed.count("\n", previous, at)
+        previous = at
+        lines.append(line)
+    return lines
+
+
 class _NameFilter:
     """What one subject's policies say about the names at one level (databases; or the tables
     of one database), worked out once per (user, groups, database) for every listing.
@@ -283,19 +308,20 @@ class _NameFilter:
             verdict = self._verdicts[signature] = _decide_any(chosen).allowed
         return verdict
 
-    def hits(self, low: str) -> dict[str, int]:
-        """Lower-cased names of the listing ``low`` (joined with newlines, none holding one)
-        that some value matches → the bits of the policies whose values match them."""
+    def hits(self, framed: str) -> dict[str, int]:
+        """Lower-cased names of the listing ``framed`` (each name followed and preceded by a
+        newline, none holding one) that some value matches → the bits of the policies whose
+        values match them."""
         # Wildcard values one of whose literal runs is missing from the listing match nothing.
         dead = 0
         for run, values in self.runs.items():
-            if run not in low:
+            if run not in framed:
                 dead |= values
         live = [(source, regex, bits) for source, (regex, bits, values) in self.wild.items() if values & ~dead]
         sources = ([] if self.trie is None else [self.trie]) + [source for source, _, _ in live]
         if not sources:
             return {}
-        found = set(_line_regex("|".join(sources)).findall("\n" + low + "\n"))
+        found = set(_line_regex("|".join(sources)).findall(framed))
         literals, prefixes, lengths = self.literals, self.prefixes, self.lengths
         out = {}
         for name in found:
@@ -583,13 +609,21 @@ class PolicyEngine:
         if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
             k = 0 if database is None else 1
             return [n for n in names if self._visible_one(user, k, n.lower(), names_filter)]
-        low = block.lower()
+        framed = "\n" + block.lower() + "\n"
         base, verdict = names_filter.base, names_filter.verdict
         usual = verdict(base)
-        unusual = {name for name, bits in names_filter.hits(low).items() if verdict(base ^ bits) != usual}
+        unusual = {name for name, bits in names_filter.hits(framed).items() if verdict(base ^ bits) != usual}
         if not unusual:
             return list(names) if usual else []
-        flagged = map(unusual.__contains__, low.split("\n"))  # C-level passes: no Python loop per name
+        if len(unusual) <= _FEW:
+            lines = _lines_of(framed, unusual)
+            if not usual:
+                return [names[i] for i in lines]
+            shown = list(names)
+            for i in reversed(lines):
+                del shown[i]
+            return shown
+        flagged = map(unusual.__contains__, framed[1:-1].split("\n"))  # C-level passes: no loop per name
         return list(compress(names, map(operator.not_, flagged) if usual else flagged))
 
     @staticmethod
