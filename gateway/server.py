@@ -65,16 +65,23 @@ class _RequestLineCheck(asyncio.Protocol):
     before the request line are skipped (RFC 9112 §2.2). Everything else is forwarded as is.
     """
 
-    __slots__ = ("handler", "_head")
+    __slots__ = ("handler", "_head", "deadline")
 
     def __init__(self, handler: RequestHandler):
         self.handler = handler
         self._head: bytes | None = b""  # None once the first request line was seen
+        #: The header deadline's timer (:class:`_HeaderDeadline`), cancelled with the connection.
+        self.deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.handler.connection_made(transport)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.deadline is not None:
+            # Otherwise the timer would keep the closed connection's handler for the whole
+            # header timeout: with a connection per call, thousands of them.
+            self.deadline.cancel()
+            self.deadline = None
         self.handler.connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -121,9 +128,11 @@ class _HeaderDeadline:
     def __call__(self) -> _RequestLineCheck:
         self._accepted.inc()
         handler = self._server()
-        # RequestHandler has __slots__ without __weakref__: the timer holds it until it fires.
-        asyncio.get_running_loop().call_later(self._timeout, self._expire, handler)
-        return _RequestLineCheck(handler)
+        protocol = _RequestLineCheck(handler)
+        # RequestHandler has __slots__ without __weakref__: the timer holds it until it fires
+        # or the connection is lost (_RequestLineCheck.connection_lost cancels it).
+        protocol.deadline = asyncio.get_running_loop().call_later(self._timeout, self._expire, handler)
+        return protocol
 
     @staticmethod
     def _expire(handler: RequestHandler) -> None:
