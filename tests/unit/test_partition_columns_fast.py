@@ -14,7 +14,6 @@ from gateway.observability.audit import AuditEvent
 from gateway.pipeline import thrift_objects
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps import catalog_policy
 from gateway.pipeline.steps.catalog_policy import _Columns, _PartitionColumns
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity
@@ -90,7 +89,7 @@ CASES = {
         [partition(0, values=[OLD.decode("latin-1")]), partition(1)], ["None"]),
     "a parameter holding the bytes, the other partition without sd": (
         [partition(0, params={"k": OLD.decode("latin-1")}), no_sd(1)], ["None"]),
-    "a column list longer than the first window read": (
+    "3,001 columns (a 126 KB list)": (
         [partition(i, cols=(*(f"c{j:04d}" for j in range(3000)), "ssn")) for i in range(2)], ["uniform", "splice"]),
     "differing columns": (
         [partition(0), partition(1, cols=("x", "y")), partition(2, cols=("ssn",)), partition(3)],
