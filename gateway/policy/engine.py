@@ -208,7 +208,7 @@ def _trie(words: dict[str, str]) -> str | None:
         return "(?:" + "|".join(re.escape(word) + tail for word, tail in words.items()) + ")"
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)  # a source may hold every value of many policies
 def _line_regex(source: str) -> re.Pattern[str]:
     """``source`` as whole lines of a listing joined with newlines and framed by newlines:
     ``findall`` returns each line it matches (``.`` stops at a newline: no line spills)."""

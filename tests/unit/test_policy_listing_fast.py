@@ -17,6 +17,7 @@ from gateway.observability.audit import AuditEvent
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.steps.catalog_policy import CatalogPolicy
+from gateway.pipeline.thrift_objects import encode_reply
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.authentication.base import Principal
@@ -135,3 +136,30 @@ def test_step_listing_keeps_what_visible_keeps(policy_list, user, groups, databa
     call = encode_binary_call("get_all_databases", 1, [])
     assert _reply_names(step, "get_all_databases", call, listing, user, groups) == [
         n for n, s in zip(decoded, shown) if engine.visible(user, groups, s)]
+
+
+def test_step_does_not_decode_a_listing_the_policies_decide_alike():
+    """A database the user may see whole keeps HMS's bytes; one they cannot see answers an
+    empty list; HMS's declared exception passes either way."""
+    engine = PolicyEngine([Policy(1, "p", (ResourceSpec(("sales",)), ResourceSpec(("*",))),
+                                  allow=(PolicyItem(expand_accesses(["select"]), frozenset({"ann"})),))])
+    step = CatalogPolicy("t", "/hms", engine, SCHEMA)
+    result_class = SCHEMA.methods["get_all_tables"].result_class
+    _, field, exception, _ = result_class.thrift_spec[1]
+    failure = encode_reply("get_all_tables", 1, result_class(**{field: exception(message="boom")}))
+    for database, expected in (("sales", ["a", "b\xff"]), ("hr", [])):
+        call = encode_binary_call("get_all_tables", 1, [(1, TType.STRING, database)])
+        header, _ = read_message_header(call)
+        for message, shown in ((list_of_strings_reply("get_all_tables", 1, ["a", "b\xff"]), expected),
+                               (failure, None)):
+            exchange = Exchange(None, None, None, AuditEvent("t", None),  # type: ignore[arg-type]
+                                identity=Identity("ann", Principal("ann", "basic"), frozenset()),
+                                header=header, call=call)
+            reply = Reply(message, SCHEMA)
+            asyncio.run(step.on_reply(exchange, reply))
+            if shown is None or database == "sales":
+                assert reply.message is message  # untouched
+            if database == "sales" and shown is not None:
+                assert reply._result is None  # never decoded
+            assert Reply(reply.message, SCHEMA).result.success == shown
+            assert exchange.event.policy_hidden == (None if shown is None else 2 - len(shown))
