@@ -45,17 +45,19 @@ def spliced(message: bytes, monkeypatch) -> tuple[bytes, int | None, list[str]]:
     """The step's answer, and which ways ``_PartitionColumns`` went (``uniform``,
     ``per_partition``, ``None`` for the object path)."""
     ways: list[str] = []
-    for name in ("_uniform", "_per_partition"):
+
+    def spy(name: str, record) -> None:
         real = getattr(_PartitionColumns, name)
 
-        def spy(self, *args, _real=real, _name=name):
-            ways.append(_name[1:])
-            return _real(self, *args)
-        monkeypatch.setattr(_PartitionColumns, name, spy)
-    real_filter = _PartitionColumns.filter
-    monkeypatch.setattr(_PartitionColumns, "filter",
-                        lambda self, m, c: (lambda out: ways.append("splice" if out is not None else "None") or out)(
-                            real_filter(self, m, c)))
+        def spied(self, *args):
+            out = real(self, *args)
+            ways.append(record(out))
+            return out
+        monkeypatch.setattr(_PartitionColumns, name, spied)
+
+    spy("_uniform", lambda out: "uniform")
+    spy("_per_partition", lambda out: "per_partition")
+    spy("filter", lambda out: "None" if out is None else "splice")
     call = encode_binary_call("get_partitions", 3, [(1, TType.STRING, "db"), (2, TType.STRING, "t"), (3, TType.I16, -1)])
     exchange = Exchange(None, None, None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(call)[0], call=call)
