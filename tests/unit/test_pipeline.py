@@ -130,3 +130,35 @@ async def test_a_large_binary_reply_goes_out_whole_in_slices():
         await upstream.close()
     assert response.status == 200 and len(body) > 1 << 20
     assert body == answer(call, _BigReplyHMS.REPLY)
+
+
+class _SeesSent:
+    """An observer that records, for each response, whether it had been sent when it ran."""
+
+    def __init__(self):
+        self.seen: list[tuple[str, bool, bool]] = []
+
+    def on_response(self, event, response, outcome):
+        self.seen.append((outcome, response.prepared, "X-Request-Id" in response.headers))
+
+
+@pytest.mark.parametrize("steps, target, outcome", [
+    ([_Anonymous()], f"/gateway/t/{PATH}", "ok"),  # streamed: the pool completes the response
+    ([_Anonymous(), _HideDefault()], f"/gateway/t/{PATH}", "ok"),  # read whole by a reply step
+    ([_Anonymous()], "/gateway/t/nowhere", "not_found"),  # ended before any service
+])
+async def test_observers_run_after_the_response_was_sent(steps, target, outcome):
+    schema = load_schema()
+    observer = _SeesSent()
+    async with FakeHMS() as hms:
+        upstream = Upstream([UpstreamPool(hms.url)])
+        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
+        service = Service("t", config, ConcurrencyLimiter(None),
+                          ThriftRpcService("t", PATH, upstream, Chain(steps), schema, Limits()))
+        dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}), [observer])
+        async with TestClient(RawTestServer(dispatcher)) as client:
+            response = await client.post(target, data=b'[1,"get_all_databases",1,9,{}]')
+            await response.read()
+        await upstream.close()
+    assert response.headers["X-Request-Id"]
+    assert observer.seen == [(outcome, True, True)]
