@@ -6,7 +6,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support.feed import Catalog
 from tests.support.hms import RunningHMS, start_hms
+from tests.support.kdc import start_realm
+from tests.support.thriftpy_client import direct_thriftpy_client
+from tests.support.tunnel import start_tunnel_test_gateway
 from tests.support.thrift_gen import hive_metastore_client
 
 
@@ -46,3 +50,60 @@ def direct(hms: RunningHMS):
         yield client
     finally:
         transport.close()
+
+
+@pytest.fixture(scope="module")
+def feed_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    """An empty HMS of its own per test module, for the change-feed tests (its notification log
+    holds only what the module does)."""
+    running = start_hms(tmp_path_factory.mktemp("hms-feed"))
+    yield running
+    running.server.stop()
+
+
+@pytest.fixture(scope="module")
+def catalog(feed_hms: RunningHMS) -> Iterator[Catalog]:
+    """DDL on ``feed_hms`` through Apache's generated client."""
+    cat = Catalog(feed_hms)
+    yield cat
+    cat.close()
+
+
+@pytest.fixture(scope="module")
+def direct_thriftpy(hms: RunningHMS):
+    """A :func:`direct_thriftpy_client` of the session HMS (``direct`` is Apache's)."""
+    client = direct_thriftpy_client(hms)
+    yield client
+    client.close()
+
+
+# The tunnel tests' world (tests/integration/test_tunnel.py, test_python_client.py), one per module.
+
+@pytest.fixture(scope="module")
+def tunnel_realm():
+    """A Kerberos realm of the test KDC."""
+    realm = start_realm()
+    yield realm
+    realm.stop()
+
+
+@pytest.fixture(scope="module")
+def tunnel_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    """An empty HMS of the module's own: the tunnel tests create databases."""
+    running = start_hms(tmp_path_factory.mktemp("hms-tunnel"))
+    yield running
+    running.server.stop()
+
+
+@pytest.fixture(scope="module")
+def tunnel_gateway(tunnel_metastore, tunnel_realm, tmp_path_factory: pytest.TempPathFactory):
+    """:func:`tests.support.tunnel.start_tunnel_test_gateway` on the two fixtures above."""
+    gw = start_tunnel_test_gateway(tmp_path_factory.mktemp("gw-tunnel"), tunnel_metastore, tunnel_realm)
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture(scope="module")
+def tunnel_kerberos_env(tunnel_realm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of user dave with a ticket cache in ``tunnel_realm`` (password dave-password)."""
+    return tunnel_realm.add_user("dave", "dave-password", tmp_path_factory.mktemp("ccache") / "dave")

@@ -19,8 +19,8 @@ import pytest
 import stomp
 
 from gateway.events.broker import read_offset
-# The change feed's own integration helpers and fixtures (one HMS with the listener per module).
-from tests.integration.test_event_stream import catalog, feed_hms, start_feed_gateway  # noqa: F401
+# The feed_hms and catalog fixtures (an HMS of its own per module) are in tests/integration/conftest.py.
+from tests.support.feed import start_feed_gateway
 from tests.support.gateway import restart
 from tests.support.activemq import jms_messages, start_activemq, start_jms_consumer
 

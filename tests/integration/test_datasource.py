@@ -18,8 +18,7 @@ import pytest
 from gateway.client import BasicAuth, events, hive_metastore_idl
 from gateway.config import SPEC_METHODS
 from gateway.demo.metastore_client import partition_name
-from tests.integration.test_event_stream import feed_hms  # noqa: F401 (a fixture)
-from tests.integration.test_python_client import direct, direct_client  # noqa: F401 (direct: a fixture)
+from tests.support.thriftpy_client import direct_thriftpy_client
 from tests.support.gateway import RunningGateway, service, start_gateway
 from tests.support.spec_calls import DB, TABLE
 
@@ -78,25 +77,25 @@ def read(spark, gw, view: str, topology: str = "batched", **extra):
     return spark.read.format("hms").options(**options(gw, topology, **extra)).load(view)
 
 
-def direct_tables(direct) -> dict[tuple[str, str], object]:
-    return {(db, t): direct.get_table(db, t)
-            for db in direct.get_databases("*") for t in direct.get_tables(db, "*")}
+def direct_tables(direct_thriftpy) -> dict[tuple[str, str], object]:
+    return {(db, t): direct_thriftpy.get_table(db, t)
+            for db in direct_thriftpy.get_databases("*") for t in direct_thriftpy.get_tables(db, "*")}
 
 
-def test_databases_equal_direct(spark, gateway, direct):
+def test_databases_equal_direct(spark, gateway, direct_thriftpy):
     rows = {r.database: r for r in read(spark, gateway, "databases").collect()}
-    assert set(rows) == set(direct.get_databases("*")) >= {"default", DB, "sales"}
+    assert set(rows) == set(direct_thriftpy.get_databases("*")) >= {"default", DB, "sales"}
     for name, row in rows.items():
-        d = direct.get_database(name)
+        d = direct_thriftpy.get_database(name)
         assert (row.description, row.location, row.owner, row.parameters) == (
             d.description, d.locationUri, d.ownerName, d.parameters or {})
         assert row.owner_type == hive_metastore_idl().PrincipalType._VALUES_TO_NAMES[d.ownerType]
 
 
 @pytest.mark.parametrize("topology, threads", [("batched", "3"), ("spec", "3"), ("spec", "1")])
-def test_tables_equal_direct_in_the_input_partitions_asked_for(spark, gateway, direct, topology, threads):
+def test_tables_equal_direct_in_the_input_partitions_asked_for(spark, gateway, direct_thriftpy, topology, threads):
     df = read(spark, gateway, "tables", topology, batch_size="2", partitions="3", threads=threads)
-    expected = direct_tables(direct)
+    expected = direct_tables(direct_thriftpy)
     assert len(expected) > 3 and df.rdd.getNumPartitions() == 3
     rows = {(r.database, r.table): r for r in df.collect()}
     assert set(rows) == set(expected)
@@ -109,7 +108,7 @@ def test_tables_equal_direct_in_the_input_partitions_asked_for(spark, gateway, d
         assert row.partition_keys == [k.name for k in t.partitionKeys]
         assert row.num_columns == len(t.sd.cols)
         assert row.parameters == (t.parameters or {})
-        expected_parts = len(direct.get_partition_names(*key, -1)) if t.partitionKeys else None
+        expected_parts = len(direct_thriftpy.get_partition_names(*key, -1)) if t.partitionKeys else None
         assert row.num_partitions == expected_parts
         assert row.has_statistics == ("numRows" in (t.parameters or {})
                                       or "spark.sql.statistics.numRows" in (t.parameters or {}))
@@ -117,13 +116,13 @@ def test_tables_equal_direct_in_the_input_partitions_asked_for(spark, gateway, d
     assert rows[(DB, "events")].num_partitions == 200
 
 
-def test_partitions_equal_direct(spark, gateway, direct):
+def test_partitions_equal_direct(spark, gateway, direct_thriftpy):
     df = read(spark, gateway, "partitions", database=DB, table="test_table|events")
     rows = sorted(df.collect(), key=lambda r: (r.table, r.name))
     expected = []
     for table in ("events", TABLE):
-        keys = [k.name for k in direct.get_table(DB, table).partitionKeys]
-        for p in direct.get_partitions(DB, table, -1):
+        keys = [k.name for k in direct_thriftpy.get_table(DB, table).partitionKeys]
+        for p in direct_thriftpy.get_partitions(DB, table, -1):
             expected.append((DB, table, partition_name(keys, p.values), p.values, p.sd.location, p.createTime,
                              p.parameters or {}))
     expected.sort(key=lambda e: (e[1], e[2]))
@@ -132,9 +131,9 @@ def test_partitions_equal_direct(spark, gateway, direct):
     assert {r.name for r in rows if r.table == TABLE} == {"hair_color=black", "hair_color=brown"}
 
 
-def test_columns_equal_direct(spark, gateway, direct):
+def test_columns_equal_direct(spark, gateway, direct_thriftpy):
     rows = read(spark, gateway, "columns", database=DB, table=TABLE).orderBy("position").collect()
-    t = direct.get_table(DB, TABLE)
+    t = direct_thriftpy.get_table(DB, TABLE)
     expected = [(c.name, c.type, c.comment, False) for c in t.sd.cols]
     expected += [(c.name, c.type, c.comment, True) for c in t.partitionKeys]
     assert [(r.column, r.type, r.comment, r.is_partition_key) for r in rows] == expected
@@ -161,13 +160,13 @@ def test_missing_url_and_unknown_view_are_named(spark, gateway):
     assert "unknown view 'functions'" in str(info.value)
 
 
-def test_catalog_report_example(spark, gateway, direct, tmp_path):
+def test_catalog_report_example(spark, gateway, direct_thriftpy, tmp_path):
     spec = importlib.util.spec_from_file_location("catalog_report", REPO / "examples" / "catalog_report.py")
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     written = report.write_report(spark, options(gateway), tmp_path / "report")
     assert sorted(written) == ["owners", "partition_counts", "tables_per_database", "tables_without_statistics"]
-    expected = direct_tables(direct)
+    expected = direct_tables(direct_thriftpy)
 
     per_db = {r.database: r.tables for r in spark.read.parquet(written["tables_per_database"]).collect()}
     counts: dict[str, int] = {}
@@ -176,7 +175,7 @@ def test_catalog_report_example(spark, gateway, direct, tmp_path):
     assert per_db == counts
 
     parts = {(r.database, r.table): r.partitions for r in spark.read.parquet(written["partition_counts"]).collect()}
-    assert parts == {k: len(direct.get_partition_names(*k, -1)) for k, t in expected.items() if t.partitionKeys}
+    assert parts == {k: len(direct_thriftpy.get_partition_names(*k, -1)) for k, t in expected.items() if t.partitionKeys}
 
     no_stats = {(r.database, r.table) for r in spark.read.parquet(written["tables_without_statistics"]).collect()}
     assert no_stats == {k for k, t in expected.items() if t.tableType != "VIRTUAL_VIEW"
@@ -205,18 +204,18 @@ def feed_gateway(feed_hms, tmp_path_factory) -> RunningGateway:
 
 @pytest.fixture(scope="module")
 def feed_direct(feed_hms):
-    client = direct_client(feed_hms)
+    client = direct_thriftpy_client(feed_hms)
     yield client
     client.close()
 
 
-def create_database(direct, name: str) -> None:
-    direct.create_database(hive_metastore_idl().Database(name=name, description="feed", parameters={}))
+def create_database(direct_thriftpy, name: str) -> None:
+    direct_thriftpy.create_database(hive_metastore_idl().Database(name=name, description="feed", parameters={}))
 
 
-def notifications_after(direct, after: int) -> list:
+def notifications_after(direct_thriftpy, after: int) -> list:
     request = hive_metastore_idl().NotificationEventRequest(lastEvent=after, maxEvents=1000)
-    return direct.get_next_notification(request).events or []
+    return direct_thriftpy.get_next_notification(request).events or []
 
 
 def test_events_iterator_follows_the_notification_log(feed_gateway, feed_direct):

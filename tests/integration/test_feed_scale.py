@@ -14,10 +14,7 @@ import json
 import aiohttp
 import pytest
 
-from tests.integration.test_event_stream import (  # noqa: F401  (fixtures)
-    EVENTS_PATH, SSE, SSEReader, auth, catalog, feed_hms, start_feed_gateway,
-)
-from tests.support.feed import feed_metrics
+from tests.support.feed import EVENTS_PATH, SSE, SSEReader, auth, feed_metrics, start_feed_gateway
 
 pytestmark = pytest.mark.integration
 

@@ -9,10 +9,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from thriftpy2.protocol import TBinaryProtocolFactory
-from thriftpy2.rpc import make_client
 from thriftpy2.thrift import TApplicationException
-from thriftpy2.transport import TBufferedTransportFactory
 
 from gateway.certs import write_client_certificate
 from gateway.client import (
@@ -25,15 +22,11 @@ from gateway.client import (
     GatewayUnreachable,
     KerberosAuth,
     connect,
-    hive_metastore_idl,
 )
 from gateway.config import SPEC_METHODS
 from tests.support.gateway import restart
-from tests.integration.test_tunnel import USERS as TUNNEL_USERS
-from tests.integration.test_tunnel import _token as tunnel_token
-from tests.integration.test_tunnel import gateway as tunnel_gateway  # noqa: F401 (fixtures)
-from tests.integration.test_tunnel import kerberos_env, realm  # noqa: F401
-from tests.integration.test_tunnel import metastore  # noqa: F401
+from tests.support.tunnel import USERS as TUNNEL_USERS
+from tests.support.tunnel import token as tunnel_token
 from tests.support.gateway import RunningGateway, service, start_gateway
 from tests.support.hms import free_port
 from tests.support.spec_calls import DB, TABLE
@@ -69,44 +62,30 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
     gw.stop()
 
 
-def direct_client(hms):
-    """thriftpy2 over a plain socket to ``hms``: the same types module as gateway.client's, so
-    objects compare with ``==``."""
-    return make_client(hive_metastore_idl().ThriftHiveMetastore, hms.host, hms.port,
-                       proto_factory=TBinaryProtocolFactory(strict_read=True, strict_write=True),
-                       trans_factory=TBufferedTransportFactory(), timeout=60_000)
-
-
-@pytest.fixture(scope="module")
-def direct(hms):
-    client = direct_client(hms)
-    yield client
-    client.close()
-
 
 def admin(gw: RunningGateway, topology: str = "default", **kwargs):
     return connect(gw.url(topology), auth=BasicAuth("admin", USERS["admin"]), ca=gw.ca_file, **kwargs)
 
 
 @pytest.mark.parametrize("protocol", ["binary", "tjson"])
-def test_calls_equal_direct_calls(gateway, direct, protocol):
+def test_calls_equal_direct_calls(gateway, direct_thriftpy, protocol):
     with admin(gateway, protocol=protocol) as hms:
-        assert hms.get_all_databases() == direct.get_all_databases()
+        assert hms.get_all_databases() == direct_thriftpy.get_all_databases()
         assert DB in hms.get_all_databases()
-        assert hms.get_database(DB) == direct.get_database(DB)
-        assert hms.get_all_tables(DB) == direct.get_all_tables(DB)
+        assert hms.get_database(DB) == direct_thriftpy.get_database(DB)
+        assert hms.get_all_tables(DB) == direct_thriftpy.get_all_tables(DB)
         table = hms.get_table(DB, TABLE)
-        assert table == direct.get_table(DB, TABLE)
+        assert table == direct_thriftpy.get_table(DB, TABLE)
         assert isinstance(table, hms.types.Table)
         assert [c.name for c in table.partitionKeys] == ["hair_color"]
         parts = hms.get_partitions(DB, TABLE, -1)
-        assert parts == direct.get_partitions(DB, TABLE, -1)
+        assert parts == direct_thriftpy.get_partitions(DB, TABLE, -1)
         assert sorted(p.values for p in parts) == [["black"], ["brown"]]
         many = hms.get_partitions(DB, BIG_TABLE, -1)
         assert len(many) == 200
-        assert many == direct.get_partitions(DB, BIG_TABLE, -1)
+        assert many == direct_thriftpy.get_partitions(DB, BIG_TABLE, -1)
         request = hms.types.GetTablesRequest(dbName=DB, tblNames=[TABLE])
-        assert hms.get_table_objects_by_name_req(request) == direct.get_table_objects_by_name_req(request)
+        assert hms.get_table_objects_by_name_req(request) == direct_thriftpy.get_table_objects_by_name_req(request)
 
 
 @pytest.fixture(scope="module")
@@ -196,11 +175,11 @@ def test_service_acl_refusal_is_access_denied_with_the_reason(gateway):
     assert "bob is not in the service ACL" in info.value.reason
 
 
-def test_client_certificate_authenticates(gateway, direct):
+def test_client_certificate_authenticates(gateway, direct_thriftpy):
     certs = gateway.workdir / "certs"
     auth = ClientCertificateAuth(str(certs / "alice.crt"), str(certs / "alice.key"))
     with connect(gateway.url("admins"), auth=auth, ca=gateway.ca_file) as hms:  # ACL: admin, alice
-        assert hms.get_all_databases() == direct.get_all_databases()
+        assert hms.get_all_databases() == direct_thriftpy.get_all_databases()
 
 
 def test_method_not_exposed_is_a_tapplicationexception(gateway):
@@ -231,7 +210,7 @@ def test_untrusted_gateway_certificate_is_refused(gateway, tmp_path):
 # Every authentication provider, in the tunnel test's gateway (tests/integration/test_tunnel.py:
 # htpasswd, JWT, Kerberos through the test KDC, client certificates; its own empty HMS).
 @pytest.mark.parametrize("provider", ["basic", "jwt", "cert", "kerberos"])
-def test_each_provider_acts_as_its_user(tunnel_gateway, kerberos_env, provider, tmp_path, monkeypatch):
+def test_each_provider_acts_as_its_user(tunnel_gateway, tunnel_kerberos_env, provider, tmp_path, monkeypatch):
     if provider == "basic":
         auth, user = BasicAuth("etl", TUNNEL_USERS["etl"]), "etl"
     elif provider == "jwt":
@@ -240,7 +219,7 @@ def test_each_provider_acts_as_its_user(tunnel_gateway, kerberos_env, provider, 
         certs = tunnel_gateway.client_certs
         auth, user = ClientCertificateAuth(str(certs / "alice.crt"), str(certs / "alice.key")), "alice"
     else:
-        for key, value in kerberos_env.items():  # the realm's krb5.conf and dave's ticket cache
+        for key, value in tunnel_kerberos_env.items():  # the realm's krb5.conf and dave's ticket cache
             monkeypatch.setenv(key, value)
         auth, user = KerberosAuth(), "dave"
     with connect(tunnel_gateway.url("spark", "hive/rw"), auth=auth, ca=tunnel_gateway.ca_file) as hms:

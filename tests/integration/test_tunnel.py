@@ -11,7 +11,6 @@ and from the owner of what the call created.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -19,124 +18,38 @@ import time
 import uuid
 
 import pytest
-from jose import jwt
 from thrift.Thrift import TApplicationException
 
-from gateway.certs import write_client_certificate
-from tests.support.gateway import start_gateway, stop_process
-from tests.support.hms import start_hms
-from tests.support.kdc import start_realm
+from tests.support.gateway import stop_process
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
-from tests.support.tunnel import start_tunnel
+from tests.support.tunnel import USERS, gateway_env, secret_file, start_tunnel, token
 
 pytestmark = pytest.mark.integration
 
-HMAC_KEY = "hmac-key-of-the-tunnel-test-tokens-0123456789"
-READS = ["set_ugi", "get_all_databases", "get_databases", "get_database", "get_table"]
-WRITES = [*READS, "create_database"]
-USERS = {"etl": "etl-password", "carol": "carol-password"}
 
-
-@pytest.fixture(scope="module")
-def realm(tmp_path_factory):
-    r = start_realm()
-    yield r
-    r.stop()
-
-
-@pytest.fixture(scope="module")
-def metastore(tmp_path_factory):
-    running = start_hms(tmp_path_factory.mktemp("hms-tunnel"))
-    yield running
-    running.server.stop()
-
-
-@pytest.fixture(scope="module")
-def gateway(metastore, realm, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gw-tunnel")
-    certs = workdir / "certs"
-    write_client_certificate(certs, "alice")
-    url = f"thrift://127.0.0.1:{metastore.port}"
-    providers = [
-        {"type": "mtls"},
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
-        {"type": "jwt", "algorithms": ["HS256"], "issuer": "tunnel-test", "audience": "hms",
-         "hmac_key": f"file:{_secret(workdir / 'jwt.key', HMAC_KEY)}"},
-        {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab),
-         # the session cookie the tunnel keeps (calls after the first skip the handshake)
-         "cookie": {"signing_key": f"file:{_secret(workdir / 'cookie.key', HMAC_KEY + '-cookie')}",
-                    "lifetime_seconds": 600}},
-    ]
-    topology = {
-        "providers": {"authentication": providers, "identity_assertion": {"group_mapping": "etl=engineers;*=staff"}},
-        "services": [
-            {"path": "hive/ro", "upstream": {"urls": [url]}, "methods": READS},
-            {"path": "hive/rw", "upstream": {"urls": [url]}, "methods": WRITES},
-            {"path": "hive/nougi", "upstream": {"urls": [url]}, "methods": ["get_all_databases"]},
-        ],
-    }
-    tls = {"certificate": str(certs / "server.crt"), "private_key": str(certs / "server.key"),
-           "client_ca": str(certs / "ca.crt")}
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(_gateway_env(realm))
-    try:
-        gw = start_gateway(workdir, {"spark": topology}, USERS, gateway_extra={"tls": tls})
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    gw.client_certs = certs  # type: ignore[attr-defined]
-    yield gw
-    gw.stop()
-
-
-def _gateway_env(realm) -> dict[str, str]:
-    """The gateway's environment: the realm's krb5.conf, no KRB5_KTNAME (the keytab is config)."""
-    env = {**os.environ, **realm.env, "PYTHONUNBUFFERED": "1"}
-    env.pop("KRB5_KTNAME", None)
-    return env
-
-
-def _secret(path, value: str):
-    path.write_text(value + "\n")
-    path.chmod(0o600)
-    return path
-
-
-def _token(sub: str) -> str:
-    now = int(time.time())
-    return jwt.encode({"iss": "tunnel-test", "aud": "hms", "sub": sub, "exp": now + 600, "nbf": now},
-                      HMAC_KEY, algorithm="HS256")
-
-
-@pytest.fixture(scope="module")
-def kerberos_env(realm, tmp_path_factory):
-    return realm.add_user("dave", "dave-password", tmp_path_factory.mktemp("ccache") / "dave")
-
-
-def _tunnel(gateway, path: str, provider: str, tmp_path, kerberos_env=None):
+def _tunnel(tunnel_gateway, path: str, provider: str, tmp_path, tunnel_kerberos_env=None):
     """(running tunnel, user the gateway should see) for ``provider``."""
-    url = gateway.url("spark", path)
+    url = tunnel_gateway.url("spark", path)
     if provider == "basic":
         return start_tunnel(url, ["--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW"],
-                            ca=gateway.ca_file, env={"TUNNEL_PW": USERS["etl"]}), "etl"
+                            ca=tunnel_gateway.ca_file, env={"TUNNEL_PW": USERS["etl"]}), "etl"
     if provider == "jwt":
-        token = _secret(tmp_path / "token", _token("carol"))
-        return start_tunnel(url, ["--auth", "bearer", "--token-file", str(token)], ca=gateway.ca_file), "carol"
+        token_file = secret_file(tmp_path / "token", token("carol"))
+        return start_tunnel(url, ["--auth", "bearer", "--token-file", str(token_file)], ca=tunnel_gateway.ca_file), "carol"
     if provider == "cert":
-        certs = gateway.client_certs
+        certs = tunnel_gateway.client_certs
         return start_tunnel(url, ["--auth", "cert", "--cert", str(certs / "alice.crt"),
-                                  "--key", str(certs / "alice.key")], ca=gateway.ca_file), "alice"
+                                  "--key", str(certs / "alice.key")], ca=tunnel_gateway.ca_file), "alice"
     assert provider == "kerberos"
-    return start_tunnel(url, ["--auth", "kerberos"], ca=gateway.ca_file, env=kerberos_env), "dave"
+    return start_tunnel(url, ["--auth", "kerberos"], ca=tunnel_gateway.ca_file, env=tunnel_kerberos_env), "dave"
 
 
-def _ugi_audit(metastore, cmd: str, timeout: float = 30.0) -> str:
+def _ugi_audit(tunnel_metastore, cmd: str, timeout: float = 30.0) -> str:
     """The ``ugi=`` of HMS's audit line for ``cmd`` (HMS writes its log asynchronously)."""
     pattern = re.compile(r"HiveMetaStore\.audit: ugi=(\S+)\s.*cmd=source:\S+ " + re.escape(cmd))
     deadline = time.monotonic() + timeout
     while True:
-        match = pattern.search(metastore.server.log_path.read_text(errors="replace"))
+        match = pattern.search(tunnel_metastore.server.log_path.read_text(errors="replace"))
         if match:
             return match.group(1)
         if time.monotonic() > deadline:
@@ -145,9 +58,9 @@ def _ugi_audit(metastore, cmd: str, timeout: float = 30.0) -> str:
 
 
 @pytest.mark.parametrize("provider", ["basic", "jwt", "cert", "kerberos"])
-def test_each_provider_through_the_tunnel(gateway, metastore, provider, tmp_path, kerberos_env):
+def test_each_provider_through_the_tunnel(tunnel_gateway, tunnel_metastore, provider, tmp_path, tunnel_kerberos_env):
     _, ttypes = hive_metastore_modules()
-    tunnel, user = _tunnel(gateway, "hive/rw", provider, tmp_path, kerberos_env)
+    tunnel, user = _tunnel(tunnel_gateway, "hive/rw", provider, tmp_path, tunnel_kerberos_env)
     try:
         client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
         try:
@@ -162,13 +75,13 @@ def test_each_provider_through_the_tunnel(gateway, metastore, provider, tmp_path
             assert client.get_database(name).ownerName == user
         finally:
             transport.close()
-        assert _ugi_audit(metastore, f"create_database: Database(name:{name},") == user
+        assert _ugi_audit(tunnel_metastore, f"create_database: Database(name:{name},") == user
     finally:
         tunnel.stop()
 
 
-def test_groups_are_the_gateways(gateway, tmp_path):
-    tunnel, _ = _tunnel(gateway, "hive/ro", "basic", tmp_path)
+def test_groups_are_the_gateways(tunnel_gateway, tmp_path):
+    tunnel, _ = _tunnel(tunnel_gateway, "hive/ro", "basic", tmp_path)
     try:
         client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
         try:
@@ -179,10 +92,10 @@ def test_groups_are_the_gateways(gateway, tmp_path):
         tunnel.stop()
 
 
-def test_read_only_service_refuses_writes_and_unlisted_set_ugi(gateway, tmp_path):
+def test_read_only_service_refuses_writes_and_unlisted_set_ugi(tunnel_gateway, tmp_path):
     _, ttypes = hive_metastore_modules()
-    tunnel, _ = _tunnel(gateway, "hive/ro", "basic", tmp_path)
-    nougi, _ = _tunnel(gateway, "hive/nougi", "basic", tmp_path)
+    tunnel, _ = _tunnel(tunnel_gateway, "hive/ro", "basic", tmp_path)
+    nougi, _ = _tunnel(tunnel_gateway, "hive/nougi", "basic", tmp_path)
     try:
         client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
         try:
@@ -202,10 +115,10 @@ def test_read_only_service_refuses_writes_and_unlisted_set_ugi(gateway, tmp_path
         nougi.stop()
 
 
-def test_refused_credentials_reach_the_client_as_tapplicationexception(gateway, tmp_path):
-    url = gateway.url("spark", "hive/ro")
+def test_refused_credentials_reach_the_client_as_tapplicationexception(tunnel_gateway, tmp_path):
+    url = tunnel_gateway.url("spark", "hive/ro")
     tunnel = start_tunnel(url, ["--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW"],
-                          ca=gateway.ca_file, env={"TUNNEL_PW": "wrong-password"})
+                          ca=tunnel_gateway.ca_file, env={"TUNNEL_PW": "wrong-password"})
     try:
         client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
         try:
@@ -217,26 +130,26 @@ def test_refused_credentials_reach_the_client_as_tapplicationexception(gateway, 
         while "get_all_databases (seqid" not in tunnel.output() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "HTTP 401" in tunnel.output()
-        assert "wrong-password" not in tunnel.output() + gateway.log()
+        assert "wrong-password" not in tunnel.output() + tunnel_gateway.log()
     finally:
         tunnel.stop()
 
 
-def test_tunnel_survives_a_gateway_restart(gateway, realm, tmp_path):
+def test_tunnel_survives_a_gateway_restart(tunnel_gateway, tunnel_realm, tmp_path):
     """The gateway goes away and comes back on the same port: the tunnel answers the calls in
     between with a TApplicationException and serves the same client connection afterwards."""
-    tunnel, _ = _tunnel(gateway, "hive/ro", "basic", tmp_path)
+    tunnel, _ = _tunnel(tunnel_gateway, "hive/ro", "basic", tmp_path)
     try:
         client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
         try:
             assert "default" in client.get_all_databases()
-            stop_process(gateway.process)
+            stop_process(tunnel_gateway.process)
             with pytest.raises(TApplicationException, match="gateway unreachable"):
                 client.get_all_databases()
-            log = open(gateway.workdir / "gateway.log", "ab")
-            gateway.process = subprocess.Popen(
-                [sys.executable, "-m", "gateway.cli", "serve", "--config", str(gateway.workdir / "gateway.yaml")],
-                stdout=log, stderr=subprocess.STDOUT, env=_gateway_env(realm))
+            log = open(tunnel_gateway.workdir / "gateway.log", "ab")
+            tunnel_gateway.process = subprocess.Popen(
+                [sys.executable, "-m", "gateway.cli", "serve", "--config", str(tunnel_gateway.workdir / "gateway.yaml")],
+                stdout=log, stderr=subprocess.STDOUT, env=gateway_env(tunnel_realm))
             deadline = time.monotonic() + 60
             while True:
                 try:
@@ -252,8 +165,8 @@ def test_tunnel_survives_a_gateway_restart(gateway, realm, tmp_path):
         tunnel.stop()
 
 
-def test_non_loopback_listen_is_refused(gateway):
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", gateway.url("spark", "hive/ro"),
+def test_non_loopback_listen_is_refused(tunnel_gateway):
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", tunnel_gateway.url("spark", "hive/ro"),
                           "--listen", "0.0.0.0:0", "--auth", "kerberos"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2

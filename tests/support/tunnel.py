@@ -15,7 +15,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.gateway import stop_process
+from jose import jwt
+
+from gateway.certs import write_client_certificate
+from tests.support.gateway import start_gateway, stop_process
 
 _SETTING = re.compile(r"spark\.hadoop\.hive\.metastore\.uris=thrift://127\.0\.0\.1:(\d+)")
 
@@ -73,3 +76,74 @@ def start_tunnel(gateway_url: str, auth_args: list[str], *, ca: Path | None, env
         tunnel.stop()
         raise RuntimeError(f"tunnel did not start: {tunnel.output()}")
     return tunnel
+
+
+# --- the tunnel tests' gateway (tests/integration/conftest.py: the tunnel_* fixtures) ---------
+
+HMAC_KEY = "hmac-key-of-the-tunnel-test-tokens-0123456789"
+READS = ["set_ugi", "get_all_databases", "get_databases", "get_database", "get_table"]
+WRITES = [*READS, "create_database"]
+#: htpasswd users of the tunnel tests' gateway.
+USERS = {"etl": "etl-password", "carol": "carol-password"}
+
+
+def start_tunnel_test_gateway(workdir: Path, metastore, realm):
+    """A gateway (``RunningGateway``, with ``client_certs``: the directory of alice's client
+    certificate) whose topology ``spark`` has every authentication provider: client
+    certificates, htpasswd (:data:`USERS`), JWT (HS256 with :data:`HMAC_KEY`, :func:`token`) and
+    Kerberos in ``realm`` with a session cookie; services ``hive/ro`` (:data:`READS`),
+    ``hive/rw`` (:data:`WRITES`) and ``hive/nougi`` on ``metastore``."""
+    certs = workdir / "certs"
+    write_client_certificate(certs, "alice")
+    url = f"thrift://127.0.0.1:{metastore.port}"
+    providers = [
+        {"type": "mtls"},
+        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
+        {"type": "jwt", "algorithms": ["HS256"], "issuer": "tunnel-test", "audience": "hms",
+         "hmac_key": f"file:{secret_file(workdir / 'jwt.key', HMAC_KEY)}"},
+        {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab),
+         # the session cookie the tunnel keeps (calls after the first skip the handshake)
+         "cookie": {"signing_key": f"file:{secret_file(workdir / 'cookie.key', HMAC_KEY + '-cookie')}",
+                    "lifetime_seconds": 600}},
+    ]
+    topology = {
+        "providers": {"authentication": providers, "identity_assertion": {"group_mapping": "etl=engineers;*=staff"}},
+        "services": [
+            {"path": "hive/ro", "upstream": {"urls": [url]}, "methods": READS},
+            {"path": "hive/rw", "upstream": {"urls": [url]}, "methods": WRITES},
+            {"path": "hive/nougi", "upstream": {"urls": [url]}, "methods": ["get_all_databases"]},
+        ],
+    }
+    tls = {"certificate": str(certs / "server.crt"), "private_key": str(certs / "server.key"),
+           "client_ca": str(certs / "ca.crt")}
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(gateway_env(realm))
+    try:
+        gw = start_gateway(workdir, {"spark": topology}, USERS, gateway_extra={"tls": tls})
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    gw.client_certs = certs  # type: ignore[attr-defined]
+    return gw
+
+
+def gateway_env(realm) -> dict[str, str]:
+    """The gateway's environment: the realm's krb5.conf, no KRB5_KTNAME (the keytab is config)."""
+    env = {**os.environ, **realm.env, "PYTHONUNBUFFERED": "1"}
+    env.pop("KRB5_KTNAME", None)
+    return env
+
+
+def secret_file(path: Path, value: str) -> Path:
+    """``value`` written to ``path``, readable by its owner only."""
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def token(sub: str) -> str:
+    """A JWT for ``sub`` that the tunnel tests' gateway accepts (10 minutes)."""
+    now = int(time.time())
+    return jwt.encode({"iss": "tunnel-test", "aud": "hms", "sub": sub, "exp": now + 600, "nbf": now},
+                      HMAC_KEY, algorithm="HS256")

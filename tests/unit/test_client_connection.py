@@ -4,16 +4,9 @@ event-stream service's documented long-poll contract."""
 
 from __future__ import annotations
 
-import json
-import ssl
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
-
 import pytest
 from urllib3 import HTTPHeaderDict
 
-from gateway.certs import write_dev_certificates
 from gateway.client import BasicAuth, ResyncRequired, connect, events
 from gateway.client.connection import (
     AccessDenied,
@@ -22,6 +15,7 @@ from gateway.client.connection import (
     GatewayUnavailable,
     _error_for,
 )
+from tests.support.fake_feed import FeedHandler
 
 URL = "https://gw.example:8443/gateway/default/hms"
 
@@ -71,58 +65,6 @@ def test_client_is_typed_from_the_bundled_idl_and_sends_nothing_before_a_call():
         assert "get_table" in dir(client) and "get_partitions" in dir(client)
         assert client.types.Table.__name__ == "Table"
         assert client.transport._pool.num_connections == 0
-
-
-class FeedHandler(BaseHTTPRequestHandler):
-    """The long-poll contract of an ``event-stream`` service (gateway/services/event_stream.py):
-    503 until ready, then pages of events, then a 410 resync."""
-
-    protocol_version = "HTTP/1.1"
-    seen: list[dict] = []
-
-    def do_GET(self):  # noqa: N802 (http.server's name)
-        query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
-        type(self).seen.append({**query, "authorization": self.headers.get("Authorization")})
-        after = query.get("after")
-        if len(self.seen) == 1:
-            self.reply(503, {"error": "unavailable"}, {"Retry-After": "0"})
-        elif after is None:
-            self.reply(200, {"events": [], "next": 5})
-        elif after == "5":
-            self.reply(200, {"events": [{"eventId": 6, "eventType": "CREATE_TABLE"},
-                                        {"eventId": 7, "eventType": "DROP_TABLE"}], "next": 7})
-        elif after == "7":
-            self.reply(200, {"events": [], "next": 9})  # filtered events move the position on
-        else:
-            self.reply(410, {"error": "resync", "reason": "trimmed", "detail": "events after 9 are gone",
-                             "latest": 12})
-
-    def reply(self, status, body, headers=None):
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        for key, value in {"Content-Type": "application/json", "Content-Length": str(len(data)),
-                           **(headers or {})}.items():
-            self.send_header(key, value)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def feed_server(tmp_path):
-    certs = write_dev_certificates(tmp_path / "certs")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FeedHandler)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(certs.certificate, certs.private_key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    FeedHandler.seen = []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"https://localhost:{server.server_address[1]}/gateway/default/events", certs.ca_certificate
-    server.shutdown()
-    server.server_close()
 
 
 def test_events_follow_the_long_poll_until_a_resync(feed_server):

@@ -12,7 +12,7 @@ from thriftpy2.thrift import TApplicationException
 from gateway.client import BasicAuth, ResyncRequired, hive_metastore_idl
 from gateway.datasource import HMSEventStreamReader, reader_options
 from gateway.datasource.crawl import SCHEMAS, Batch, partition_rows, plan, plan_partitions, rows
-from tests.unit.test_client_connection import FeedHandler, feed_server  # noqa: F401 (a fixture)
+from tests.support.fake_feed import FeedHandler
 
 T = hive_metastore_idl()
 

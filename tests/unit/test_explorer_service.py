@@ -140,7 +140,7 @@ async def test_authentication_comes_first_even_for_unknown_assets():
 def test_bad_options_name_the_file_and_key(options, key):
     with pytest.raises(ConfigError) as caught:
         validate_options(ExplorerOptions, "topologies/sandbox.yaml", 1, "explorer", options)
-    assert f"services[1].options.{key}" in str(caught.value) or f"services[1].options" in str(caught.value)
+    assert f"services[1].options.{key}" in str(caught.value) or "services[1].options" in str(caught.value)
     assert "sandbox.yaml" in str(caught.value)
 
 

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from gateway.certs import write_dev_certificates
 from gateway.client.auth import BasicAuth
-from gateway.thrift.binary import CALL, EXCEPTION, ONEWAY, REPLY, encode_binary_call, read_message_header, write_message_header
+from gateway.thrift.binary import EXCEPTION, ONEWAY, REPLY, encode_binary_call, read_message_header, write_message_header
 from gateway.thrift.schema import TType
 from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
 from gateway.thrift.walk import iter_fields, string_span
