@@ -15,11 +15,10 @@ from urllib.parse import urlsplit
 from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
 
 from gateway.client_address import ClientAddresses
-from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent, audit_event
+from gateway.observability.audit import AuditEvent, audit_event
 from gateway.observability.log_format import REQUEST_ID
-from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.exchange import Exchange, response_headers
 from gateway.pipeline.outcomes import NotFound, Outcome, Overloaded, VersionNotSupported, response_for
-from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.providers.authentication.throttle import Throttled
 from gateway.thrift.errors import ProtocolError
 from gateway.topology import Router, Service, Topology
@@ -66,9 +65,7 @@ class Dispatcher:
                 request._cache["version"] = HttpVersion11  # type: ignore[attr-defined]
                 response.force_close()
         if not response.prepared:
-            for name, value in request.get(RESPONSE_HEADERS, ()):
-                response.headers.add(name, value)
-            response.headers[REQUEST_ID_HEADER] = event.request_id
+            response.headers.extend(response_headers(request, event.request_id))
             try:
                 await response.prepare(request)
                 await response.write_eof()

@@ -102,12 +102,9 @@ def audit_outcome(detail: str) -> str:
     return "denied" if detail in _DENIED else "failed"
 
 
-def _clip(value: str | None) -> str | None:
-    return None if value is None else value[:_MAX_NAME]
-
-
 def _json_clip(value: str | None) -> str:
-    """``json.dumps(_clip(value))``: the stdlib's C string encoder, ASCII with escapes."""
+    """``value`` clipped to ``_MAX_NAME`` characters as a JSON string (the stdlib's C string
+    encoder, ASCII with escapes), or ``null``."""
     return "null" if value is None else _json_string(value[:_MAX_NAME])
 
 
@@ -170,37 +167,12 @@ class AuditEvent:
             self.database, self.table = self.objects()
             self.objects = None
 
-    def record(self, detail: str, status: int) -> dict:
-        """The audit line's fields for a request that ended with ``status`` / ``detail``."""
-        self._resolve_objects()
-        line = {
-            "time": _clock.now(),
-            "request_id": self.request_id,
-            "topology": _clip(self.topology),
-            "service": _clip(self.service),
-            "client": self.client,
-            "user": _clip(self.user),
-            "effective_user": _clip(self.effective_user),
-            "impersonator": _clip(self.impersonator),
-            "method": _clip(self.method),
-            "database": _clip(self.database),
-            "table": _clip(self.table),
-            "outcome": audit_outcome(detail),
-            "detail": detail,
-            "status": status,
-            "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
-            "reason": _clip(self.reason),
-        }
-        if self.policy_decision is not None:
-            line.update(policy_decision=self.policy_decision, policy_access=self.policy_access,
-                        policy_id=self.policy_id, policy_hidden=self.policy_hidden,
-                        policy_columns_hidden=self.policy_columns_hidden)
-        return line
-
     def line(self, detail: str, status: int) -> str:
-        """:meth:`record` as one line of compact JSON, the same text as ``json.dumps(record,
-        separators=(",", ":"))`` gives (keys in order, ASCII with ``\\u`` escapes), written
-        without building the dict: this runs once per request."""
+        """The audit line of a request that ended with ``status`` / ``detail`` (the metrics
+        outcome): compact JSON with the keys in the order docs/security.md lists them, ASCII
+        with ``\\u`` escapes, the same text ``json.dumps(..., separators=(",", ":"))`` gives for
+        them, written without building a dict: this runs once per request. Names are clipped
+        to 256 characters; the policy keys come only on a service with a catalog policy."""
         self._resolve_objects()
         text = (
             f'{{"time":"{_clock.now()}","request_id":{_json_string(self.request_id)},'

@@ -6,15 +6,27 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from multidict import CIMultiDict
 
-from gateway.observability.audit import AuditEvent
-from gateway.providers.authentication.base import Principal
+from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent
+from gateway.providers.authentication.base import RESPONSE_HEADERS, Principal
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import MessageHeader
 
 if TYPE_CHECKING:
     from gateway.thrift.codec import Codec
     from gateway.topology import Service, Topology
+
+
+def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[str]:
+    """The headers every response of the gateway listener carries, to be set before it is sent:
+    those the authentication providers left for it (``add_response_header``: SPNEGO's
+    mutual-authentication token, a session ``Set-Cookie``; names may repeat) and the request id
+    (``X-Request-Id``). The dispatcher adds them to what it sends; a service that sends its
+    response itself (a streamed reply, an event stream) uses :meth:`Exchange.response_headers`."""
+    headers: CIMultiDict[str] = CIMultiDict(request.get(RESPONSE_HEADERS, ()))
+    headers[REQUEST_ID_HEADER] = request_id
+    return headers
 
 
 @dataclass(slots=True, eq=False)
@@ -34,3 +46,7 @@ class Exchange:
     codec: "Codec | None" = None
     header: MessageHeader | None = None
     call: bytes = b""
+
+    def response_headers(self) -> CIMultiDict[str]:
+        """:func:`response_headers` of this request."""
+        return response_headers(self.request, self.event.request_id)

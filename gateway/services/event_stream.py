@@ -50,12 +50,10 @@ from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
 from gateway.events.model import MetastoreEvent
 from gateway.events.poller import MAX_BATCH, NotificationPoller, ServiceIdentity
 from gateway.observability import metrics
-from gateway.observability.audit import REQUEST_ID_HEADER
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed
 from gateway.policy.columns import filter_parameters
 from gateway.policy.engine import PolicyEngine, Resource
-from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.services.base import ServiceContext
 
 __all__ = ["EventStreamService"]
@@ -395,11 +393,9 @@ class EventStreamService:
 
     async def _stream(self, exchange: Exchange, query: _Query, viewer: _Viewer | None) -> web.StreamResponse:
         request = exchange.request
-        headers = {REQUEST_ID_HEADER: exchange.event.request_id}
+        # sse_response prepares the response on entry: its headers go in now
         async with sse_response(request, ping_interval=self.options.heartbeat_seconds,
-                                headers=headers) as response:
-            for name, value in request.get(RESPONSE_HEADERS, ()):
-                response.headers.add(name, value)
+                                headers=exchange.response_headers()) as response:
             task = asyncio.current_task()
             assert task is not None
             self._streams.add(task)

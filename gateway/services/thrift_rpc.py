@@ -23,13 +23,11 @@ from aiohttp.payload import BytesPayload
 from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.observability import metrics
-from gateway.observability.audit import REQUEST_ID_HEADER
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Answered, BodyTimeout, MethodNotAllowed, TooLarge, status_of
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Chain
 from gateway.services.base import ServiceContext
-from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.thrift.binary import ONEWAY
 from gateway.thrift.codec import detect_codec
 from gateway.thrift.errors import ProtocolError
@@ -199,13 +197,7 @@ class ThriftRpcService:
     def _sink(self, exchange: Exchange) -> ReplySink:
         """A sink that streams the reply in the client's protocol, TJSON translated as it
         arrives or binary passed through (:mod:`gateway.upstream.streaming`)."""
-        request, seqid, event = exchange.request, exchange.header.seqid, exchange.event  # type: ignore[union-attr]
-
-        def prepare(response: web.StreamResponse) -> None:
-            for name, value in request.get(RESPONSE_HEADERS, ()):
-                response.headers.add(name, value)
-            response.headers[REQUEST_ID_HEADER] = event.request_id
-
+        request, seqid = exchange.request, exchange.header.seqid  # type: ignore[union-attr]
         codec = exchange.codec
         assert codec is not None
         if codec.name == "tjson":
@@ -214,7 +206,7 @@ class ThriftRpcService:
         else:  # binary: HMS's bytes as they arrive, with the client's seqid
             def new_translator(max_bytes: int):
                 return binary_passthrough(max_bytes, seqid)
-        return ReplySink(request, new_translator, codec.content_type, prepare)
+        return ReplySink(request, new_translator, codec.content_type, exchange.response_headers())
 
     def _too_large(self) -> TooLarge:
         return TooLarge(f"request body larger than {self.max_request_bytes} bytes")

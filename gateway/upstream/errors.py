@@ -55,7 +55,7 @@ def set_up(label: str, value: int) -> None:
         metrics.child(metrics.UPSTREAM_UP, label).set(value)
 
 
-class accounted_call:  # noqa: N801 - used as ``with accounted_call(label, timeout):``
+class AccountedCall:
     """Wrap one upstream call: count it and time it by outcome, keep ``upstream_up`` current,
     and turn a ``TimeoutError`` into :class:`UpstreamTimeout` and a lost connection
     (``OSError``, ``IncompleteReadError``) into :class:`UpstreamUnavailable`.

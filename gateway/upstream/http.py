@@ -26,11 +26,11 @@ from gateway.upstream.ugi import Identity
 from gateway.thrift.binary import BinaryMessageScanner
 from gateway.thrift.errors import ProtocolError
 from gateway.upstream.errors import (
+    AccountedCall,
     UpstreamBadReply,
     UpstreamConnectFailed,
     UpstreamError,
     UpstreamUnavailable,
-    accounted_call,
 )
 from gateway.upstream.exchange import UpstreamCall
 from gateway.upstream.streaming import ReplySink
@@ -98,7 +98,7 @@ class HttpUpstream:
         docstring, and :class:`UpstreamBadReply` for a reply that does not answer this call.
         """
         call = UpstreamCall(request)
-        with accounted_call(self.label, self.timeout):
+        with AccountedCall(self.label, self.timeout):
             async with asyncio.timeout(self.timeout):
                 reply = await self._post(call.message, expect_reply, identity)
             return None if reply is None else call.client_reply(reply, self.label)

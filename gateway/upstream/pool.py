@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from gateway.observability import metrics
 from gateway.thrift.errors import ProtocolError
-from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, accounted_call
+from gateway.upstream.errors import AccountedCall, UpstreamBadReply, UpstreamConnectFailed
 from gateway.upstream.exchange import UpstreamCall
 from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
 from gateway.upstream.streaming import ReplySink
@@ -144,7 +144,7 @@ class UpstreamPool:
         self._busy += 1
         conn: _Connection | None = None
         try:
-            with accounted_call(self.label, self.timeout):
+            with AccountedCall(self.label, self.timeout):
                 conn = await self._checkout(ugi_key(identity))
                 async with asyncio.timeout(self.timeout):
                     reply = await self._exchange(conn, UpstreamCall(request), expect_reply, sink)

@@ -19,7 +19,7 @@ raises :class:`ClientGone`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from aiohttp import web
 
@@ -40,7 +40,8 @@ class ReplySink:
     """Where the pool feeds the raw reply of one call (see the module docstring).
 
     ``new_translator(max_bytes)`` returns a fresh translator (``feed``/``take``/``pending``,
-    see :mod:`gateway.thrift.reply_translator`); ``prepare(response)`` adds headers before sending.
+    see :mod:`gateway.thrift.reply_translator`); ``headers`` go with the response, whichever
+    form it takes.
     """
 
     def __init__(
@@ -48,13 +49,13 @@ class ReplySink:
         request: web.BaseRequest,
         new_translator: Callable[[int], object],
         content_type: str,
-        prepare: Callable[[web.StreamResponse], None],
+        headers: Mapping[str, str] | None = None,
         flush_bytes: int = 64 * 1024,
     ):
         self._request = request
         self._new_translator = new_translator
         self._content_type = content_type
-        self._prepare = prepare
+        self._headers = headers or {}
         self.flush_bytes = flush_bytes
         self.response: web.StreamResponse | None = None
         self.head = b""
@@ -94,8 +95,8 @@ class ReplySink:
         rest = self._translator.take()  # type: ignore[union-attr]
         try:
             if self.response is None:
-                response = self.response = web.Response(body=rest, content_type=self._content_type)
-                self._prepare(response)
+                response = self.response = web.Response(body=rest, content_type=self._content_type,
+                                                        headers=self._headers)
                 await response.prepare(self._request)
                 self.sent = len(rest)
             else:
@@ -109,9 +110,8 @@ class ReplySink:
     async def _write(self, data: bytes) -> None:
         try:
             if self.response is None:
-                response = web.StreamResponse(status=200)
+                response = web.StreamResponse(status=200, headers=self._headers)
                 response.content_type = self._content_type
-                self._prepare(response)
                 self.response = response
                 await response.prepare(self._request)
             await self.response.write(data)

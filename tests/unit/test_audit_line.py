@@ -1,4 +1,5 @@
-"""The audit line written without ``json.dumps`` is the text ``json.dumps`` would write, and
+"""The audit line written without ``json.dumps`` is the text ``json.dumps`` would write for the
+documented fields, and
 generated request ids are random UUID 4s (issue 14: the per-request cost of the audit line)."""
 
 from __future__ import annotations
@@ -12,16 +13,31 @@ from gateway.observability import audit
 from gateway.observability.audit import AuditEvent
 
 
+_KEYS = ("topology", "service", "user", "effective_user", "impersonator", "method", "database", "table")
+_POLICY_KEYS = ("policy_decision", "policy_access", "policy_id", "policy_hidden", "policy_columns_hidden")
+
+
 def _dumps_of(event: AuditEvent, detail: str, status: int, line: str) -> str:
-    """``json.dumps`` of the event's record, with the line's own time and duration."""
-    record = event.record(detail, status)
+    """``json.dumps`` of the line's fields as docs/security.md lists them, with the line's own
+    time and duration: names clipped to 256 characters, policy keys only with a decision."""
+    def clipped(value):
+        return None if value is None else value[:256]
+
     parsed = json.loads(line)
-    record["time"], record["duration_ms"] = parsed["time"], parsed["duration_ms"]
-    return json.dumps(record, separators=(",", ":"))
+    expected = {"time": parsed["time"], "request_id": event.request_id}
+    expected.update({key: clipped(getattr(event, key)) for key in _KEYS[:2]})
+    expected["client"] = event.client
+    expected.update({key: clipped(getattr(event, key)) for key in _KEYS[2:]})
+    expected.update(outcome=audit.audit_outcome(detail), detail=detail, status=status,
+                    duration_ms=parsed["duration_ms"], reason=clipped(event.reason))
+    if event.policy_decision is not None:
+        expected.update({key: getattr(event, key) for key in _POLICY_KEYS})
+    return json.dumps(expected, separators=(",", ":"))
 
 
 @pytest.mark.parametrize("fields", [
     {},
+    {"user": "", "reason": ""},
     {"topology": "default", "service": "hmshttpthrift/api/hms", "user": "alice", "effective_user": "bob",
      "impersonator": "alice", "method": "get_table", "database": "db", "table": "t"},
     {"user": "zoë \"quoted\" \\ back", "database": "\u65e5\u672c\n\t\x00\x1f", "table": "\U0001f600",

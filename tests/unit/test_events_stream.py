@@ -139,8 +139,14 @@ class ScriptedFeed:
 
 
 class OpenChain:
+    """No authentication; leaves two response headers, as SPNEGO's session cookie does."""
+
     async def on_request(self, exchange):
+        from gateway.providers.authentication.base import add_response_header
+
         exchange.identity = None
+        add_response_header(exchange.request, "Set-Cookie", "a=1")
+        add_response_header(exchange.request, "Set-Cookie", "b=2")
 
 
 @contextlib.asynccontextmanager
@@ -175,6 +181,7 @@ async def test_sse_sends_ids_then_ends_with_a_resync_event():
     async with sse_client(feed) as client, \
             client.get("/events?after=0", headers={"Accept": "text/event-stream"}) as r:
         assert r.status == 200 and r.headers["X-Request-Id"] == "rid"
+        assert r.headers.getall("Set-Cookie") == ["a=1", "b=2"]  # what providers left, before the stream
         text = (await r.read()).decode()
     blocks = [b for b in text.replace("\r\n", "\n").split("\n\n") if b.strip()]
     first = blocks[0].splitlines()

@@ -32,7 +32,7 @@ class RecordingSink(ReplySink):
 
     def __init__(self, server: "ScriptedHMS"):
         schema = load_schema()
-        super().__init__(None, lambda m: reply_translator(schema, m, 9), "x", lambda r: None,  # type: ignore[arg-type]
+        super().__init__(None, lambda m: reply_translator(schema, m, 9), "x",  # type: ignore[arg-type]
                          flush_bytes=64 * 1024)
         self.server = server
         self.writes: list[tuple[int, bytes]] = []
@@ -129,7 +129,7 @@ async def _serve_through_sink(hms_url: str):
 
     async def handler(request: web.Request) -> web.StreamResponse:
         sink = ReplySink(request, lambda m: reply_translator(schema, m, 9),
-                         "application/vnd.apache.thrift.json", lambda r: None, flush_bytes=64 * 1024)
+                         "application/vnd.apache.thrift.json", flush_bytes=64 * 1024)
         try:
             await pool.call(CALL, sink=sink)
         except UpstreamError as exc:

@@ -1,4 +1,4 @@
-"""``accounted_call``: every upstream call counted once by outcome, the error it becomes, and
+"""``AccountedCall``: every upstream call counted once by outcome, the error it becomes, and
 ``hms_gateway_upstream_up`` following the last call (set only when it changes)."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 
 from gateway.observability import metrics
 from gateway.upstream.errors import (
+    AccountedCall,
     UpstreamBadReply,
     UpstreamTimeout,
     UpstreamUnavailable,
-    accounted_call,
     set_up,
 )
 
@@ -44,10 +44,10 @@ def test_each_outcome_is_counted_once(raised, becomes, outcome, up):
     label = f"acct-{outcome}-{type(raised).__name__}:9083"
     before = _count(label, outcome)
     if raised is None:
-        with accounted_call(label, 2.5):
+        with AccountedCall(label, 2.5):
             pass
     else:
-        with pytest.raises(becomes) as caught, accounted_call(label, 2.5):
+        with pytest.raises(becomes) as caught, AccountedCall(label, 2.5):
             raise raised
         if becomes is UpstreamTimeout:
             assert "within 2.5 s" in str(caught.value)
@@ -60,17 +60,17 @@ def test_each_outcome_is_counted_once(raised, becomes, outcome, up):
 
 def test_up_follows_the_last_call_and_other_setters():
     label = "acct-up:9083"
-    with accounted_call(label, 1):
+    with AccountedCall(label, 1):
         pass
     assert _up(label) == 1.0
-    with pytest.raises(UpstreamUnavailable), accounted_call(label, 1):
+    with pytest.raises(UpstreamUnavailable), AccountedCall(label, 1):
         raise OSError(111, "Connection refused")
     assert _up(label) == 0.0
-    with accounted_call(label, 1):
+    with AccountedCall(label, 1):
         pass
     assert _up(label) == 1.0
     set_up(label, 0)  # what the failover's probe does
     assert _up(label) == 0.0
-    with accounted_call(label, 1):
+    with AccountedCall(label, 1):
         pass
     assert _up(label) == 1.0

@@ -49,11 +49,11 @@ async def test_no_async_generator_per_call(framed, streamed):
             for _ in range(5):
                 if streamed:
                     sink = ReplySink(make_mocked_request("POST", "/"), lambda m: reply_translator(schema, m, 1),
-                                     "application/vnd.apache.thrift.json", lambda r: None)
+                                     "application/vnd.apache.thrift.json", {"X-Request-Id": "rid"})
                     await pool.call(CALL, sink=sink)
                     assert sink.done and sink.gone is None
                     response = sink.response  # a small reply: a plain response, sent by the pool
-                    assert response.prepared and response.body == binary_reply_to_tjson(REPLY, schema, seqid=1)
+                    assert response.prepared and response.headers["X-Request-Id"] == "rid" and response.body == binary_reply_to_tjson(REPLY, schema, seqid=1)
                 else:
                     assert await pool.call(CALL) == REPLY
         assert hooks.started == 0

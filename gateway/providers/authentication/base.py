@@ -54,11 +54,11 @@ def well_formed(principal: Principal) -> bool:
 
 
 #: Request key under which providers leave headers for the response (SPNEGO mutual-auth token,
-#: session ``Set-Cookie``); the dispatcher copies them onto whatever response it sends.
+#: session ``Set-Cookie``); every response gets them (``gateway.pipeline.exchange.response_headers``).
 RESPONSE_HEADERS = "gateway.authentication.response_headers"
 
 
 def add_response_header(request: web.Request, name: str, value: str) -> None:
-    """Ask the dispatcher to send ``name: value`` with this request's response."""
+    """Send ``name: value`` with this request's response, whoever sends it."""
     request.setdefault(RESPONSE_HEADERS, []).append((name, value))
 
