@@ -14,6 +14,9 @@ sides call by call so both see the same machine load:
   gateway and floor interleaved kept alive (the gateway's own work = gateway - floor - direct;
   measured with a 0.5 ms untimed pause after each call, so that what the gateway does after
   its response does not slow the next side's call, and back to back without it),
+  with the bare proxy beside them (``bench/bare_proxy.py``: the gateway's TLS, aiohttp server
+  and C translators in front of one HMS connection, no features; bare proxy - floor - direct is
+  what proxying costs in Python, gateway - bare proxy what the gateway's features cost),
   then ``Connection: close`` against the gateway and the floor, each with a full handshake and
   with the previous connection's TLS session offered (resumption checked on every connection);
 * 32 concurrent clients (threads, one connection each) calling ``get_table`` for a fixed time;
@@ -270,32 +273,43 @@ def hold(client: Gateway, tjson: bytes, pid: int, seconds: float) -> tuple[int, 
     return calls, used
 
 
-def start_floor(gw, body: bytes, workdir: Path) -> tuple[subprocess.Popen, int]:
-    """Start ``bench/floor.py`` with the gateway's certificate, answering ``body``; (process, port)."""
+def _start_server(gw, script: str, *args: str) -> tuple[subprocess.Popen, int]:
+    """Start ``bench/<script>`` with the gateway's certificate; (process, port)."""
     tls = yaml.safe_load((gw.workdir / "gateway.yaml").read_text())["tls"]
-    (workdir / "floor-body").write_bytes(body)
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "bench" / "floor.py"), "--certificate", tls["certificate"],
-         "--private-key", tls["private_key"], "--body", str(workdir / "floor-body")],
+        [sys.executable, str(REPO / "bench" / script), "--certificate", tls["certificate"],
+         "--private-key", tls["private_key"], *args],
         stdout=subprocess.PIPE, text=True,
     )
     line = proc.stdout.readline()
     if not line.startswith("listening "):
         stop_process(proc)
-        raise RuntimeError(f"the floor did not start: {line!r}")
+        raise RuntimeError(f"bench/{script} did not start: {line!r}")
     return proc, int(line.split()[1])
 
 
-def floor_and_handshakes(gw, floor_port: int, direct: Direct, binary: bytes, tjson: bytes,
+def start_floor(gw, body: bytes, workdir: Path) -> tuple[subprocess.Popen, int]:
+    """Start ``bench/floor.py`` with the gateway's certificate, answering ``body``; (process, port)."""
+    (workdir / "floor-body").write_bytes(body)
+    return _start_server(gw, "floor.py", "--body", str(workdir / "floor-body"))
+
+
+def start_bare_proxy(gw, hms_port: int) -> tuple[subprocess.Popen, int]:
+    """Start ``bench/bare_proxy.py`` in front of the HMS at ``hms_port``; (process, port)."""
+    return _start_server(gw, "bare_proxy.py", "--hms-port", str(hms_port), "--user", USER)
+
+
+def floor_and_handshakes(gw, floor_port: int, bare_port: int, direct: Direct, binary: bytes, tjson: bytes,
                          n: int) -> tuple[dict[str, float], list[tuple[str, str]]]:
-    """The gateway against the floor for one small call: keep-alive, then ``Connection: close``
-    with and without TLS session resumption. Returns (figures, table rows)."""
-    keep, floor = Gateway(gw), Gateway(gw, port=floor_port)
-    sides = [(direct.call, binary), (keep.call, tjson), (floor.call, tjson)]
-    bd, bg, bf = interleaved(sides, n)  # back to back
-    d, g, f = interleaved(sides, n, settle=SETTLE_SECONDS)
+    """The gateway against the floor and the bare proxy for one small call: keep-alive, then
+    ``Connection: close`` with and without TLS session resumption. Returns (figures, table rows)."""
+    keep, floor, bare = Gateway(gw), Gateway(gw, port=floor_port), Gateway(gw, port=bare_port)
+    sides = [(direct.call, binary), (keep.call, tjson), (floor.call, tjson), (bare.call, tjson)]
+    bd, bg, bf, bb = interleaved(sides, n)  # back to back
+    d, g, f, b = interleaved(sides, n, settle=SETTLE_SECONDS)
     keep.close()
     floor.close()
+    bare.close()
     nc = max(20, n // 3)
     clients = {
         "gateway": Gateway(gw, keep_alive=False), "gateway resumed": Gateway(gw, keep_alive=False, resume=True),
@@ -310,6 +324,7 @@ def floor_and_handshakes(gw, floor_port: int, direct: Direct, binary: bytes, tjs
             raise RuntimeError(f"{name}: {client.reused} of {client.connections} connections resumed, want {want}")
     fig = {
         "direct": d, "gateway": g, "floor": f, "own": g - f - d, "own back to back": bg - bf - bd,
+        "bare": b, "bare own": b - f - d, "bare/direct": b / d, "features": g - b, "features back to back": bg - bb,
         **{f"close {k}": v for k, v in close.items()},
         "resumed/floor": close["gateway resumed"] / close["floor"],
         "resumed/floor resumed": close["gateway resumed"] / close["floor resumed"],
@@ -320,6 +335,10 @@ def floor_and_handshakes(gw, floor_port: int, direct: Direct, binary: bytes, tjs
          f"{fig['own']:.3f}"),
         ("the same back to back, no pause between calls: direct / gateway / floor (ms); own work",
          f"{bd:.3f} / {bg:.3f} / {bf:.3f}; {fig['own back to back']:.3f}"),
+        ("bare proxy (bench/bare_proxy.py, no features): its time (ms); minus floor minus direct; / direct",
+         f"{b:.3f}; {fig['bare own']:.3f}; {fig['bare/direct']:.2f}"),
+        ("the gateway's features: gateway minus bare proxy (ms); back to back",
+         f"{fig['features']:.3f}; {fig['features back to back']:.3f}"),
         (f"get_all_databases Connection: close, full handshake: gateway / floor (ms, median of {nc})",
          f"{close['gateway']:.2f} / {close['floor']:.2f}"),
         (f"get_all_databases Connection: close, TLS session resumed: gateway / floor (ms, median of {nc})",
@@ -329,6 +348,8 @@ def floor_and_handshakes(gw, floor_port: int, direct: Direct, binary: bytes, tjs
     ]
     print(f"floor: keep-alive direct {d:.3f} gateway {g:.3f} floor {f:.3f} ms, gateway's own {fig['own']:.3f} ms "
           f"(back to back: {bd:.3f} / {bg:.3f} / {bf:.3f}, own {fig['own back to back']:.3f}); "
+          f"bare proxy {b:.3f} ms, its own {fig['bare own']:.3f} ms, {fig['bare/direct']:.2f}x direct; "
+          f"the gateway's features {fig['features']:.3f} ms (back to back {fig['features back to back']:.3f}); "
           f"close full {close['gateway']:.2f} / {close['floor']:.2f}, resumed {close['gateway resumed']:.2f} / "
           f"{close['floor resumed']:.2f} ms (gateway / floor)", flush=True)
     return fig, rows
@@ -474,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-"))
     print(f"bench: workdir {work}; starting HMS", flush=True)
     hms = start_hms(work / "hms", short_lived=False)  # warm HMS with its full JIT, as in production
-    gw = floor_proc = None
+    gw = floor_proc = bare_proc = None
     try:
         t0 = time.perf_counter()
         create_partitioned_table(hms.uri, DB, TABLE, 10 if opts.small else PARTITIONS)
@@ -518,7 +539,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"ratio {g / d:5.2f}  reply {sizes[name][0]} B binary, {sizes[name][1]} B TJSON", flush=True)
         small = calls["get_all_databases"]
         floor_proc, floor_port = start_floor(gw, keep.call(small[1]), work)
-        fig, floor_rows = floor_and_handshakes(gw, floor_port, direct, small[0], small[1], small[2] * opts.rounds)
+        bare_proc, bare_port = start_bare_proxy(gw, hms.port)
+        fig, floor_rows = floor_and_handshakes(gw, floor_port, bare_port, direct, small[0], small[1],
+                                               small[2] * opts.rounds)
         aims = {
             "get_all_databases keep-alive: gateway/direct": (ratios["get_all_databases gateway/direct"], 2.0),
             "get_table keep-alive: gateway/direct": (ratios["get_table gateway/direct"], 1.3),
@@ -544,8 +567,9 @@ def main(argv: list[str] | None = None) -> int:
 
             rows += both_upstreams(hms.port, work)[0]
     finally:
-        if floor_proc is not None:
-            stop_process(floor_proc)
+        for proc in (floor_proc, bare_proc):
+            if proc is not None:
+                stop_process(proc)
         if gw is not None:
             gw.stop()
         hms.server.stop()

@@ -1,6 +1,8 @@
 """The interface of a pipeline step, and the chain of one service's steps.
 
-A step is a small object with up to three hooks, each optional:
+A step is a small object with up to three hooks, each optional, each either a plain method or a
+coroutine method: a check that never waits is a plain method, so that the request does not pay
+for a coroutine per step (docs/performance.md, issue 14):
 
 * ``on_request(exchange)``: HTTP level, before the body is read (authentication, identity
   assertion, service ACL);
@@ -16,8 +18,9 @@ A hook ends the request by raising an :class:`gateway.pipeline.outcomes.Outcome`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gateway.pipeline.exchange import Exchange
@@ -51,13 +54,22 @@ def _overrides(step: Step, hook: str) -> bool:
     return getattr(type(step), hook) is not getattr(Step, hook)
 
 
+#: One hook of one step, bound, and whether it is a coroutine method (to be awaited).
+_Hook = tuple[Callable[..., Any], bool]
+
+
+def _hooks(steps: Iterable[Step], hook: str) -> tuple[_Hook, ...]:
+    return tuple((getattr(s, hook), inspect.iscoroutinefunction(getattr(s, hook)))
+                 for s in steps if _overrides(s, hook))
+
+
 class Chain:
     """One service's steps in order, with each hook's list worked out once at start-up."""
 
     def __init__(self, steps: Iterable[Step]):
         self.steps = tuple(steps)
-        self._request = tuple(s for s in self.steps if _overrides(s, "on_request"))
-        self._call = tuple(s for s in self.steps if _overrides(s, "on_call"))
+        self._request = _hooks(self.steps, "on_request")
+        self._call = _hooks(self.steps, "on_call")
         reply: dict[str, list[Step]] = {}
         for step in self.steps:
             for method in step.reply_methods:
@@ -65,12 +77,18 @@ class Chain:
         self._reply = {method: tuple(steps) for method, steps in reply.items()}
 
     async def on_request(self, exchange: "Exchange") -> None:
-        for step in self._request:
-            await step.on_request(exchange)
+        for hook, awaited in self._request:
+            if awaited:
+                await hook(exchange)
+            else:
+                hook(exchange)
 
     async def on_call(self, exchange: "Exchange") -> None:
-        for step in self._call:
-            await step.on_call(exchange)
+        for hook, awaited in self._call:
+            if awaited:
+                await hook(exchange)
+            else:
+                hook(exchange)
 
     def reply_steps(self, method: str, exchange: "Exchange | None" = None) -> tuple[Step, ...]:
         """The steps that must see the reply of ``method`` (empty: stream it untouched); with
@@ -83,4 +101,6 @@ class Chain:
     async def on_reply(self, exchange: "Exchange", reply: "Reply",
                        steps: tuple[Step, ...] | None = None) -> None:
         for step in self._reply.get(reply.header.name, ()) if steps is None else steps:
-            await step.on_reply(exchange, reply)
+            result = step.on_reply(exchange, reply)
+            if inspect.isawaitable(result):
+                await result

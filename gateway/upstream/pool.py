@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from gateway.observability import metrics
 from gateway.thrift.errors import ProtocolError
+from gateway.upstream.deadlines import Deadlines
 from gateway.upstream.errors import AccountedCall, UpstreamBadReply, UpstreamConnectFailed
 from gateway.upstream.exchange import UpstreamCall
 from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
@@ -77,6 +78,8 @@ class UpstreamPool:
         self._idle: list[_Connection] = []
         self._busy = 0
         self._closed = False
+        #: The deadline of each call in flight, from sending it to its reply's last byte.
+        self._deadlines = Deadlines(timeout)
         # Read at scrape time rather than set on every call; the newest pool of an upstream
         # (after a topology reload) is the one reported.
         metrics.UPSTREAM_POOL.labels(upstream=self.label, state="idle").set_function(lambda: len(self._idle))
@@ -146,8 +149,15 @@ class UpstreamPool:
         try:
             with AccountedCall(self.label, self.timeout):
                 conn = await self._checkout(ugi_key(identity))
-                async with asyncio.timeout(self.timeout):
+                watch = self._deadlines.watch()
+                try:
                     reply = await self._exchange(conn, UpstreamCall(request), expect_reply, sink)
+                except asyncio.CancelledError:
+                    if self._deadlines.expired(watch):
+                        raise TimeoutError from None
+                    raise
+                finally:
+                    self._deadlines.unwatch(watch)
                 if expect_reply:  # after a oneway call nothing says whether HMS answered anyway
                     self._checkin(conn)
                     conn = None

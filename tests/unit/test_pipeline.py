@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
+from types import SimpleNamespace
 
 import pytest
 from aiohttp.test_utils import RawTestServer, TestClient
@@ -75,8 +76,47 @@ class _HideDefault(Step):
 def test_a_chain_calls_only_the_hooks_a_step_defines():
     anonymous, hide = _Anonymous(), _HideDefault()
     chain = Chain([anonymous, hide])
-    assert chain._request == (anonymous,) and chain._call == ()
+    assert chain._request == ((anonymous.on_request, True),) and chain._call == ()
     assert chain.reply_steps("get_all_databases") == (hide,) and chain.reply_steps("get_table") == ()
+
+
+class _Recorder(Step):
+    """A plain-method step (no coroutine) between coroutine steps."""
+
+    def __init__(self, seen: list, refuse: bool = False):
+        self.seen, self.refuse = seen, refuse
+
+    def on_request(self, exchange):
+        self.seen.append(("plain", exchange.principal.name))
+        if self.refuse:
+            raise outcomes.Forbidden("forbidden: test")
+
+    def on_call(self, exchange):
+        self.seen.append(("plain call", exchange.principal.name))
+
+
+class _AsyncRecorder(Step):
+    def __init__(self, seen: list):
+        self.seen = seen
+
+    async def on_request(self, exchange):
+        await asyncio.sleep(0)
+        self.seen.append(("coroutine", exchange.principal.name))
+
+
+async def test_plain_and_coroutine_hooks_run_in_order_and_a_plain_one_can_end_the_request():
+    seen: list = []
+    exchange = SimpleNamespace(principal=None)
+    chain = Chain([_Anonymous(), _Recorder(seen), _AsyncRecorder(seen)])
+    assert [awaited for _, awaited in chain._request] == [True, False, True]
+    await chain.on_request(exchange)
+    await chain.on_call(exchange)
+    assert seen == [("plain", "alice"), ("coroutine", "alice"), ("plain call", "alice")]
+    seen.clear()
+    refusing = Chain([_Anonymous(), _Recorder(seen, refuse=True), _AsyncRecorder(seen)])
+    with pytest.raises(outcomes.Forbidden):
+        await refusing.on_request(exchange)
+    assert seen == [("plain", "alice")]  # the steps after it never ran
 
 
 async def test_a_reply_step_changes_the_reply_of_its_method():

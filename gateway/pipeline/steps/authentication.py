@@ -29,6 +29,16 @@ class Authentication(Step):
                  throttle: AuthFailureThrottle):
         self.topology, self.providers, self.throttle = topology, providers, throttle
         self.challenges = [(hdrs.WWW_AUTHENTICATE, c) for p in providers if (c := p.challenge())]
+        self._counters: dict[tuple[str, str], object] = {}
+
+    def _counted(self, provider: str, outcome: str):
+        """The ``hms_gateway_authentication_total`` child of (provider, outcome), kept here: one
+        dict lookup per request rather than building the label key each time."""
+        counter = self._counters.get((provider, outcome))
+        if counter is None:
+            counter = self._counters[(provider, outcome)] = metrics.child(
+                metrics.AUTHENTICATION, self.topology, provider, outcome)
+        return counter
 
     async def on_request(self, exchange: Exchange) -> None:
         request = exchange.request
@@ -41,8 +51,7 @@ class Authentication(Step):
                              "holds control characters", self.topology, provider.name)
                     principal = None
                 if principal is not None or request.headers.get(hdrs.AUTHORIZATION):
-                    outcome = "success" if principal else "failure"
-                    metrics.child(metrics.AUTHENTICATION, self.topology, provider.name, outcome).inc()
+                    self._counted(provider.name, "success" if principal else "failure").inc()
                 if principal is not None:
                     exchange.principal, exchange.event.user = principal, principal.name
                     return

@@ -22,7 +22,7 @@ class MethodExposure(Step):
     def __init__(self, topology: str, service: str, methods: frozenset[str]):
         self.topology, self.service, self.methods = topology, service, methods
 
-    async def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: Exchange) -> None:
         header, codec = exchange.header, exchange.codec
         assert header is not None and codec is not None
         if header.name in self.methods:

@@ -22,7 +22,7 @@ class IdentityAssertion(Step):
     def __init__(self, topology: str, asserter: IdentityAsserter):
         self.topology, self.asserter = topology, asserter
 
-    async def on_request(self, exchange: Exchange) -> None:
+    def on_request(self, exchange: Exchange) -> None:
         principal = exchange.principal
         assert principal is not None, "authentication runs first"
         try:

@@ -17,6 +17,6 @@ class OwnershipAssertion(Step):
     def __init__(self, assertion: OwnerAssertion):
         self.assertion = assertion
 
-    async def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: Exchange) -> None:
         assert exchange.header is not None and exchange.identity is not None
         exchange.call = self.assertion.apply(exchange.call, exchange.header.name, exchange.identity.user)

@@ -21,7 +21,7 @@ class ServiceAcl(Step):
     def __init__(self, topology: str, service: str, authorizer: Authorizer):
         self.topology, self.service, self.authorizer = topology, service, authorizer
 
-    async def on_request(self, exchange: Exchange) -> None:
+    def on_request(self, exchange: Exchange) -> None:
         identity = exchange.identity
         assert identity is not None, "identity assertion runs first"
         reason = self.authorizer.deny_reason(identity, client_address(exchange.request))

@@ -47,7 +47,7 @@ class UgiClaim(Step):
         self.topology, self.service = topology, service
         self.method = schema.methods.get(SET_UGI)  # None: an IDL without it, nothing to answer
 
-    async def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: Exchange) -> None:
         header = exchange.header
         assert header is not None
         if header.name != SET_UGI or self.method is None:

@@ -32,7 +32,8 @@ class CredentialCache:
 
     def __init__(self, ttl_seconds: float = 300.0, max_entries: int = 10_000,
                  clock: Callable[[], float] = _monotonic):
-        self._key = secrets.token_bytes(32)
+        #: Keyed once: each digest copies it (hashlib's copy() skips hashing the key block again).
+        self._keyed = hashlib.blake2b(key=secrets.token_bytes(32), digest_size=32)
         self._ttl = ttl_seconds
         self._max = max_entries
         self._clock = clock
@@ -45,8 +46,9 @@ class CredentialCache:
         return len(self._entries)
 
     def _digest(self, user: str, password: str) -> bytes:
-        msg = user.encode() + b"\x00" + password.encode()
-        return hashlib.blake2b(msg, key=self._key, digest_size=32).digest()
+        digest = self._keyed.copy()
+        digest.update(f"{user}\x00{password}".encode())
+        return digest.digest()
 
     def key(self, user: str, password: str) -> bytes:
         """The keyed digest that stands for these credentials (safe to hold; not reversible)."""

@@ -87,6 +87,9 @@ class HtpasswdAuthenticator:
             return None
         user, password = creds
         self._reload_if_changed()
+        cached = self._cache.get(user, password)
+        if cached is not None:  # the usual case: no check to set up
+            return cached  # type: ignore[return-value]
         loop = asyncio.get_running_loop()
 
         async def check() -> Principal | None:

@@ -1,0 +1,96 @@
+"""Deadlines of the upstream calls in flight on one pool, kept by one timer rather than one per call.
+
+``asyncio.timeout()`` arms an event-loop timer on entry and cancels it on exit: on uvloop, a
+libuv timer created, started, stopped and closed per call, about 32,000 instructions of a small
+call's 640,000 (docs/performance.md, issue 14). Every call of a pool has the same timeout, so
+deadlines come in the order calls start: the oldest call in flight always has the earliest
+deadline. :class:`Deadlines` keeps the calls in that order and arms one timer for the oldest;
+when it fires, calls past their deadline are cancelled and the timer is armed again for the
+oldest one left. A call that ends before its deadline costs a dict insertion and a deletion;
+under steady load the timer fires about once per ``timeout``.
+
+A call past its deadline ends as under ``asyncio.timeout()``: its task is cancelled, and
+:meth:`Deadlines.expired` tells the caller to raise ``TimeoutError`` in place of the
+``CancelledError`` when the cancellation was this one's (the same ``cancelling()`` /
+``uncancel()`` bookkeeping as :class:`asyncio.Timeout`, so a cancellation from elsewhere, such as
+the client's request being cancelled, still propagates as ``CancelledError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+__all__ = ["Deadlines", "Watch"]
+
+
+class Watch:
+    """One call's deadline (loop time, seconds) and its task."""
+
+    __slots__ = ("task", "deadline", "cancelling", "expired")
+
+    def __init__(self, task: asyncio.Task, deadline: float):
+        self.task, self.deadline = task, deadline
+        self.cancelling = task.cancelling()
+        self.expired = False
+
+
+class Deadlines:
+    """The calls in flight of one pool, each to end within ``timeout`` seconds of its start.
+
+    Use from the task making the call, with no ``await`` between the region and its ends::
+
+        watch = deadlines.watch()
+        try:
+            ...  # the awaited call
+        except asyncio.CancelledError:
+            if deadlines.expired(watch):
+                raise TimeoutError from None
+            raise
+        finally:
+            deadlines.unwatch(watch)
+    """
+
+    def __init__(self, timeout: float):
+        self.timeout = timeout
+        #: Calls in flight, oldest first (a dict keeps insertion order; deletion is O(1)).
+        self._calls: dict[Watch, None] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def watch(self) -> Watch:
+        """Start watching the current task's call. Raises ``RuntimeError`` outside a task."""
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("Deadlines.watch() must be called from a task")
+        loop = self._loop = task.get_loop()
+        watch = Watch(task, loop.time() + self.timeout)
+        self._calls[watch] = None
+        if self._timer is None:
+            self._timer = loop.call_at(watch.deadline, self._fire)
+        return watch
+
+    def unwatch(self, watch: Watch) -> None:
+        """Stop watching a call that has ended, whichever way it ended."""
+        self._calls.pop(watch, None)
+
+    def expired(self, watch: Watch) -> bool:
+        """Whether the ``CancelledError`` the call got is this deadline's alone (then raise
+        ``TimeoutError``), as :meth:`asyncio.Timeout.__aexit__` decides it."""
+        return watch.expired and watch.task.uncancel() <= watch.cancelling
+
+    def _fire(self) -> None:
+        self._timer = None
+        loop = self._loop
+        assert loop is not None  # armed by watch()
+        now = loop.time()
+        for watch in list(self._calls):
+            if watch.deadline > now:  # the oldest call still in time: wake up at its deadline
+                self._timer = loop.call_at(watch.deadline, self._fire)
+                return
+            del self._calls[watch]
+            watch.expired = True
+            watch.task.cancel()
+
