@@ -119,6 +119,8 @@ class IdentityAsserter:
 
 
 def _doas(request: web.Request) -> str | None:
+    if "?" not in request.raw_path:  # no query string (the usual case): nothing to parse
+        return None
     values = [v for k, v in request.query.items() if k.lower() == DOAS_PARAMETER]
     if len(values) > 1:
         raise PermissionError("doAs given more than once")

@@ -19,8 +19,9 @@ its position in an explicit state machine, where these functions read a complete
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .binary import FIXED_SIZES, LIST_HEADER, MAP_HEADER, MIN_SIZES, REPLY, read_message_header
 from .errors import MAX_DEPTH, ProtocolError
@@ -217,8 +218,17 @@ _TABLE_FIELDS = frozenset({"tbl_name", "table_name", "tableName", "tblName", "tb
 CALL_OBJECTS_BUDGET = 20_000
 
 
+#: Calls up to this size are remembered by :func:`call_objects` (the last :data:`_REMEMBERED`).
+_REMEMBER_BYTES = 1024
+_REMEMBERED = 1024
+
+
 def call_objects(message: bytes, schema: ServiceSchema, max_chars: int = 256) -> tuple[str | None, str | None]:
     """``(database, table)`` a strict-binary CALL names, from its arguments' IDL names.
+
+    Clients repeat the same metadata calls (a planner asks for the same tables again and again),
+    so the answers for calls of up to 1 KiB are remembered, by their bytes with the seqid left
+    out: at most 1,024 of them, least recently used dropped first (``functools.lru_cache``).
 
     Looks at string arguments named like ``db_name``/``tbl_name`` (Hive IDL spellings vary:
     ``dbname``, ``dbName``, ``tableName`` ...), ``name`` in ``*database*`` methods, and the same
@@ -227,6 +237,36 @@ def call_objects(message: bytes, schema: ServiceSchema, max_chars: int = 256) ->
     bytes' worth. Walks at most :data:`CALL_OBJECTS_BUDGET` values; never raises: what was
     found before a malformed part or the budget's end is returned, else ``None``.
     """
+    if len(message) <= _REMEMBER_BYTES:
+        name_end = 8 + int.from_bytes(message[4:8], "big", signed=True)
+        if 8 <= name_end <= len(message) - 4:
+            return _remembered(schema)(message[:name_end] + b"\0\0\0\0" + message[name_end + 4:], max_chars)
+    return _call_objects(message, schema, max_chars)
+
+
+class _Memo:
+    """:func:`call_objects`' remembered answers for one schema (``functools.lru_cache``)."""
+
+    def __init__(self, schema: ServiceSchema):
+        self.schema = schema
+        self.lookup = functools.lru_cache(maxsize=_REMEMBERED)(self._walk)
+
+    def _walk(self, message: bytes, max_chars: int) -> tuple[str | None, str | None]:
+        return _call_objects(message, self.schema, max_chars)
+
+
+#: id of a schema → its memo, which holds the schema (so that the id is not reused meanwhile).
+_memos: dict[int, _Memo] = {}
+
+
+def _remembered(schema: ServiceSchema) -> Callable[[bytes, int], tuple[str | None, str | None]]:
+    memo = _memos.get(id(schema))
+    if memo is None or memo.schema is not schema:
+        memo = _memos[id(schema)] = _Memo(schema)
+    return memo.lookup
+
+
+def _call_objects(message: bytes, schema: ServiceSchema, max_chars: int = 256) -> tuple[str | None, str | None]:
     found: dict[str, str] = {}
     try:
         header, pos = read_message_header(message)

@@ -74,6 +74,25 @@ def test_call_objects_from_arguments(schema):
     assert call_objects(create_db, schema) == ("newdb", None)
 
 
+def test_call_objects_remembered_by_bytes_but_the_seqid(schema):
+    from gateway.thrift import walk
+
+    first = encode_binary_call("get_table", 1, [(1, TType.STRING, "db1"), (2, TType.STRING, "t1")])
+    again = encode_binary_call("get_table", 99, [(1, TType.STRING, "db1"), (2, TType.STRING, "t1")])
+    other = encode_binary_call("get_table", 99, [(1, TType.STRING, "db1"), (2, TType.STRING, "t2")])
+    memo = walk._remembered(schema)
+    memo.cache_clear()
+    assert call_objects(first, schema) == ("db1", "t1")
+    assert call_objects(again, schema) == ("db1", "t1")
+    assert memo.cache_info().hits == 1  # another seqid: the same entry
+    assert call_objects(other, schema) == ("db1", "t2")  # other arguments: another entry
+    big = encode_binary_call("get_table", 1, [(1, TType.STRING, "d" * 2000), (2, TType.STRING, "t1")])
+    assert call_objects(big, schema) == ("d" * 256, "t1")  # over 1 KiB: walked, not remembered
+    assert memo.cache_info().currsize == 2
+    for message in (first, other, big, b"", b"\x80\x01\x00\x01\xff\xff\xff\xff"):
+        assert call_objects(message, schema) == walk._call_objects(message, schema, 256)
+
+
 def test_call_objects_never_raises_on_bad_bytes(schema):
     good = call("get_table", "db1", "t1")
     for cut in range(len(good)):
