@@ -65,7 +65,10 @@ class Deadlines:
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("Deadlines.watch() must be called from a task")
-        loop = self._loop = task.get_loop()
+        loop = task.get_loop()
+        if loop is not self._loop:  # the first call, or a pool used on another loop than before:
+            self._loop, self._timer = loop, None  # a timer of a closed loop would never fire
+            self._calls.clear()
         watch = Watch(task, loop.time() + self.timeout)
         self._calls[watch] = None
         if self._timer is None:

@@ -101,3 +101,20 @@ async def test_pool_timeout_then_the_next_call_keeps_its_own_deadline():
             await slow.call(CALL)
         await slow.close()
         await fast.close()
+
+
+def test_deadlines_used_on_a_new_event_loop_still_time_out():
+    deadlines = Deadlines(0.1)
+
+    async def first_loop() -> None:
+        deadlines.timeout = 60
+        watch = deadlines.watch()  # arms a timer on this loop, which then closes with it pending
+        deadlines.unwatch(watch)
+
+    async def second_loop() -> None:
+        deadlines.timeout = 0.1
+        with pytest.raises(TimeoutError):
+            await guarded(deadlines, 5)
+
+    asyncio.run(first_loop())
+    asyncio.run(second_loop())
