@@ -6,6 +6,8 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from thrift.Thrift import TMessageType
 
 from gateway.thrift.binary import read_message_header
@@ -130,3 +132,41 @@ def test_reply_succeeded_reads_the_result_field(apache_hms):
     assert not reply_succeeded(binary_message("get_database", 3, 1, b"\x00"))  # EXCEPTION
     assert not reply_succeeded(binary_message("get_database", 2, 1, b""))  # truncated
     assert not reply_succeeded(b"\x00garbage")
+
+
+def _reply_succeeded_by_the_readers(message: bytes) -> bool:
+    """The answer :func:`reply_succeeded` must give, from the general readers."""
+    from gateway.thrift.binary import REPLY, read_message_header
+    from gateway.thrift.errors import ProtocolError
+    from gateway.thrift.walk import field_header
+    try:
+        header, pos = read_message_header(message)
+        if header.type != REPLY:
+            return False
+        first = field_header(message, pos)
+    except ProtocolError:
+        return False
+    return first is None or first[1] == 0
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.data())
+def test_reply_succeeded_matches_the_readers(data):
+    base = data.draw(st.sampled_from([
+        list_of_strings_reply("get_all_databases", 1, ["a"]),
+        binary_message("drop_database", 2, 1, b"\x00"),
+        binary_message("get_database", 2, 1, b"\x0c\x00\x01\x0b\x00\x01\x00\x00\x00\x01x\x00\x00"),
+        binary_message("get_database", 3, 1, b"\x00"),
+        binary_message("caf\u00e9", 2, 1, b"\x0f\x00\x00\x0b\x00\x00\x00\x00\x00"),
+    ]))
+    message = bytearray(base)
+    for _ in range(data.draw(st.integers(0, 3))):  # flip, cut or extend a few bytes
+        kind = data.draw(st.sampled_from(["flip", "cut", "extend"]))
+        if kind == "flip" and message:
+            i = data.draw(st.integers(0, len(message) - 1))
+            message[i] = data.draw(st.integers(0, 255))
+        elif kind == "cut":
+            del message[data.draw(st.integers(0, len(message))):]
+        else:
+            message += data.draw(st.binary(max_size=4))
+    assert reply_succeeded(bytes(message)) == _reply_succeeded_by_the_readers(bytes(message))
