@@ -9,11 +9,12 @@ when it fires, calls past their deadline are cancelled and the timer is armed ag
 oldest one left. A call that ends before its deadline costs a dict insertion and a deletion;
 under steady load the timer fires about once per ``timeout``.
 
-A call past its deadline ends as under ``asyncio.timeout()``: its task is cancelled, and
-:meth:`Deadlines.expired` tells the caller to raise ``TimeoutError`` in place of the
-``CancelledError`` when the cancellation was this one's (the same ``cancelling()`` /
-``uncancel()`` bookkeeping as :class:`asyncio.Timeout`, so a cancellation from elsewhere, such as
-the client's request being cancelled, still propagates as ``CancelledError``).
+A call past its deadline ends as under ``asyncio.timeout()``: its task is cancelled, and the
+:class:`Watch` around it raises ``TimeoutError`` in place of the ``CancelledError`` when the
+cancellation was its own (the same ``cancelling()`` / ``uncancel()`` bookkeeping as
+:class:`asyncio.Timeout`, so a cancellation from elsewhere, such as the client's request being
+cancelled, still propagates as ``CancelledError``). A plain ``with``, not ``async with``:
+entering and leaving wait for nothing.
 """
 
 from __future__ import annotations
@@ -24,30 +25,31 @@ __all__ = ["Deadlines", "Watch"]
 
 
 class Watch:
-    """One call's deadline (loop time, seconds) and its task."""
+    """One call's deadline (loop time, seconds) and its task; ``with`` it around the call."""
 
-    __slots__ = ("task", "deadline", "cancelling", "expired")
+    __slots__ = ("deadlines", "task", "deadline", "cancelling", "expired")
 
-    def __init__(self, task: asyncio.Task, deadline: float):
-        self.task, self.deadline = task, deadline
+    def __init__(self, deadlines: "Deadlines", task: asyncio.Task, deadline: float):
+        self.deadlines, self.task, self.deadline = deadlines, task, deadline
         self.cancelling = task.cancelling()
         self.expired = False
 
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        self.deadlines._calls.pop(self, None)
+        # The CancelledError is this deadline's alone: as asyncio.Timeout.__aexit__ decides it.
+        if kind is asyncio.CancelledError and self.expired and self.task.uncancel() <= self.cancelling:
+            raise TimeoutError from exc
+        return False
+
 
 class Deadlines:
-    """The calls in flight of one pool, each to end within ``timeout`` seconds of its start.
+    """The calls in flight of one pool, each to end within ``timeout`` seconds of its start::
 
-    Use from the task making the call, with no ``await`` between the region and its ends::
-
-        watch = deadlines.watch()
-        try:
-            ...  # the awaited call
-        except asyncio.CancelledError:
-            if deadlines.expired(watch):
-                raise TimeoutError from None
-            raise
-        finally:
-            deadlines.unwatch(watch)
+        with deadlines.watch():  # in the task making the call
+            reply = await ...    # raises TimeoutError at the deadline
     """
 
     def __init__(self, timeout: float):
@@ -61,7 +63,8 @@ class Deadlines:
         return len(self._calls)
 
     def watch(self) -> Watch:
-        """Start watching the current task's call. Raises ``RuntimeError`` outside a task."""
+        """Watch the current task's call from now (use it in a ``with``). Raises
+        ``RuntimeError`` outside a task."""
         task = asyncio.current_task()
         if task is None:
             raise RuntimeError("Deadlines.watch() must be called from a task")
@@ -69,20 +72,11 @@ class Deadlines:
         if loop is not self._loop:  # the first call, or a pool used on another loop than before:
             self._loop, self._timer = loop, None  # a timer of a closed loop would never fire
             self._calls.clear()
-        watch = Watch(task, loop.time() + self.timeout)
+        watch = Watch(self, task, loop.time() + self.timeout)
         self._calls[watch] = None
         if self._timer is None:
             self._timer = loop.call_at(watch.deadline, self._fire)
         return watch
-
-    def unwatch(self, watch: Watch) -> None:
-        """Stop watching a call that has ended, whichever way it ended."""
-        self._calls.pop(watch, None)
-
-    def expired(self, watch: Watch) -> bool:
-        """Whether the ``CancelledError`` the call got is this deadline's alone (then raise
-        ``TimeoutError``), as :meth:`asyncio.Timeout.__aexit__` decides it."""
-        return watch.expired and watch.task.uncancel() <= watch.cancelling
 
     def _fire(self) -> None:
         self._timer = None

@@ -149,15 +149,8 @@ class UpstreamPool:
         try:
             with AccountedCall(self.label, self.timeout):
                 conn = await self._checkout(ugi_key(identity))
-                watch = self._deadlines.watch()
-                try:
+                with self._deadlines.watch():
                     reply = await self._exchange(conn, UpstreamCall(request), expect_reply, sink)
-                except asyncio.CancelledError:
-                    if self._deadlines.expired(watch):
-                        raise TimeoutError from None
-                    raise
-                finally:
-                    self._deadlines.unwatch(watch)
                 if expect_reply:  # after a oneway call nothing says whether HMS answered anyway
                     self._checkin(conn)
                     conn = None

@@ -17,16 +17,9 @@ from tests.support.fake_hms import CALL, REPLY, FakeHMS
 
 async def guarded(deadlines: Deadlines, seconds: float) -> str:
     """A call that takes ``seconds``, watched as the pool watches its calls."""
-    watch = deadlines.watch()
-    try:
+    with deadlines.watch():
         await asyncio.sleep(seconds)
         return "done"
-    except asyncio.CancelledError:
-        if deadlines.expired(watch):
-            raise TimeoutError from None
-        raise
-    finally:
-        deadlines.unwatch(watch)
 
 
 async def test_a_call_past_its_deadline_raises_timeout_error_and_others_finish():
@@ -108,8 +101,8 @@ def test_deadlines_used_on_a_new_event_loop_still_time_out():
 
     async def first_loop() -> None:
         deadlines.timeout = 60
-        watch = deadlines.watch()  # arms a timer on this loop, which then closes with it pending
-        deadlines.unwatch(watch)
+        with deadlines.watch():  # arms a timer on this loop, which then closes with it pending
+            pass
 
     async def second_loop() -> None:
         deadlines.timeout = 0.1
