@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Iterator
 
-from .schema import MapSpec, ServiceSchema, StructSchema, TypeSpec
+from .schema import MapSpec, SchemaKeyed, ServiceSchema, StructSchema, TypeSpec
 
 __all__ = ["implementation", "set_implementation", "using", "tjson_call_to_binary", "reply_translator", "compiled"]
 
@@ -70,20 +69,17 @@ def using(name: str) -> Iterator[None]:
         set_implementation(before)
 
 
-# Compiled schemas, by id of the (long-lived, cached) ServiceSchema it came from.
-_compiled: dict[int, tuple[ServiceSchema, dict, dict]] = {}
-_lock = threading.Lock()
-
-
 def compiled(schema: ServiceSchema) -> tuple[dict, dict]:
     """``(args, results)``: method name → compiled args / result struct spec (see _speedups.c).
 
     Compiled specs: ``None``; an ``int`` TType (18 for IDL binary); ``(15|14, elem)``;
     ``(13, key, value)``; a ``dict`` field id → spec for a struct (recursive structs share it).
+    Built once per schema.
     """
-    entry = _compiled.get(id(schema))
-    if entry is not None and entry[0] is schema:
-        return entry[1], entry[2]
+    return _compiled(schema)
+
+
+def _compile(schema: ServiceSchema) -> tuple[dict, dict]:
     memo: dict[int, dict] = {}
 
     def spec(s: TypeSpec | None) -> object:
@@ -102,9 +98,10 @@ def compiled(schema: ServiceSchema) -> tuple[dict, dict]:
 
     args = {name: spec(m.args) for name, m in schema.methods.items()}
     results = {name: spec(m.result) for name, m in schema.methods.items()}
-    with _lock:
-        _compiled[id(schema)] = (schema, args, results)
     return args, results
+
+
+_compiled = SchemaKeyed(_compile)
 
 
 def tjson_call_to_binary(body: bytes, schema: ServiceSchema) -> tuple[str, int, int, bytes] | None:

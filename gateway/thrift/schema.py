@@ -21,9 +21,10 @@ Type specs (``TypeSpec``) are one of:
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Generic, TypeVar, Union
 
 import thriftpy2
 from thriftpy2.thrift import TType as _PyTType
@@ -143,6 +144,28 @@ class ServiceSchema:
     name: str
     methods: dict[str, MethodSchema]
     structs: dict[str, StructSchema]
+
+
+T = TypeVar("T")
+
+
+class SchemaKeyed(Generic[T]):
+    """What ``build(schema)`` derives from a schema, built once per schema and kept.
+
+    :class:`ServiceSchema` is not hashable (its fields are dicts), so entries are found by the
+    schema's ``id``; each entry holds its schema, so the id cannot be reused while it is kept.
+    Schemas are few and live as long as the process (``load_schema`` caches them).
+    """
+
+    def __init__(self, build: Callable[[ServiceSchema], T]):
+        self._build = build
+        self._by_id: dict[int, tuple[ServiceSchema, T]] = {}
+
+    def __call__(self, schema: ServiceSchema) -> T:
+        entry = self._by_id.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            entry = self._by_id[id(schema)] = (schema, self._build(schema))  # one dict store: atomic
+        return entry[1]
 
 
 _PRIMITIVES = {

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 
 from .binary import FIXED_SIZES, LIST_HEADER, MAP_HEADER, MAX_NAME_BYTES, MIN_SIZES, REPLY, read_message_header
 from .errors import MAX_DEPTH, ProtocolError
-from .schema import ServiceSchema, StructSchema, TType
+from .schema import SchemaKeyed, ServiceSchema, StructSchema, TType
 
 __all__ = [
     "Field",
@@ -252,26 +252,13 @@ def call_objects(message: bytes, schema: ServiceSchema, max_chars: int = 256) ->
     return _call_objects(message, schema, max_chars)
 
 
-class _Memo:
+def _remember(schema: ServiceSchema) -> Callable[[bytes, int], tuple[str | None, str | None]]:
     """:func:`call_objects`' remembered answers for one schema (``functools.lru_cache``)."""
-
-    def __init__(self, schema: ServiceSchema):
-        self.schema = schema
-        self.lookup = functools.lru_cache(maxsize=_REMEMBERED)(self._walk)
-
-    def _walk(self, message: bytes, max_chars: int) -> tuple[str | None, str | None]:
-        return _call_objects(message, self.schema, max_chars)
+    return functools.lru_cache(maxsize=_REMEMBERED)(
+        lambda message, max_chars: _call_objects(message, schema, max_chars))
 
 
-#: id of a schema → its memo, which holds the schema (so that the id is not reused meanwhile).
-_memos: dict[int, _Memo] = {}
-
-
-def _remembered(schema: ServiceSchema) -> Callable[[bytes, int], tuple[str | None, str | None]]:
-    memo = _memos.get(id(schema))
-    if memo is None or memo.schema is not schema:
-        memo = _memos[id(schema)] = _Memo(schema)
-    return memo.lookup
+_remembered = SchemaKeyed(_remember)
 
 
 def _call_objects(message: bytes, schema: ServiceSchema, max_chars: int = 256) -> tuple[str | None, str | None]:

@@ -80,8 +80,8 @@ def direct_thriftpy(hms: RunningHMS):
 # The tunnel tests' world (tests/integration/test_tunnel.py, test_python_client.py), one per module.
 
 @pytest.fixture(scope="module")
-def tunnel_realm():
-    """A Kerberos realm of the test KDC."""
+def kerberos_realm():
+    """A Kerberos realm of the test KDC, one per module (tunnel, Kerberos and combined auth tests)."""
     realm = start_realm()
     yield realm
     realm.stop()
@@ -96,14 +96,14 @@ def tunnel_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runni
 
 
 @pytest.fixture(scope="module")
-def tunnel_gateway(tunnel_metastore, tunnel_realm, tmp_path_factory: pytest.TempPathFactory):
+def tunnel_gateway(tunnel_metastore, kerberos_realm, tmp_path_factory: pytest.TempPathFactory):
     """:func:`tests.support.tunnel.start_tunnel_test_gateway` on the two fixtures above."""
-    gw = start_tunnel_test_gateway(tmp_path_factory.mktemp("gw-tunnel"), tunnel_metastore, tunnel_realm)
+    gw = start_tunnel_test_gateway(tmp_path_factory.mktemp("gw-tunnel"), tunnel_metastore, kerberos_realm)
     yield gw
     gw.stop()
 
 
 @pytest.fixture(scope="module")
-def tunnel_kerberos_env(tunnel_realm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment of user dave with a ticket cache in ``tunnel_realm`` (password dave-password)."""
-    return tunnel_realm.add_user("dave", "dave-password", tmp_path_factory.mktemp("ccache") / "dave")
+def tunnel_kerberos_env(kerberos_realm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of user dave with a ticket cache in ``kerberos_realm`` (password dave-password)."""
+    return kerberos_realm.add_user("dave", "dave-password", tmp_path_factory.mktemp("ccache") / "dave")

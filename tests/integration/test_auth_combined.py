@@ -11,7 +11,6 @@ import pytest
 from jose import jwt
 
 from tests.support.gateway import service, start_gateway
-from tests.support.kdc import start_realm
 
 pytestmark = pytest.mark.integration
 
@@ -20,8 +19,8 @@ HMAC_KEY = "shared-secret-for-the-combined-topology-tokens"
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    realm = start_realm()
+def gateway(hms, kerberos_realm, tmp_path_factory):
+    realm = kerberos_realm
     hms_url = f"thrift://{hms.host}:{hms.port}"
     workdir = tmp_path_factory.mktemp("gw-combined")
     providers = [
@@ -46,7 +45,6 @@ def gateway(hms, tmp_path_factory):
         os.environ.update(saved)
     yield gw
     gw.stop()
-    realm.stop()
 
 
 def curl(gw, topology: str, *args: str, source: str = "127.0.0.1") -> tuple[int, dict[str, list[str]]]:

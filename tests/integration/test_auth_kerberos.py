@@ -12,7 +12,7 @@ import requests
 from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 
 from tests.support.gateway import service, start_gateway
-from tests.support.kdc import REALM, start_realm
+from tests.support.kdc import REALM
 
 pytestmark = pytest.mark.integration
 
@@ -21,25 +21,18 @@ JSON = {"Content-Type": "application/vnd.apache.thrift.json"}
 
 
 @pytest.fixture(scope="module")
-def realm():
-    running = start_realm()
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def clients(realm, tmp_path_factory):
+def clients(kerberos_realm, tmp_path_factory):
     """Client environments (krb5.conf + ccache) for alice and bob."""
     d = tmp_path_factory.mktemp("ccaches")
-    return {name: realm.add_user(name, f"{name}-password", d / name) for name in ("alice", "bob")}
+    return {name: kerberos_realm.add_user(name, f"{name}-password", d / name) for name in ("alice", "bob")}
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, realm, clients, tmp_path_factory):
+def gateway(hms, kerberos_realm, clients, tmp_path_factory):
     hms_url = f"thrift://{hms.host}:{hms.port}"
     key = tmp_path_factory.mktemp("secrets") / "cookie-key"
     key.write_text("a-cookie-signing-key-only-the-gateway-knows\n")
-    base = {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab)}
+    base = {"type": "kerberos", "principal": kerberos_realm.principal, "keytab": str(kerberos_realm.keytab)}
     topologies = {
         "krb": {"providers": {"authentication": [
             {**base, "cookie": {"signing_key": f"file:{key}", "lifetime_seconds": 600}}]},
@@ -50,7 +43,7 @@ def gateway(hms, realm, clients, tmp_path_factory):
             "services": [service([hms_url])]},
     }
     saved = dict(os.environ)
-    os.environ.update(realm.env)  # krb5.conf of the test realm; no KRB5_KTNAME: the keytab is config
+    os.environ.update(kerberos_realm.env)  # krb5.conf of the test realm; no KRB5_KTNAME: the keytab is config
     os.environ.pop("KRB5_KTNAME", None)
     try:
         gw = start_gateway(tmp_path_factory.mktemp("gw-krb"), topologies, users={"u": "unused-pw"})

@@ -135,7 +135,7 @@ def test_refused_credentials_reach_the_client_as_tapplicationexception(tunnel_ga
         tunnel.stop()
 
 
-def test_tunnel_survives_a_gateway_restart(tunnel_gateway, tunnel_realm, tmp_path):
+def test_tunnel_survives_a_gateway_restart(tunnel_gateway, kerberos_realm, tmp_path):
     """The gateway goes away and comes back on the same port: the tunnel answers the calls in
     between with a TApplicationException and serves the same client connection afterwards."""
     tunnel, _ = _tunnel(tunnel_gateway, "hive/ro", "basic", tmp_path)
@@ -149,7 +149,7 @@ def test_tunnel_survives_a_gateway_restart(tunnel_gateway, tunnel_realm, tmp_pat
             log = open(tunnel_gateway.workdir / "gateway.log", "ab")
             tunnel_gateway.process = subprocess.Popen(
                 [sys.executable, "-m", "gateway.cli", "serve", "--config", str(tunnel_gateway.workdir / "gateway.yaml")],
-                stdout=log, stderr=subprocess.STDOUT, env=gateway_env(tunnel_realm))
+                stdout=log, stderr=subprocess.STDOUT, env=gateway_env(kerberos_realm))
             deadline = time.monotonic() + 60
             while True:
                 try:
