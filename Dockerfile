@@ -24,6 +24,8 @@ RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/hms-gateway \
  && /opt/hms-gateway/bin/pip install /wheels/*.whl \
  && /opt/hms-gateway/bin/pip uninstall --yes pip setuptools wheel
+# The HEALTHCHECK's probe travels with the venv into the runtime stage.
+COPY docker/healthcheck.py /opt/hms-gateway/healthcheck.py
 
 # ---- runtime ---------------------------------------------------------------------------------
 FROM python:3.11-slim
@@ -54,9 +56,10 @@ WORKDIR /tmp
 # 8443: HTTPS gateway; 9464: management (/metrics, /healthz, /readyz), plain HTTP.
 EXPOSE 8443 9464
 
-# slim has no curl: probe the process-up endpoint with the interpreter that is already there.
+# slim has no curl: the venv's interpreter probes /healthz on the management port that the
+# mounted gateway file configures ($HMS_GATEWAY_CONFIG or /etc/hms-gateway/gateway.yaml).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
-  CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:9464/healthz', timeout=4).status == 200 else 1)"]
+  CMD ["/opt/hms-gateway/bin/python", "/opt/hms-gateway/healthcheck.py"]
 
 ENTRYPOINT ["hms-gateway"]
 CMD ["serve", "--config", "/etc/hms-gateway/gateway.yaml"]

@@ -3,25 +3,40 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# What `make run` needs (a subset of `make install`): the demo's Debian packages, PySpark, the listener.
+DEMO_STAMP := $(VENV)/.installed-demo
+STEP   := ./scripts/step.sh
 
-.PHONY: run test install certs bench soak fuzz clean
+.PHONY: run test unit install certs bench soak fuzz clean
 
-run: install certs
+run: $(DEMO_STAMP)
+	@$(STEP) "development certificates" $(VENV)/bin/hms-gateway certs --out certs
 	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml
 
 test: install
 	$(PY) -m pytest -ra $(PYTEST_ARGS)
 
+# The unit tests alone (no HMS, KDC or LDAP started), for the edit loop.
+unit: install
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
 install: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/install-system-deps.sh tests/node/package-lock.json scripts/build-listener.sh $(wildcard listener/src/main/*/*/*/*/*.java listener/src/main/resources/*)
-	./scripts/install-system-deps.sh
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,demo]'
-	./scripts/build-listener.sh $(PY)
-	cd tests/node && npm ci --no-audit --no-fund --silent
-	touch $(STAMP)
+# Each long step prints its name before and the time it took after (scripts/step.sh).
+$(DEMO_STAMP): pyproject.toml scripts/install-system-deps.sh scripts/build-listener.sh $(wildcard listener/src/main/*/*/*/*/*.java listener/src/main/resources/*)
+	@$(STEP) "Debian packages for the demo (apt-get)" ./scripts/install-system-deps.sh demo
+	@test -x $(PY) || $(STEP) "virtual environment $(VENV)" $(PYTHON) -m venv $(VENV)
+	@$(STEP) "pip: the gateway and PySpark (about 450 MB the first time)" \
+	  sh -c '$(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[demo]"'
+	@$(STEP) "notification-log listener (javac)" ./scripts/build-listener.sh $(PY)
+	@touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP) tests/node/package-lock.json
+	@$(STEP) "Debian packages for the tests (apt-get: KDC, LDAP, ActiveMQ, Chromium, Node.js)" \
+	  ./scripts/install-system-deps.sh all
+	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]'
+	@$(STEP) "Node.js test client (npm ci)" sh -c 'cd tests/node && npm ci --no-audit --no-fund --silent'
+	@touch $(STAMP)
 
 certs: install
 	$(VENV)/bin/hms-gateway certs --out certs

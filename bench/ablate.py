@@ -12,7 +12,7 @@ Each argument is one variant: a comma-separated list of features to switch off (
 Features: ``audit`` (the audit line), ``reqmetrics`` (request counter and histogram), ``prom``
 (every Prometheus update a no-op), ``auth`` (a fixed principal instead of the providers),
 ``steps`` (identity assertion, service ACL and call steps as bare assignments), ``accounting``
-(``AccountedCall``), ``dispatch`` (client address and request id). The patches replace internals
+(``AccountedCall``), ``handler`` (client address and request id). The patches replace internals
 by name: a variant whose target was renamed fails at start-up rather than measuring nothing.
 """
 
@@ -21,12 +21,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import types
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FEATURES = ("audit", "reqmetrics", "prom", "auth", "steps", "accounting", "dispatch")
+FEATURES = ("audit", "reqmetrics", "prom", "auth", "steps", "accounting", "handler")
 
 
 def switch_off(features: set[str]) -> None:
@@ -73,11 +72,11 @@ def switch_off(features: set[str]) -> None:
             def __enter__(self): pass
             def __exit__(self, *exc): return False
         pool.AccountedCall = Unaccounted
-    if "dispatch" in features:
-        from gateway import dispatch
+    if "handler" in features:
+        from gateway import handler
         from gateway.observability.audit import AuditEvent
-        dispatch.audit_event = lambda request: AuditEvent("request-id", "127.0.0.1")
-        dispatch.ClientAddresses.__call__ = lambda self, request: "127.0.0.1"
+        handler.audit_event = lambda request: AuditEvent("request-id", "127.0.0.1")
+        handler.ClientAddresses.__call__ = lambda self, request: "127.0.0.1"
 
 
 def launch() -> None:
@@ -92,21 +91,19 @@ def launch() -> None:
 def main(variants: list[str]) -> int:
     sys.path.insert(0, str(REPO))
     import tests.support.gateway as support_gateway
+    from bench.clients import Gateway
     from bench.cpu_ab import CALLS, instructions
-    from bench.run import PASSWORD, USER, Gateway
+    from bench.harness import Bench
     from tests.support.big_table import create_partitioned_table
-    from tests.support.gateway import service, start_gateway, stop_process
-    from tests.support.hms import start_hms
 
     for variant in variants:  # refuse a misspelt feature before the minute HMS takes to start
         unknown = set(filter(None, variant.split(","))) - set(FEATURES)
         if unknown:
             raise SystemExit(f"ablate: unknown features {sorted(unknown)}")
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-ablate-"))
-    hms = start_hms(work / "hms", short_lived=False)
     real = subprocess
-    try:
-        create_partitioned_table(hms.uri, "benchdb", "parts5k", 10)
+    with Bench("ablate") as bench:
+        work = bench.work
+        create_partitioned_table(bench.hms.uri, "benchdb", "parts5k", 10)
         for variant in variants:
             side = variant.replace(",", "+") or "none"
 
@@ -118,9 +115,8 @@ def main(variants: list[str]) -> int:
             support_gateway.subprocess = types.SimpleNamespace(
                 Popen=popen, run=real.run, STDOUT=real.STDOUT, TimeoutExpired=real.TimeoutExpired)
             try:
-                gw = start_gateway(work / side, {"default": {"services": [service(
-                    [f"thrift://127.0.0.1:{hms.port}"], timeout_seconds=300, pool_size=32)]}},
-                    {USER: PASSWORD}, timeout=900)
+                gw = bench.gateway(services=[bench.service(timeout_seconds=300, pool_size=32)], name=side,
+                                   timeout=900)
             finally:
                 support_gateway.subprocess = real
             try:
@@ -131,9 +127,7 @@ def main(variants: list[str]) -> int:
                 per_call = instructions(gw, side, CALLS["get_all_databases"], 300, work, "ablate")
                 print(f"{side:40s} {per_call / 1e3:7.1f} k instructions per get_all_databases", flush=True)
             finally:
-                stop_process(gw.process)
-    finally:
-        hms.server.stop()
+                gw.stop()  # one variant under callgrind at a time
     return 0
 
 

@@ -34,7 +34,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import types
 from pathlib import Path
@@ -43,10 +42,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import tests.support.gateway as support_gateway  # noqa: E402
-from bench.run import PASSWORD, USER, Gateway, hold, tjson_message  # noqa: E402
+from bench.clients import Gateway, hold, tjson_message  # noqa: E402
+from bench.harness import Bench  # noqa: E402
 from tests.support.big_table import create_partitioned_table  # noqa: E402
-from tests.support.gateway import service, start_gateway, stop_process  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
 
 CALLS = {
     "get_all_databases": tjson_message("get_all_databases", "{}"),
@@ -54,9 +52,10 @@ CALLS = {
 }
 
 
-def start(side: str, tree: Path, hms_port: int, work: Path, callgrind: bool):
-    """``hms-gateway serve`` from ``tree`` (``tests.support.gateway.start_gateway``, its
-    subprocess launched from the tree, under callgrind if asked)."""
+def start(bench: Bench, side: str, tree: Path, callgrind: bool):
+    """``hms-gateway serve`` from ``tree`` in ``bench`` (``tests.support.gateway.start_gateway``,
+    its subprocess launched from the tree, under callgrind if asked)."""
+    work = bench.work
     real = subprocess
 
     def popen(args, **kw):
@@ -70,15 +69,13 @@ def start(side: str, tree: Path, hms_port: int, work: Path, callgrind: bool):
     support_gateway.subprocess = types.SimpleNamespace(
         Popen=popen, run=real.run, STDOUT=real.STDOUT, TimeoutExpired=real.TimeoutExpired)
     try:
-        gw = start_gateway(work / side, {"default": {"services": [service(
-            [f"thrift://127.0.0.1:{hms_port}"], timeout_seconds=300, pool_size=32)]}},
-            {USER: PASSWORD}, timeout=900 if callgrind else 60)
+        gw = bench.gateway(services=[bench.service(timeout_seconds=300, pool_size=32)], name=side,
+                           timeout=900 if callgrind else 60)
     finally:
         support_gateway.subprocess = real
     maps = Path(f"/proc/{gw.process.pid}/maps").read_text()
     loaded = [line.split()[-1] for line in maps.splitlines() if "_speedups" in line]
     if not loaded or not loaded[0].startswith(str(tree)):
-        stop_process(gw.process)
         raise RuntimeError(f"the {side} gateway did not load its own tree's modules: {loaded}")
     return gw
 
@@ -122,14 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     def client_of(gw) -> Gateway:
         return Gateway(gw, keep_alive=False, resume=True) if opts.close else Gateway(gw)
 
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-cpu-ab-"))
-    print(f"cpu_ab: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)
     gws: dict = {}
-    try:
-        create_partitioned_table(hms.uri, "benchdb", "parts5k", 10)
+    with Bench("cpu-ab") as bench:
+        work = bench.work
+        create_partitioned_table(bench.hms.uri, "benchdb", "parts5k", 10)
         for side, tree in trees.items():
-            gws[side] = start(side, tree, hms.port, work, bool(opts.callgrind))
+            gws[side] = start(bench, side, tree, bool(opts.callgrind))
             print(f"cpu_ab: {side} gateway pid {gws[side].process.pid} from {tree}", flush=True)
         for gw in gws.values():  # warm-up: connections, identities, HMS's JIT
             client = Gateway(gw)
@@ -190,10 +185,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name:18s} {side}: CPU per call median {statistics.median(cpu):.3f} ms "
                       f"(min {min(cpu):.3f}, max {max(cpu):.3f})", flush=True)
         return 0
-    finally:
-        for gw in gws.values():
-            stop_process(gw.process)
-        hms.server.stop()
 
 
 if __name__ == "__main__":

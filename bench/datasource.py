@@ -31,7 +31,6 @@ import argparse
 import os
 import statistics
 import sys
-import tempfile
 import time
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -45,12 +44,11 @@ from thriftpy2.rpc import make_client  # noqa: E402
 from thriftpy2.transport import TBufferedTransportFactory  # noqa: E402
 
 from gateway.client import BasicAuth, connect, hive_metastore_idl  # noqa: E402
-from gateway.config import SPEC_METHODS  # noqa: E402
+from gateway.services.thrift_rpc import SPEC_METHODS  # noqa: E402
 from gateway.datasource.crawl import plan, rows  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
+from bench.clients import PASSWORD, USER  # noqa: E402
+from bench.harness import Bench  # noqa: E402
 
-USER, PASSWORD = "bench", "bench-password"
 DATABASES = 10
 GET_TABLE_CALLS = 200
 
@@ -129,24 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     opts = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-datasource-"))
-    print(f"bench datasource: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)
-    gw = spark = None
-    try:
+    with Bench("datasource") as bench:
+        hms = bench.hms
         t0 = time.perf_counter()
         create_tables(hms.port, opts.tables)
-        print(f"bench datasource: {opts.tables} tables created in {time.perf_counter() - t0:.0f} s", flush=True)
-        upstream = [f"thrift://127.0.0.1:{hms.port}"]
-        gw = start_gateway(work / "gateway", {
-            "spec": {"services": [service(upstream, timeout_seconds=300)]},
-            "batched": {"services": [service(upstream, methods=[*SPEC_METHODS, "get_table_objects_by_name"],
-                                             timeout_seconds=300)]},
-        }, {USER: PASSWORD})
-        password_file = work / "password"
+        bench.say(f"{opts.tables} tables created in {time.perf_counter() - t0:.0f} s")
+        gw = bench.gateway({
+            "spec": {"services": [bench.service(timeout_seconds=300)]},
+            "batched": {"services": [bench.service([*SPEC_METHODS, "get_table_objects_by_name"], timeout_seconds=300)]},
+        })
+        password_file = bench.work / "password"
         password_file.write_text(PASSWORD)
         auth = BasicAuth(USER, PASSWORD)
         spark = spark_session()
+        bench.callback(spark.stop)
 
         def reader(topology: str, **extra: str):
             return spark.read.format("hms").options(
@@ -209,12 +203,6 @@ def main(argv: list[str] | None = None) -> int:
                 gc.append(timed(lambda: client.get_table(db, table))[0])
         direct.close()
         d_ms, c_ms = statistics.median(gd) * 1000, statistics.median(gc) * 1000
-    finally:
-        if spark is not None:
-            spark.stop()
-        if gw is not None:
-            gw.stop()
-        hms.server.stop()
 
     ratio = medians["one process, get_table loop"] / medians["data source, get_table per table"]
     batched = medians["one process, batched crawl"] / medians["data source, batched"]

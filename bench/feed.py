@@ -27,10 +27,8 @@ import base64
 import json
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,10 +38,10 @@ import aiohttp  # noqa: E402
 
 from gateway.demo import metastore_client  # noqa: E402
 from tests.support.feed import feed_metrics  # noqa: E402
-from tests.support.gateway import RunningGateway, start_gateway  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
+from bench.clients import PASSWORD, USER  # noqa: E402
+from bench.harness import Bench  # noqa: E402
+from tests.support.gateway import RunningGateway  # noqa: E402
 
-USER, PASSWORD = "bench", "bench-password"
 EVENTS_PATH = "catalog/events"
 DB = "feedbench"
 SUBSCRIBERS = 1000
@@ -246,24 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=10.0, help="quiet window for the poll count (s)")
     parser.add_argument("--markdown", type=Path, help="also write the results table (Markdown) here")
     opts = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-feed-"))
-    print(f"bench feed: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)
-    gw = catalog = None
-    try:
-        svc = {"path": EVENTS_PATH, "kind": "event-stream", "upstream": {"urls": [hms.uri]},
+    with Bench("feed", keep_work=False) as bench:
+        svc = {"path": EVENTS_PATH, "kind": "event-stream", "upstream": {"urls": [bench.hms.uri]},
                "options": {"poll_interval_seconds": opts.interval}}
-        gw = start_gateway(work / "gateway", {"default": {"services": [svc]}}, {USER: PASSWORD})
-        catalog = Catalog(hms.uri)
+        gw = bench.gateway(services=[svc])
+        catalog = Catalog(bench.hms.uri)
+        bench.callback(catalog.close)
         catalog.create_database()
         fig, rows = asyncio.run(measure(gw, catalog, opts))
-    finally:
-        if catalog is not None:
-            catalog.close()
-        if gw is not None:
-            gw.stop()
-        hms.server.stop()
-        shutil.rmtree(work, ignore_errors=True)
     aim = opts.interval * 1000 + DELAY_AIM_EXTRA_MS
     met = fig["delay median ms"] <= aim
     print(f"{'PASS' if met else 'MISS'}  median HMS call → SSE delay {fig['delay median ms']:.0f} ms "

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import socket
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,8 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gateway.thrift.schema import load_schema  # noqa: E402
-from tests.support.gateway import service, start_gateway, upstream_calls  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
+from bench.harness import Bench  # noqa: E402
+from tests.support.gateway import service, upstream_calls  # noqa: E402
 from tests.support.hostile import (  # noqa: E402
     PROTOCOLS,
     READ_METHODS,
@@ -95,20 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hms", help="HOST:PORT of a running HMS with the demo catalog (default: start one)")
     opts = parser.parse_args(argv)
     print(f"fuzz: seed {opts.seed}", flush=True)
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-fuzz-"))
-    hms = None
-    if opts.hms:
-        host, _, port = opts.hms.rpartition(":")
-        host, port = host or "127.0.0.1", int(port)
-    else:
-        print(f"fuzz: workdir {work}; starting HMS with the sample catalog", flush=True)
-        hms = start_hms(work / "hms", catalog=True)
-        host, port = hms.host, hms.port
-    gw = None
     problems: list[str] = []
-    try:
-        gw = start_gateway(work / "gateway", {"default": {"services": [
-            service([f"thrift://{host}:{port}"], methods=READ_METHODS)]}}, {USER: PASSWORD})
+    with Bench("fuzz", hms=not opts.hms, catalog=True, short_lived=True) as bench:
+        if opts.hms:
+            host, _, port = opts.hms.rpartition(":")
+            host, port = host or "127.0.0.1", int(port)
+        else:
+            host, port = bench.hms.host, bench.hms.port
+        gw = bench.gateway(services=[service([f"thrift://{host}:{port}"], methods=READ_METHODS)],
+                           users={USER: PASSWORD})
         direct, transport = hive_metastore_client(host, port)
         expected = expected_results(direct)
         transport.close()
@@ -143,14 +137,9 @@ def main(argv: list[str] | None = None) -> int:
             problems += [f"differential seed {seed}: {p}" for p in found]
             round_ += 1
         print(f"fuzz: differential ran {inputs} inputs", flush=True)
-    finally:
-        if gw is not None:
-            gw.stop()
-        if hms is not None:
-            hms.server.stop()
     if problems:
         print(f"fuzz: {len(problems)} problems; first ones:", *problems[:20], sep="\n  ")
-        print(f"fuzz: gateway log in {work / 'gateway' / 'gateway.log'}")
+        print(f"fuzz: gateway log in {gw.workdir / 'gateway.log'}")
         return 1
     print("fuzz: no problems")
     return 0

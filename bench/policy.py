@@ -27,19 +27,20 @@ import asyncio
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.run import Direct, Gateway, hold, interleaved, tjson_message  # noqa: E402
+from bench.clients import USER, Gateway, hold, interleaved, tjson_message  # noqa: E402
+from bench.harness import Bench  # noqa: E402
 from gateway.demo import metastore_client  # noqa: E402
 from gateway.observability.audit import AuditEvent  # noqa: E402
 from gateway.pipeline.exchange import Exchange  # noqa: E402
 from gateway.pipeline.reply import Reply  # noqa: E402
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy, _Columns  # noqa: E402
-from gateway.policy import PolicyEngine, load_policy_file  # noqa: E402
+from gateway.pipeline.steps.catalog_policy import CatalogPolicy  # noqa: E402
+from gateway.policy import CatalogView, PolicyEngine, load_policy_file  # noqa: E402
+from gateway.policy.columns import filter_partition  # noqa: E402
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses  # noqa: E402
 from gateway.providers.authentication.base import Principal  # noqa: E402
 from gateway.providers.identity import Identity  # noqa: E402
@@ -47,11 +48,8 @@ from gateway.thrift.binary import encode_binary_call, read_message_header  # noq
 from gateway.thrift.schema import TType, load_schema  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call  # noqa: E402
 from tests.support.fake_hms import list_of_strings_reply  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
 
 DB, TABLE, PARTITIONS = "benchdb", "parts5k", 5000
-USER, PASSWORD = "bench", "bench-password"
 TARGETS = {"get_partitions(5000) allowed table, gateway/direct": 1.1,
            "get_partitions(5000) one column denied, gateway/direct": 1.5}
 LISTING_AIM_MS = 0.3
@@ -110,7 +108,7 @@ def listing_cost(policies: list[Policy], database: str, n: int) -> tuple[float, 
     async def run() -> None:
         nonlocal kept, cpu
         for _ in range(n):
-            exchange = Exchange(None, None, None, AuditEvent("bench", None),  # type: ignore[arg-type]
+            exchange = Exchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
                                 identity=identity, header=header, call=call)
             reply = Reply(message, schema)
             c0, t0 = time.process_time(), time.perf_counter()
@@ -126,7 +124,7 @@ def listing_cost(policies: list[Policy], database: str, n: int) -> tuple[float, 
 def column_filter_cpu(message: bytes, policy_file: Path, n: int) -> tuple[float, float, int]:
     """Median CPU ms of the catalog-policy step on a ``get_partitions`` reply (``message``,
     strict binary) under ``policy_file``, and of the object path (decode every partition, filter
-    with ``_Columns``, encode); and how many bytes the filtered reply lost."""
+    as a ``CatalogView`` keeps them, encode); and how many bytes the filtered reply lost."""
     schema = load_schema()
     engine = load_policy_file(policy_file)
     step = CatalogPolicy("bench", "/hms", engine, schema)
@@ -138,7 +136,7 @@ def column_filter_cpu(message: bytes, policy_file: Path, n: int) -> tuple[float,
     async def run() -> None:
         nonlocal removed
         for _ in range(n):
-            exchange = Exchange(None, None, None, AuditEvent("bench", None),  # type: ignore[arg-type]
+            exchange = Exchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
                                 identity=identity, header=header, call=call)
             reply = Reply(message, schema)
             t0 = time.process_time()
@@ -147,9 +145,9 @@ def column_filter_cpu(message: bytes, policy_file: Path, n: int) -> tuple[float,
             removed = len(message) - len(reply.message)
             t0 = time.process_time()
             reply = Reply(message, schema)
-            columns = _Columns(engine, identity.user, identity.groups)
+            view = CatalogView(engine, identity.user, identity.groups)
             for part in reply.result.success:
-                columns.partition(part)
+                filter_partition(view, part)
             reply.replace(reply.result)
             object_ms.append(time.process_time() - t0)
 
@@ -180,28 +178,21 @@ def main(argv: list[str] | None = None) -> int:
               f"{os.getloadavg()[0]:.2f})", flush=True)
     if opts.listing_only:
         return 0
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-policy-"))
-    print(f"bench policy: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)
-    gw = None
-    try:
-        create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS)
-        add_denied_column(hms.uri)
+    with Bench("policy") as bench:
+        work = bench.work
+        create_partitioned_table(bench.hms.uri, DB, TABLE, PARTITIONS)
+        add_denied_column(bench.hms.uri)
         (work / "allowed.yaml").write_text(ALLOWED)
         (work / "columns.yaml").write_text(COLUMNS)
 
         def topology(policy: str | None) -> dict:
-            svc = service([f"thrift://127.0.0.1:{hms.port}"], timeout_seconds=300)
+            svc = bench.service(timeout_seconds=300)
             return {"services": [dict(svc, policy_file=str(work / policy)) if policy else svc]}
 
-        gw = start_gateway(work / "gateway", {"plain": topology(None), "allowed": topology("allowed.yaml"),
-                                              "columns": topology("columns.yaml")}, {USER: PASSWORD})
-        sides = {}
-        for name in ("plain", "allowed", "columns"):
-            client = Gateway(gw)
-            client.head = client.head.replace(gw.url().split("/", 3)[3], gw.url(name).split("/", 3)[3])
-            sides[name] = client
-        direct = Direct(hms.port)
+        gw = bench.gateway({"plain": topology(None), "allowed": topology("allowed.yaml"),
+                            "columns": topology("columns.yaml")})
+        sides = {name: Gateway(gw, topology=name) for name in ("plain", "allowed", "columns")}
+        direct = bench.direct()
         binary = get_partitions_call(DB, TABLE)
         tjson = tjson_message("get_partitions", f'{{"1":{{"str":"{DB}"}},"2":{{"str":"{TABLE}"}},"3":{{"i16":-1}}}}')
         sizes = {name: len(client.call(tjson)) for name, client in sides.items()}
@@ -224,10 +215,6 @@ def main(argv: list[str] | None = None) -> int:
         direct.close()
         for client in sides.values():
             client.close()
-    finally:
-        if gw is not None:
-            gw.stop()
-        hms.server.stop()
     failed = [name for name, limit in TARGETS.items() if results.get(name, 0) > limit]
     for name, limit in TARGETS.items():
         print(f"{'MISS' if name in failed else 'PASS'}  {name:55s} {results[name]:6.2f}  (target <= {limit:g})")

@@ -31,7 +31,6 @@ import random
 import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -41,13 +40,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.run import load, machine, tjson_message  # noqa: E402
+from bench.clients import tjson_message  # noqa: E402
+from bench.harness import Bench, load, machine  # noqa: E402
 from gateway.thrift.binary import encode_binary_call  # noqa: E402
 from gateway.thrift.compact import binary_message_to_compact  # noqa: E402
 from gateway.thrift.schema import TType  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
 
 DB, TABLE = "soakdb", "parts"
 USER, PASSWORD = "soak", "soak-password"
@@ -297,26 +295,19 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop HMS and the gateway on the way out
     info = machine()
     info["load"] = load() + " before"
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-soak-"))
-    trace_file = work / "tracemalloc.txt"
-    if opts.tracemalloc:
-        # Only the gateway subprocess is started after this; the JVM ignores these variables.
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HOOK), os.environ.get("PYTHONPATH")]))
-        os.environ["HMS_GATEWAY_TRACEMALLOC"] = str(trace_file)
-        os.environ.setdefault("HMS_GATEWAY_TRACEMALLOC_WARMUP", str(int(opts.minutes * 60 * opts.warmup)))
-    print(f"soak: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)  # warm HMS with its full JIT, as in production
-    gw = None
-    try:
+    with Bench("soak") as bench:
+        trace_file = bench.work / "tracemalloc.txt"
+        env = {}
+        if opts.tracemalloc:
+            env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(HOOK), os.environ.get("PYTHONPATH")])),
+                   "HMS_GATEWAY_TRACEMALLOC": str(trace_file),
+                   "HMS_GATEWAY_TRACEMALLOC_WARMUP": os.environ.get(
+                       "HMS_GATEWAY_TRACEMALLOC_WARMUP", str(int(opts.minutes * 60 * opts.warmup)))}
         t0 = time.monotonic()
-        create_partitioned_table(hms.uri, DB, TABLE, opts.partitions)
-        print(f"soak: {opts.partitions} partitions added in {time.monotonic() - t0:.0f} s; starting gateway",
-              flush=True)
-        gw = start_gateway(
-            work / "gateway",
-            {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"], timeout_seconds=300,
-                                              pool_size=opts.clients)]}},
-            {USER: PASSWORD},
+        create_partitioned_table(bench.hms.uri, DB, TABLE, opts.partitions)
+        bench.say(f"{opts.partitions} partitions added in {time.monotonic() - t0:.0f} s; starting gateway")
+        gw = bench.gateway(
+            services=[bench.service(timeout_seconds=300, pool_size=opts.clients)], users={USER: PASSWORD}, env=env,
             timeout=120,  # a busy machine, and tracemalloc, slow the start-up
         )
         kinds = mix()
@@ -326,10 +317,6 @@ def main(argv: list[str] | None = None) -> int:
         if gw.process.poll() is not None:
             print(f"soak: the gateway exited with {gw.process.returncode}", flush=True)
             return 1
-    finally:
-        if gw is not None:
-            gw.stop()
-        hms.server.stop()
     info["load"] += f", {load()} after (1/5/15-min load averages)"
     info["clients"] = str(opts.clients)
     info["duration"] = f"{elapsed / 60:.1f} min, RSS sampled every {SAMPLE_SECONDS:g} s, warm-up {opts.warmup:.0%}"

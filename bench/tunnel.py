@@ -4,7 +4,7 @@ targets). Run by ``bench/run.py --tunnel`` (``make bench``) or alone:
 
 Starts its own Hive Metastore (full JIT) with a table of 5,000 partitions, the real gateway
 (HTTPS, Basic) and the real tunnel (``hms-gateway tunnel``, a subprocess, Basic as the bench
-user). Both sides are the same raw strict-binary client of ``bench/run.py`` (one socket, request
+user). Both sides are the same raw strict-binary client (``bench/clients.py``: one socket, request
 pre-built, reply read raw to its known length, ``set_ugi`` once after connecting): one socket to
 HMS, one to the tunnel, calls interleaved in random order so both see the same machine load.
 
@@ -31,12 +31,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.run import PASSWORD, USER, Direct, interleaved  # noqa: E402
+from bench.clients import PASSWORD, USER, Direct, interleaved  # noqa: E402
+from bench.harness import Bench  # noqa: E402
 from gateway.thrift.binary import encode_binary_call  # noqa: E402
 from gateway.thrift.schema import TType  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
-from tests.support.hms import start_hms  # noqa: E402
 from tests.support.tunnel import start_tunnel  # noqa: E402
 
 DB, TABLE, PARTITIONS = "benchdb", "parts5k", 5000
@@ -92,20 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     if opts.spark_job:
         return _spark_job(opts.spark_job, opts.warehouse)
 
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-bench-tunnel-"))
-    print(f"bench tunnel: workdir {work}; starting HMS", flush=True)
-    hms = start_hms(work / "hms", short_lived=False)
-    gw = tunnel = None
     ratios: dict[str, float] = {}
-    try:
+    with Bench("tunnel") as bench:
+        hms = bench.hms
         create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS)
         methods = ["set_ugi", "get_table", "get_partitions", "get_database", "get_databases",
                    "get_partition_names", "get_partitions_ps_with_auth", "get_all_databases"]
-        gw = start_gateway(work / "gateway", {"default": {"services": [service(
-            [f"thrift://127.0.0.1:{hms.port}"], methods=methods, timeout_seconds=300)]}}, {USER: PASSWORD})
+        gw = bench.gateway(services=[bench.service(methods, timeout_seconds=300)])
         tunnel = start_tunnel(gw.url(), ["--auth", "basic", "--user", USER, "--password-env", "BENCH_TUNNEL_PW"],
                               ca=gw.ca_file, env={"BENCH_TUNNEL_PW": PASSWORD})
-        direct, through = Direct(hms.port), Direct(tunnel.port)
+        bench.callback(tunnel.stop)
+        direct, through = bench.direct(), Direct(tunnel.port)
         calls = {
             "get_table": (encode_binary_call("get_table", 1, [(1, TType.STRING, DB), (2, TType.STRING, TABLE)]), 200),
             "get_partitions(5000)": (get_partitions_call(DB, TABLE), 15),
@@ -125,12 +121,6 @@ def main(argv: list[str] | None = None) -> int:
             ratios["Spark SHOW PARTITIONS (5000) tunnel+gateway/direct"] = t / d
             print(f"Spark SHOW PARTITIONS  direct {d * 1000:8.0f} ms  tunnel+gateway {t * 1000:8.0f} ms  "
                   f"ratio {t / d:5.2f}  (median of {SPARK_RUNS})", flush=True)
-    finally:
-        if tunnel is not None:
-            tunnel.stop()
-        if gw is not None:
-            gw.stop()
-        hms.server.stop()
     failed = [name for name, limit in TARGETS.items() if name in ratios and ratios[name] > limit]
     print()
     for name, limit in TARGETS.items():

@@ -30,17 +30,17 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.clients import PASSWORD, USER  # noqa: E402
+from bench.harness import Bench  # noqa: E402
 from tests.support.fake_hms import list_of_strings_reply  # noqa: E402
-from tests.support.gateway import service, start_gateway  # noqa: E402
+from tests.support.gateway import service  # noqa: E402
 
-USER, PASSWORD = "bench", "bench-password"
 BODY = '[1,"get_all_databases",1,1,{}]'
 DATABASES = ["default"] + [f"db{i:02d}" for i in range(20)]
 
@@ -121,23 +121,20 @@ def cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def measure(upstreams: dict[str, dict], workdir: Path, *, seconds: float, connections: int,
+def measure(bench: Bench, upstreams: dict[str, dict], *, seconds: float, connections: int,
             threads: int, counts=(1, 2)) -> tuple[list[tuple[str, str]], dict[str, float], int]:
     """For each upstream (name → service keyword arguments) and worker count, start a gateway
-    and load it. Returns (table rows, ratios "<upstream> 2 workers / 1 worker", bad answers)."""
-    script = wrk_script(workdir)
+    in ``bench``, load it and stop it. Returns (table rows, ratios "<upstream> 2 workers / 1
+    worker", bad answers)."""
+    script = wrk_script(bench.work)
     rows: list[tuple[str, str]] = []
     ratios: dict[str, float] = {}
     bad = 0
     for name, svc in upstreams.items():
         rps = {}
         for count in counts:
-            gw = start_gateway(
-                workdir / f"gateway-{re.sub(r'[^a-z0-9]+', '-', name)}-{count}",
-                {"default": {"services": [service(**svc)]}}, {USER: PASSWORD},
-                gateway_extra={"workers": count, "logging": {"level": "WARNING"},
-                               "audit": {"enabled": False}},
-            )
+            gw = bench.gateway(services=[service(**svc)], name=f"gateway-{re.sub(r'[^a-z0-9]+', '-', name)}-{count}",
+                               workers=count, logging={"level": "WARNING"}, audit={"enabled": False})
             try:
                 url = gw.url()
                 wrk(url, script, max(2.0, seconds / 2), connections, threads)  # pools, caches, HMS's JIT
@@ -161,17 +158,17 @@ def measure(upstreams: dict[str, dict], workdir: Path, *, seconds: float, connec
     return rows, ratios, bad
 
 
-def both_upstreams(hms_port: int | None, workdir: Path, *, seconds: float = 10.0, connections: int = 32,
+def both_upstreams(bench: Bench, hms_port: int | None, *, seconds: float = 10.0, connections: int = 32,
                    threads: int = 1) -> tuple[list[tuple[str, str]], dict[str, float], int]:
-    """:func:`measure` against the scripted upstream, then the HMS on ``hms_port`` (skipped
-    when None)."""
+    """:func:`measure` in ``bench`` against the scripted upstream, then the HMS on ``hms_port``
+    (skipped when None)."""
     scripted, scripted_port = start_scripted_upstream()
     try:
         upstreams = {"scripted upstream": {"urls": [f"thrift://127.0.0.1:{scripted_port}"],
                                            "transport": "framed", "pool_size": connections}}
         if hms_port is not None:
             upstreams["real HMS"] = {"urls": [f"thrift://127.0.0.1:{hms_port}"], "pool_size": connections}
-        return measure(upstreams, workdir, seconds=seconds, connections=connections, threads=threads)
+        return measure(bench, upstreams, seconds=seconds, connections=connections, threads=threads)
     finally:
         scripted.terminate()
         scripted.wait()
@@ -194,24 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("wrk") is None:
         print("bench/workers.py needs wrk (apt-get install wrk; scripts/install-system-deps.sh)", file=sys.stderr)
         return 2
-    work = Path(tempfile.mkdtemp(prefix="hms-gateway-workers-"))
-    hms = None
-    try:
-        port = opts.hms_port
-        if port is None and not opts.scripted_only:
-            from tests.support.hms import start_hms
-
-            print(f"workers: workdir {work}; starting HMS", flush=True)
-            hms = start_hms(work / "hms", short_lived=False)
-            port = hms.port
+    with Bench("workers", hms=opts.hms_port is None and not opts.scripted_only) as bench:
+        port = opts.hms_port if bench.hms is None else bench.hms.port
         started = time.monotonic()
-        _, _, bad = both_upstreams(None if opts.scripted_only else port, work, seconds=opts.seconds,
+        _, _, bad = both_upstreams(bench, None if opts.scripted_only else port, seconds=opts.seconds,
                                    connections=opts.connections, threads=opts.threads)
         print(f"workers: done in {time.monotonic() - started:.0f} s; {bad} non-200 answers or socket errors")
         return 1 if bad else 0
-    finally:
-        if hms is not None:
-            hms.server.stop()
 
 
 if __name__ == "__main__":

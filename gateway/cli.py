@@ -1,14 +1,60 @@
-"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``demo``, ``policy check``."""
+"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``demo``,
+``tunnel``, ``policy check``.
+
+Exit status: 0 done, 1 ``policy check`` denied, 2 a configuration or usage error (one line on
+stderr naming the file, the key and the reason), 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from importlib import metadata
 from pathlib import Path
 
-from gateway.config import ConfigError, GatewayConfig, TopologyConfig, load_gateway_config, load_topologies
+from gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    ServiceConfig,
+    TopologyConfig,
+    load_gateway_config,
+    load_topologies,
+)
 
-DEFAULT_CONFIG = Path("config/gateway.yaml")
+#: Where the gateway file is looked for without ``--config``, in this order (the first that is
+#: set or exists): the environment variable, the packaged location, the source tree's.
+CONFIG_ENV = "HMS_GATEWAY_CONFIG"
+SYSTEM_CONFIG = Path("/etc/hms-gateway/gateway.yaml")
+SOURCE_TREE_CONFIG = Path("config/gateway.yaml")
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_CONFIG_HELP = (f"the gateway file (default: ${CONFIG_ENV}, else {SYSTEM_CONFIG}, else "
+                f"{SOURCE_TREE_CONFIG} if it exists)")
+
+
+def default_config_path() -> Path:
+    """The gateway file to use without ``--config``: ``$HMS_GATEWAY_CONFIG`` when set, else
+    ``/etc/hms-gateway/gateway.yaml`` when it exists, else ``config/gateway.yaml`` when it
+    exists. Raises :class:`ConfigError` when none applies."""
+    given = os.environ.get(CONFIG_ENV)
+    if given:
+        return Path(given)
+    for path in (SYSTEM_CONFIG, SOURCE_TREE_CONFIG):
+        if path.is_file():
+            return path
+    raise ConfigError("--config", "", f"no gateway file given: pass --config, set {CONFIG_ENV}, or "
+                                      f"create {SYSTEM_CONFIG}")
+
+
+def _config_path(args: argparse.Namespace) -> Path:
+    return args.config if args.config is not None else default_config_path()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("hms-gateway")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _load(path: Path) -> tuple[GatewayConfig, dict[str, TopologyConfig]]:
@@ -22,14 +68,14 @@ def _check(path: Path) -> tuple[GatewayConfig, dict[str, TopologyConfig]]:
     from gateway.topology import build_topology
 
     config, topologies = _load(path)
-    server_ssl_context(config.tls)
+    server_ssl_context(config.tls, config.source)
     for topology in topologies.values():
         build_topology(topology, config)  # what only the whole configuration can tell
     return config, topologies
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
-    config, topologies = _check(args.config)
+    config, topologies = _check(_config_path(args))
     for name, topology in topologies.items():
         for service in topology.services:
             target = ", ".join(service.upstream.urls) if service.upstream else service.kind
@@ -38,16 +84,22 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT; exit 2 with one line when a listener cannot bind."""
     from gateway.observability.log_format import configure_logging
-    from gateway.server import Gateway, run
+    from gateway.server import Gateway, ListenError, run
 
-    config, topologies = _check(args.config)
+    path = _config_path(args)
+    config, topologies = _check(path)
     configure_logging(config.logging.format, args.log_level or config.logging.level)
     from gateway.workers import supervise, worker_count
 
-    if worker_count(config) > 1:
-        return supervise(args.config, config, args.log_level)
-    run(Gateway(config, topologies))
+    try:
+        if worker_count(config) > 1:
+            return supervise(path, config, args.log_level)
+        run(Gateway(config, topologies))
+    except ListenError as exc:
+        print(f"serve: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -65,28 +117,61 @@ def cmd_certs(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from gateway.demo.launcher import run_demo
 
-    return run_demo(args.config, workdir=args.workdir, hms_port=args.hms_port)
+    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port)
+
+
+def _policy_services(topology: TopologyConfig, service: str | None) -> list[ServiceConfig]:
+    """The services of ``topology`` with a ``policy_file`` (only ``service``'s when given)."""
+    attached = [s for s in topology.services if s.policy_file is not None]
+    if service is not None:
+        attached = [s for s in attached if s.path == service.strip("/")]
+    return attached
 
 
 def cmd_policy_check(args: argparse.Namespace) -> int:
-    """Prints the decision and the deciding policy id (-1: none); exit 0 allowed, 1 denied."""
-    from gateway.policy import Resource, load_policy_file
+    """Prints the decision and the deciding policy id (-1: none); exit 0 allowed, 1 denied.
 
-    config, topologies = _load(args.config)
+    The user and groups go through the topology's identity assertion (principal mapping, then
+    group mapping: :class:`gateway.providers.identity.IdentityAsserter`), as the running
+    gateway does, before the policy decides.
+    """
+    from gateway.policy import Resource, load_policy_file
+    from gateway.providers.authentication.base import Principal
+    from gateway.providers.identity import IdentityAsserter
+
+    config, topologies = _load(_config_path(args))
+    if args.topology is None:  # the one topology a policy applies to, if there is only one
+        candidates = [name for name, t in topologies.items() if _policy_services(t, args.service)]
+        if len(candidates) != 1:
+            reason = ("no topology has a service with a policy_file: no catalog policy applies"
+                      if not candidates else f"several topologies have a policy_file: name one of "
+                                             f"{', '.join(candidates)}")
+            raise ConfigError(config.topologies_dir, "--topology", reason)
+        args.topology = candidates[0]
     topology = topologies.get(args.topology)
     if topology is None:
-        raise ConfigError(config.topologies_dir, "--topology", f"no topology {args.topology!r}")
-    attached = [s for s in topology.services if s.policy_file is not None]
-    if args.service is not None:
-        attached = [s for s in attached if s.path == args.service.strip("/")]
+        raise ConfigError(config.topologies_dir, "--topology",
+                          f"no topology {args.topology!r} (there are: {', '.join(topologies)})")
+    attached = _policy_services(topology, args.service)
     if len(attached) != 1:
-        reason = ("no service with a policy_file" if not attached
-                  else "several services have a policy_file: name one with --service")
-        raise ConfigError(topology.source or topology.name, "--service", reason)
+        if attached:
+            key, reason = "--service", ("several services have a policy_file: name one of "
+                                        + ", ".join(s.path for s in attached))
+        elif args.service is not None:
+            with_policy = [s.path for s in topology.services if s.policy_file is not None]
+            key, reason = "--service", (f"no service {args.service.strip('/')!r} with a policy_file"
+                                        + (f" (there are: {', '.join(with_policy)})" if with_policy else ""))
+        else:
+            key, reason = "services", ("no service of this topology has a policy_file: no catalog "
+                                       "policy applies to it (docs/security.md, \"Catalog policies\")")
+        raise ConfigError(topology.source or topology.name, key, reason)
     engine = load_policy_file(attached[0].policy_file)
-    groups = [g for g in (args.groups or "").split(",") if g]
+    groups = frozenset(g for g in (args.groups or "").split(",") if g)
+    identity = IdentityAsserter(topology.providers.identity_assertion).mapped(
+        Principal(args.user, "policy-check", groups))
     try:
-        decision = engine.evaluate(args.user, groups, Resource(args.database, args.table, args.column), args.access)
+        decision = engine.evaluate(identity.user, identity.groups,
+                                   Resource(args.database, args.table, args.column), args.access)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -96,58 +181,71 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     return 0 if decision.allowed else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)  # options every subcommand also accepts
+    common.add_argument("--log-level", type=str.upper, choices=_LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="DEBUG, INFO, WARNING or ERROR (default: the gateway file's logging.level)")
     parser = argparse.ArgumentParser(
-        prog="hms-gateway", description="Authenticating HTTPS gateway for the Hive Metastore."
+        prog="hms-gateway", parents=[common],
+        description="Authenticating HTTPS gateway for the Hive Metastore.",
+        epilog=f"Without --config, the gateway file is ${CONFIG_ENV}, else {SYSTEM_CONFIG}, else "
+               f"{SOURCE_TREE_CONFIG} if it exists. Exit status: 0 done, 1 policy check denied, "
+               "2 configuration or usage error.",
     )
-    parser.add_argument(
-        "--log-level", help="DEBUG, INFO, WARNING or ERROR (default: the gateway file's logging.level)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("serve", help="serve the gateway")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
-    p.set_defaults(func=cmd_serve)
+    def command(name: str, help: str, func, *, config: bool = True, parent=sub) -> argparse.ArgumentParser:
+        p = parent.add_parser(name, help=help, description=help, parents=[common])
+        if config:
+            p.add_argument("--config", type=Path, default=None, metavar="FILE", help=_CONFIG_HELP)
+        p.set_defaults(func=func)
+        return p
 
-    p = sub.add_parser("check-config", help="validate the configuration and exit")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
-    p.set_defaults(func=cmd_check_config)
+    command("serve", "serve the gateway until SIGTERM or SIGINT (SIGHUP re-reads the topologies)", cmd_serve)
+    command("check-config", "validate the gateway file, its topologies and TLS files, print the services, "
+            "and exit (status 2 with the file, key and reason on an error)", cmd_check_config)
 
-    p = sub.add_parser("certs", help="write a development CA and server certificate")
-    p.add_argument("--out", type=Path, default=Path("certs"))
+    p = command("certs", "write a development CA and server certificate", cmd_certs, config=False)
+    p.add_argument("--out", type=Path, default=Path("certs"), metavar="DIR",
+                   help="directory to write ca.crt, server.crt and their keys to (default: certs)")
     p.add_argument("--hostname", action="append", default=[], help="extra SAN (repeatable)")
     p.add_argument("--client", action="append", default=[], metavar="NAME",
                    help="also issue a client certificate CN=NAME for mTLS (repeatable)")
-    p.set_defaults(func=cmd_certs)
 
-    p = sub.add_parser("demo", help="embedded HMS + PySpark sample data + the gateway")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
-    p.add_argument("--workdir", type=Path, default=Path("var/demo"))
-    p.add_argument("--hms-port", type=int, default=9083)
-    p.set_defaults(func=cmd_demo)
+    p = command("demo", "embedded HMS + PySpark sample data + the gateway", cmd_demo)
+    p.add_argument("--workdir", type=Path, default=Path("var/demo"), metavar="DIR",
+                   help="the demo's HMS, warehouse and logs (default: var/demo)")
+    p.add_argument("--hms-port", type=int, default=9083, metavar="PORT",
+                   help="port of the embedded Hive Metastore (default: 9083)")
 
-    p = sub.add_parser("tunnel", help="local binary-Thrift listener forwarding to the gateway over HTTPS")
     from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
 
+    p = command("tunnel", "local binary-Thrift listener forwarding to the gateway over HTTPS", cmd_tunnel,
+                config=False)
     tunnel_arguments(p)
-    p.set_defaults(func=cmd_tunnel)
 
-    p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)")
-    policy_sub = p.add_subparsers(dest="policy_command", required=True)
-    p = policy_sub.add_parser("check", help="which policy allows or denies an access, and why")
-    p.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
-    p.add_argument("--topology", required=True)
-    p.add_argument("--service", help="service path (needed when several services have a policy_file)")
-    p.add_argument("--user", required=True)
-    p.add_argument("--groups", default="", help="comma-separated groups")
-    p.add_argument("--database", required=True)
-    p.add_argument("--table")
-    p.add_argument("--column")
+    p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)", parents=[common])
+    policy_sub = p.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
+    p = command("check", "which policy allows or denies an access, and why (after the topology's "
+                "identity assertion)", cmd_policy_check, parent=policy_sub)
+    p.add_argument("--topology", help="topology name (default: the only one with a policy_file)")
+    p.add_argument("--service", metavar="PATH",
+                   help="service path (needed when several services have a policy_file)")
+    p.add_argument("--user", required=True, help="the authenticated user (principal) name")
+    p.add_argument("--groups", default="", help="comma-separated groups the authentication gives")
+    p.add_argument("--database", required=True, help="database name")
+    p.add_argument("--table", help="table name (default: the database itself)")
+    p.add_argument("--column", help="column name (default: the table itself)")
     p.add_argument("--access", default="_any",
                    help="select update create drop alter index lock read write all, or _any (default)")
-    p.set_defaults(func=cmd_policy_check)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    args.log_level = getattr(args, "log_level", None)
     from gateway.observability.log_format import configure_logging
 
     configure_logging("text", args.log_level or "INFO")  # until a gateway file says otherwise

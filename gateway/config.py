@@ -4,7 +4,7 @@ Two kinds of file, after Apache Knox:
 
 * the gateway file (``config/gateway.yaml``): listeners, TLS, limits, the topology directory;
 * one topology file per topology (``config/topologies/<name>.yaml``): its providers
-  (authentication, ...) and services (kind, path, upstream, exposed methods).
+  (authentication, ...) and services (kind, path, upstream, the kind's own ``options``).
 
 Relative paths inside a file are resolved against that file's directory. Every problem is raised
 as :class:`ConfigError` naming the file, the key and the reason.
@@ -12,9 +12,11 @@ as :class:`ConfigError` naming the file, the key and the reason.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from types import UnionType
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 import yaml
@@ -23,20 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.providers.authentication.registry import PROVIDERS, settings_models
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
-
-#: The nine read methods of MS-HMSHTTP section 3.1.5, exposed when a service lists none.
-SPEC_METHODS: tuple[str, ...] = (
-    "get_all_databases",
-    "get_databases",
-    "get_database",
-    "get_all_tables",
-    "get_tables",
-    "get_table",
-    "get_tables_by_type",
-    "get_partition_names",
-    "get_partitions",
-)
-
 
 class ConfigError(Exception):
     """A configuration file is unreadable or invalid; ``str()`` is ``"<file>: <key>: <reason>"``."""
@@ -298,6 +286,11 @@ class UpstreamConfig(_Model):
         return urls
 
 
+#: The reason a service-level ``methods:`` (before issue 21) is refused.
+_MOVED_METHODS = ("methods moved to options.methods (a setting of the hms-thrift kind): "
+                  "write options: {methods: [...]}")
+
+
 class ServiceConfig(_Model):
     #: Which handler serves it (``gateway.services.KINDS``): ``hms-thrift``, the HMS Thrift RPC.
     kind: str = "hms-thrift"
@@ -305,7 +298,6 @@ class ServiceConfig(_Model):
     path: str
     #: The HMS list it dispatches to; a kind that calls HMS refuses to build without it.
     upstream: UpstreamConfig | None = None
-    methods: list[str] = Field(default_factory=lambda: list(SPEC_METHODS), min_length=1)
     #: Who may use this service (Knox ACL); None lets every authenticated identity in.
     authorization: AuthorizationConfig | None = None
     #: Requests served at once; beyond it, 503 with ``Retry-After``. None: no limit.
@@ -314,8 +306,15 @@ class ServiceConfig(_Model):
     #: plugin download (``*.json``) or the project's YAML. None: no catalog policy.
     policy_file: Path | None = None
     #: The kind's own settings, validated by the kind's ``Options`` model when the topology is
-    #: built (:mod:`gateway.services.base`).
+    #: built (:mod:`gateway.services.base`); ``hms-thrift``: ``methods``, the exposed methods.
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "methods" in data:
+            raise ValueError(_MOVED_METHODS)
+        return data
 
     @field_validator("path")
     @classmethod
@@ -375,13 +374,72 @@ def _key(loc: tuple[Any, ...]) -> str:
     return out
 
 
+def _closest_key(model: type[BaseModel], err: Any) -> str:
+    """For an unknown key (``extra_forbidden``): ``"; did you mean 'x'?"`` naming the closest
+    key the model at that location accepts, else ``""``."""
+    if err["type"] != "extra_forbidden":
+        return ""
+    fields = _fields_at(model, err["loc"][:-1])
+    close = difflib.get_close_matches(str(err["loc"][-1]), fields, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    """The field names of the model a pydantic error location leads to from ``model`` (through
+    fields, list indexes, dict keys and discriminated-union tags); [] when it leads elsewhere."""
+    annotation: Any = model
+    for part in loc:
+        annotation = _step(annotation, part)
+        if annotation is None:
+            return []
+    models = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
+    return list(models[0].model_fields) if len(models) == 1 else []
+
+
+def _members(annotation: Any) -> list[Any]:
+    """``annotation`` without ``Annotated``, ``Optional`` and ``Union`` wrappers: its alternatives."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _members(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        return [m for arg in get_args(annotation) if arg is not type(None) for m in _members(arg)]
+    return [annotation]
+
+
+def _step(annotation: Any, part: Any) -> Any:
+    members = _members(annotation)
+    for member in members:
+        if isinstance(member, type) and issubclass(member, BaseModel):
+            if part in member.model_fields:
+                return member.model_fields[part].annotation
+            tag = member.model_fields.get("type")
+            if tag is not None and part in get_args(tag.annotation):  # the union tag in the location
+                return member
+        elif get_origin(member) is list and isinstance(part, int):
+            return get_args(member)[0]
+        elif get_origin(member) is dict and isinstance(part, str):
+            return get_args(member)[1]
+    return None
+
+
+def reported_error(model: type[BaseModel], exc: ValidationError) -> tuple[tuple[Any, ...], str]:
+    """The one error of ``exc`` a :class:`ConfigError` reports, as (pydantic location, reason).
+
+    A misspelt key is also a missing one: the unknown key with a close match is preferred, its
+    reason ending ``"; did you mean 'x'?"``; else the first error.
+    """
+    errors = exc.errors()
+    err = next((e for e in errors if _closest_key(model, e)), errors[0])
+    return err["loc"], err["msg"].removeprefix("Value error, ") + _closest_key(model, err)
+
+
 def _validate(model: type[_M], data: dict[str, Any], path: Path) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        reason = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(path, _key(err["loc"]), reason) from None
+        loc, reason = reported_error(model, exc)
+        key = _key(loc) + (".methods" if reason == _MOVED_METHODS else "")
+        raise ConfigError(path, key, reason) from None
 
 
 def _resolve(base: Path, value: Path) -> Path:
@@ -446,12 +504,27 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
     )
 
 
+#: File name endings of topology files (both spellings of YAML's: ``default.yml`` is read too).
+TOPOLOGY_SUFFIXES = (".yaml", ".yml")
+
+
+def topology_files(directory: Path) -> list[Path]:
+    """The topology files of ``directory`` (``*.yaml`` and ``*.yml``), sorted."""
+    return sorted(p for suffix in TOPOLOGY_SUFFIXES for p in directory.glob("*" + suffix))
+
+
 def load_topologies(directory: Path) -> dict[str, TopologyConfig]:
-    """Every ``*.yaml`` topology in ``directory``, by name. Raises :class:`ConfigError`."""
+    """Every ``*.yaml``/``*.yml`` topology in ``directory``, by name. Raises :class:`ConfigError`,
+    also when two files give the same name (``a.yaml`` and ``a.yml``)."""
     if not directory.is_dir():
         raise ConfigError(directory, "topologies_dir", "no such directory")
-    topologies = {p.stem: load_topology_file(p) for p in sorted(directory.glob("*.yaml"))}
+    topologies: dict[str, TopologyConfig] = {}
+    for path in topology_files(directory):
+        if path.stem in topologies:
+            raise ConfigError(path, "", f"topology {path.stem!r} is also defined by "
+                                        f"{topologies[path.stem].source}: keep one of the two files")
+        topologies[path.stem] = load_topology_file(path)
     if not topologies:
-        raise ConfigError(directory, "topologies_dir", "holds no *.yaml topology file")
+        raise ConfigError(directory, "topologies_dir", "holds no *.yaml or *.yml topology file")
     return topologies
 

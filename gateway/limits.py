@@ -6,7 +6,7 @@ from __future__ import annotations
 class ConcurrencyLimiter:
     """Counts requests in flight; ``try_acquire()`` refuses beyond ``limit`` (None: no limit).
 
-    Single event loop, so plain integers suffice. The dispatch answers a refusal with 503 and
+    Single event loop, so plain integers suffice. The gateway handler answers a refusal with 503 and
     ``Retry-After`` (RFC 9110 §15.6.4) instead of queueing: a queue only hides overload.
     """
 

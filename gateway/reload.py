@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.config import ConfigError, TopologyConfig, load_topology_file
+from gateway.config import ConfigError, TopologyConfig, load_topology_file, topology_files
 from gateway.observability import metrics
 from gateway.topology import Router, Topology
 
@@ -26,7 +26,7 @@ _Stamp = tuple[int, int]  # (mtime_ns, size)
 
 def _stamps(directory: Path) -> dict[Path, _Stamp]:
     stamps = {}
-    for path in directory.glob("*.yaml"):
+    for path in topology_files(directory):
         try:
             st = path.stat()
         except OSError:  # removed between glob and stat
@@ -36,7 +36,7 @@ def _stamps(directory: Path) -> dict[Path, _Stamp]:
 
 
 class TopologyReloader:
-    """Keeps ``router.topologies`` in step with the ``*.yaml`` files of ``directory``.
+    """Keeps ``router.topologies`` in step with the topology files (``*.yaml``, ``*.yml``) of ``directory``.
 
     ``build(config)`` turns a validated topology into its run-time object. ``reload()`` applies
     the directory now (returns True when something changed); ``run(interval)`` polls forever.

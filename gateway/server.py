@@ -13,25 +13,29 @@ app answers the supervisor on a Unix socket; the supervisor serves the managemen
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import gc
 import logging
+import os
 import re
 import signal
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import uvloop
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
+from aiohttp.web_request import BaseRequest
 
 from gateway.thrift import accel as thrift_accel
 from gateway.certs import certificate_not_after
 from gateway.client_address import ClientAddresses
 from gateway.config import GatewayConfig, TopologyConfig
-from gateway.dispatch import Dispatcher
-from gateway.pipeline.steps.observe import AuditTrail, RequestMetrics
+from gateway.handler import GatewayHandler
+from gateway.http_checks import parse_failure_reason
+from gateway.observability.observers import AuditTrail, RequestMetrics
 from gateway.observability import metrics
-from gateway.observability.audit import AuditLog
+from gateway.observability.audit import REQUEST_ID_HEADER, AuditLog, new_request_id
 from gateway.observability.management import management_app
 from gateway.proxy_protocol import ProxiedServer, ProxyProtocolListener
 from gateway.reload import TopologyReloader
@@ -42,7 +46,7 @@ from gateway.topology import Router, build_topology
 from gateway.upstream.errors import UpstreamError
 
 if TYPE_CHECKING:
-    from gateway.workers import WorkerRole
+    from gateway.worker_role import WorkerRole
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +55,48 @@ _PROBE_TIMEOUT_SECONDS = 3.0
 
 
 _HTTP1_REQUEST_LINE = re.compile(rb"[!-~]+ [!-~]+ HTTP/\d\.\d\r?")
-_BAD_REQUEST_LINE = (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                     b"Content-Length: 42\r\nConnection: close\r\n\r\n"
-                     b"request line is not METHOD TARGET HTTP/x.y")
+_BAD_REQUEST_LINE_REASON = b"request line is not METHOD TARGET HTTP/x.y\n"
 _MAX_REQUEST_LINE = 8190  # aiohttp's own limit (max_line_size)
+
+
+def _bad_request_line() -> bytes:
+    """The whole 400 response to a request line without ``HTTP/x.y`` (a fresh request id)."""
+    return (b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            b"Content-Length: %d\r\n%s: %s\r\nConnection: close\r\n\r\n%s" % (
+                len(_BAD_REQUEST_LINE_REASON), REQUEST_ID_HEADER.encode(), new_request_id().encode(),
+                _BAD_REQUEST_LINE_REASON))
+
+
+class _GatewayRequestHandler(RequestHandler):
+    """aiohttp's connection handler, answering a request its parser refused with the gateway's
+    own one-line reason (:func:`gateway.http_checks.parse_failure_reason`) and an
+    ``X-Request-Id``: aiohttp's body and log line would quote the offending bytes."""
+
+    __slots__ = ()
+
+    def handle_error(self, request: BaseRequest, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        request_id = new_request_id()
+        if status != 400:  # a bug in a handler: aiohttp's generic 500 and its logged traceback
+            response = super().handle_error(request, status, exc, message)
+        else:
+            reason = parse_failure_reason(exc)
+            log.info("400 to a request aiohttp could not parse (X-Request-Id %s): %s", request_id, reason)
+            response = web.Response(status=400, text=reason + "\n")
+            response.force_close()
+        response.headers[REQUEST_ID_HEADER] = request_id
+        return response
+
+
+class _GatewayServer(web.Server):
+    """aiohttp's low-level server whose connections use :class:`_GatewayRequestHandler`."""
+
+    def __call__(self) -> RequestHandler:
+        return _GatewayRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class _ProxiedGatewayServer(_GatewayServer, ProxiedServer):
+    """:class:`_GatewayServer` behind PROXY protocol (remembers each connection's source)."""
 
 
 class _RequestLineCheck(asyncio.Protocol):
@@ -110,7 +152,7 @@ class _RequestLineCheck(asyncio.Protocol):
         log.info("closing a connection whose request line has no HTTP version")
         transport = self.handler.transport
         if transport is not None:
-            transport.write(_BAD_REQUEST_LINE)
+            transport.write(_bad_request_line())
             transport.close()
         return False
 
@@ -145,6 +187,20 @@ class _HeaderDeadline:
         return getattr(self._server, name)
 
 
+class ListenError(Exception):
+    """A listener could not bind; ``str()`` is one line naming the address and the config key."""
+
+
+@contextlib.contextmanager
+def listening(listener: str, host: str, port: int) -> Iterator[None]:
+    """Turn a failed bind of ``listeners.<listener>`` into a :class:`ListenError`."""
+    try:
+        yield
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {host}:{port} (listeners.{listener} in the gateway "
+                          f"file): {os.strerror(exc.errno) if exc.errno else exc}") from None
+
+
 def _function_gauges_stored() -> bytes:
     """A worker's ``/metrics`` for the supervisor: stores what it will read from the files."""
     metrics.store_function_gauges()
@@ -172,7 +228,7 @@ class Gateway:
         build = functools.partial(build_topology, gateway=config, schema=self.schema)
         self.router = Router({name: build(t) for name, t in topologies.items()})
         self.reloader = TopologyReloader(config.topologies_dir, self.router, topologies, build)
-        self.ssl_context = server_ssl_context(config.tls)
+        self.ssl_context = server_ssl_context(config.tls, config.source)
         self.audit = AuditLog(config.audit)
         listener = config.listeners.gateway
         # PROXY protocol: connection → header source address, filled by ProxyProtocolListener.
@@ -187,20 +243,20 @@ class Gateway:
         self.gateway_port = self.management_port = 0
 
     def gateway_server(self) -> web.Server:
-        """aiohttp's low-level server with the dispatcher as its only handler.
+        """aiohttp's low-level server with the :class:`GatewayHandler` as its only handler.
 
-        The dispatcher routes ``/gateway/{topology}/{service path}`` itself (404 otherwise) and
+        The handler routes ``/gateway/{topology}/{service path}`` itself (404 otherwise) and
         enforces the body limit (413), so aiohttp's application layer (URL dispatcher,
         middlewares, ``client_max_size``) would only add work to every request.
         """
         limits = self.config.limits
         observers = (RequestMetrics(frozenset(self.schema.methods)), AuditTrail(self.audit))
-        dispatcher = Dispatcher(self.router, observers, self.client_addresses)
+        handler = GatewayHandler(self.router, observers, self.client_addresses)
         options = dict(access_log=None, keepalive_timeout=limits.client_idle_timeout_seconds)
         peers = self.client_addresses.proxied_peers
         if peers is not None:
-            return ProxiedServer(dispatcher, proxied_peers=peers, **options)
-        return web.Server(dispatcher, **options)
+            return _ProxiedGatewayServer(handler, proxied_peers=peers, **options)
+        return _GatewayServer(handler, **options)
 
     async def readiness(self) -> list[str]:
         """Empty when an upstream HMS answers a Thrift call, else what failed for every service.
@@ -214,7 +270,7 @@ class Gateway:
         async def probe(service) -> str | None:
             try:
                 async with asyncio.timeout(_PROBE_TIMEOUT_SECONDS):
-                    await service.upstream.call(_PROBE)
+                    await service.upstream.call(_PROBE, origin=metrics.ORIGIN_GATEWAY)
                 return None
             except (UpstreamError, TimeoutError) as exc:
                 return f"{service.topology}/{service.path}: {exc or 'timeout'}"
@@ -228,6 +284,7 @@ class Gateway:
         listeners, limits = self.config.listeners, self.config.limits
         gw = web.ServerRunner(self.gateway_server(), shutdown_timeout=self.config.shutdown.grace_seconds)
         await gw.setup()
+        self._gateway_runner = gw  # stop() releases it, also when a bind below fails
         # aiohttp has no public hook for a header deadline; wrap its protocol factory.
         gw._server = _HeaderDeadline(gw._server, limits.client_header_timeout_seconds,
                                      self.worker.index if self.worker else 0)
@@ -239,23 +296,25 @@ class Gateway:
                 self.client_addresses.trusted,
                 limits.client_header_timeout_seconds,
             )
-            self.gateway_port = await self._proxy_listener.start(
-                listeners.gateway.host, port, reuse_port=self.worker is not None
-            )
+            with listening("gateway", listeners.gateway.host, port):
+                self.gateway_port = await self._proxy_listener.start(
+                    listeners.gateway.host, port, reuse_port=self.worker is not None
+                )
         else:
-            await web.TCPSite(
-                gw, listeners.gateway.host, port, ssl_context=self.ssl_context,
-                reuse_port=self.worker is not None,  # the kernel spreads connections over workers
-            ).start()
+            with listening("gateway", listeners.gateway.host, port):
+                await web.TCPSite(
+                    gw, listeners.gateway.host, port, ssl_context=self.ssl_context,
+                    reuse_port=self.worker is not None,  # the kernel spreads connections over workers
+                ).start()
             self.gateway_port = gw.addresses[0][1]
-        self._gateway_runner = gw
         app = (management_app(self.readiness) if self.worker is None
                else management_app(self.readiness, _function_gauges_stored))
         mgmt = web.AppRunner(app, access_log=None, shutdown_timeout=1)
         await mgmt.setup()
         self._management_runner = mgmt
         if self.worker is None:
-            await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
+            with listening("management", listeners.management.host, listeners.management.port):
+                await web.TCPSite(mgmt, listeners.management.host, listeners.management.port).start()
             self.management_port = mgmt.addresses[0][1]
         else:  # for the supervisor's /readyz
             await web.UnixSite(mgmt, str(self.worker.management_socket)).start()
@@ -325,7 +384,11 @@ async def run_until_signalled(
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(gateway.reload()))
-    await gateway.start()
+    try:
+        await gateway.start()
+    except BaseException:  # a listener could not bind: release what was set up
+        await gateway.stop()
+        raise
     try:
         if on_started:
             on_started(gateway)

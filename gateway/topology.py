@@ -2,7 +2,9 @@
 
 A topology (Knox's term) is a named set of authentication providers plus services; a service is
 a URL path below ``/gateway/{topology}/`` dispatched to upstream Hive Metastores. This module
-turns validated :mod:`gateway.config` objects into the objects a request uses.
+turns validated :mod:`gateway.config` objects into the objects a request uses: for each service,
+its kind's handler (:data:`gateway.services.KINDS`) with the chain of the step roles the kind
+asks for (its ``roles``; :data:`gateway.pipeline.steps.STEPS`).
 """
 
 from __future__ import annotations
@@ -16,26 +18,13 @@ from gateway.config import (
     TopologyConfig,
 )
 from gateway.limits import ConcurrencyLimiter
-from gateway.pipeline.step import Chain
-from gateway.pipeline.steps.authentication import Authentication
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
-from gateway.pipeline.steps.exposure import MethodExposure
-from gateway.pipeline.steps.identity_assertion import IdentityAssertion
-from gateway.pipeline.steps.ownership import OwnershipAssertion
-from gateway.pipeline.steps.service_acl import ServiceAcl
-from gateway.pipeline.steps.ugi_claim import UgiClaim
+from gateway.pipeline.step import StepContext
+from gateway.pipeline.steps import build_chain
 from gateway.policy import load_policy_file
-from gateway.providers.ownership import OwnerAssertion
 from gateway.services import KINDS, service_kind
 from gateway.services.base import ServiceContext, ServiceKind, validate_options
 from gateway.thrift.schema import ServiceSchema, load_schema
-from gateway.providers.authentication.base import AuthenticationProvider
-from gateway.providers.authentication.throttle import AuthFailureThrottle
-from gateway.providers.authorization import Authorizer
-from gateway.providers.identity import IdentityAsserter
 from gateway.upstream.failover import Upstream
-from gateway.upstream.http import HttpUpstream
-from gateway.upstream.pool import UpstreamPool
 
 
 @dataclass(frozen=True)
@@ -63,90 +52,36 @@ class Topology:
     services: dict[str, Service]
 
 
-def _authentication_providers(
-    config: TopologyConfig, gateway: GatewayConfig
-) -> tuple[AuthenticationProvider, ...]:
-    """Each provider's authenticator, made by its settings model (see the provider registry).
-
-    Raises :class:`ConfigError` when a provider's ``check`` finds the gateway file lacking.
-    """
-    for i, provider in enumerate(config.providers.authentication):
-        reason = provider.check(gateway)
-        if reason:
-            raise ConfigError(config.source or config.name, f"providers.authentication[{i}]", reason)
-    return tuple(provider.build() for provider in config.providers.authentication)
-
-
-def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
-    """The failover set of pools for ``svc.upstream`` (which must be set); no I/O."""
-    up = svc.upstream
-    assert up is not None
-    pools = [
-        HttpUpstream(
-            url,
-            connect_timeout=up.connect_timeout_seconds,
-            timeout=up.timeout_seconds,
-            pool_size=up.pool_size,
-            max_reply_bytes=gateway.limits.max_reply_bytes,
-        )
-        if url.lower().startswith(("http://", "https://"))
-        else UpstreamPool(
-            url,
-            framed=up.transport == "framed",
-            connect_timeout=up.connect_timeout_seconds,
-            timeout=up.timeout_seconds,
-            pool_size=up.pool_size,
-            max_identities=up.max_identities,
-            max_reply_bytes=gateway.limits.max_reply_bytes,
-        )
-        for url in up.urls
-    ]
-    return Upstream(
-        pools,
-        max_failover_attempts=up.max_failover_attempts,
-        failover_sleep=up.failover_sleep_seconds,
-        probe_interval=up.probe_interval_seconds,
-        round_robin=up.round_robin,
-    )
-
-
 def build_topology(
     config: TopologyConfig, gateway: GatewayConfig, schema: ServiceSchema | None = None
 ) -> Topology:
-    """Services of one validated topology, each with its step chain, upstream pools and kind's
-    handler (no I/O until the first request). ``schema``: the IDL (default: the bundled one).
+    """Services of one validated topology, each with its kind's handler, step chain and upstream
+    pools (no I/O until the first request). ``schema``: the IDL (default: the bundled one).
 
-    Raises :class:`ConfigError` when the topology needs something the gateway file lacks, or
-    names an unknown service kind.
+    Every entry's kind and options are validated before anything is built. Raises
+    :class:`ConfigError` when an entry names an unknown kind, has bad options, or needs
+    something the gateway file lacks.
     """
-    providers = _authentication_providers(config, gateway)
-    throttle = AuthFailureThrottle(config.providers.failure_throttle, topology=config.name)
-    # Knox builds a provider chain per service; so does the gateway, in data-path order.
-    authentication = Authentication(config.name, providers, throttle)
-    identity = IdentityAssertion(config.name, IdentityAsserter(config.providers.identity_assertion))
     schema = schema or load_schema()
-    ownership = OwnershipAssertion(OwnerAssertion(schema))
-    services = {}
     source = str(config.source or config.name)
+    kinds, options = [], {}
     for i, svc in enumerate(config.services):
         kind = service_kind(svc.kind)
         if kind is None:
             raise ConfigError(source, f"services[{i}].kind",
                               f"unknown service kind {svc.kind!r}; known: {', '.join(sorted(KINDS))}")
+        kinds.append(kind)
+        options[svc.path] = validate_options(kind.Options, source, i, svc.kind, svc.options,
+                                             {"schema": schema})
+    siblings = {s.path: s for s in config.services}
+    shared: dict = {}  # what every service of this topology shares (authentication, ...)
+    services = {}
+    for i, (svc, kind) in enumerate(zip(config.services, kinds)):
         engine = load_policy_file(svc.policy_file) if svc.policy_file is not None else None
-        policy = (CatalogPolicy(config.name, svc.path, engine, schema),) if engine is not None else ()
-        chain = Chain((
-            authentication,
-            identity,
-            ServiceAcl(config.name, svc.path, Authorizer(svc.authorization)),
-            MethodExposure(config.name, svc.path, frozenset(svc.methods)),
-            UgiClaim(config.name, svc.path, schema),  # set_ugi from the identity, never the client
-            *policy,
-            ownership,
-        ))
-        options = validate_options(kind.Options, source, i, svc.kind, svc.options)
-        ctx = ServiceContext(config.name, svc, chain, schema, gateway, options, engine, source, i,
-                             {s.path: s for s in config.services})
+        steps = StepContext(config.name, svc, schema, gateway, options[svc.path], engine, source, i,
+                            siblings, options, config.providers, shared)
+        # Knox builds a provider chain per service from the roles it asks for; so does this.
+        ctx = ServiceContext(**vars(steps), chain=build_chain(kind.roles, steps))
         services[svc.path] = Service(
             config.name, svc, ConcurrencyLimiter(svc.max_concurrent_requests), kind.build(ctx)
         )
@@ -160,11 +95,19 @@ class Router:
         self.topologies = topologies
 
     def resolve(self, topology: str, path: str) -> tuple[Topology, Service] | None:
-        """The topology and service for a request path, or None (the caller answers 404)."""
+        """The topology and service for a request path, or None (the caller answers 404): the
+        service of exactly that path, else the nearest service above it whose kind declares
+        ``serves_subpaths`` (``iceberg-rest``: ``.../v1/...``)."""
         topo = self.topologies.get(topology)
         if topo is None:
             return None
         service = topo.services.get(path)
+        head = path
+        while service is None and "/" in head:  # kinds that serve the paths below their own
+            head = head.rpartition("/")[0]
+            found = topo.services.get(head)
+            if found is not None and getattr(found.handler, "serves_subpaths", False):
+                service = found
         return None if service is None else (topo, service)
 
     def services(self) -> list[Service]:

@@ -9,7 +9,10 @@ message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the 
 with the user's ``Authorization`` (:mod:`gateway.client.auth`), over a small pool of kept-alive
 HTTPS connections. The gateway's binary reply is written back; a ``oneway`` call gets none.
 
-When the gateway refuses (401, 403), fails (5xx) or cannot be reached, the client gets a
+At start-up the tunnel asks the gateway once whether it takes its credentials
+(:meth:`Tunnel.check_gateway`) and exits with the reason when it does not (or when its
+certificate is not trusted: ``--ca``). Later, when the gateway refuses (401, 403), fails (5xx)
+or cannot be reached, the client gets a
 ``TApplicationException`` (Thrift's EXCEPTION message, with the call's name and seqid) whose
 message names the status and the gateway's reason, and the tunnel logs a line. A gateway
 restart costs nothing but the calls in flight: the next call opens a new connection.
@@ -37,8 +40,8 @@ from gateway.thrift.errors import ProtocolError
 from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
 from gateway.upstream.failover import is_read_only
 
-__all__ = ["TunnelSettings", "Tunnel", "check_listen_address", "spark_setting", "run_tunnel",
-           "add_arguments", "cmd_tunnel"]
+__all__ = ["TunnelSettings", "Tunnel", "TunnelRefused", "check_listen_address", "spark_setting",
+           "run_tunnel", "untrusted_certificate", "add_arguments", "cmd_tunnel"]
 
 log = logging.getLogger("gateway.tunnel")
 
@@ -224,6 +227,9 @@ class Tunnel:
             try:
                 failure = await self._post(message, oneway, writer)
                 break
+            except aiohttp.ClientConnectorCertificateError as exc:
+                failure = (untrusted_certificate(exc), UNKNOWN)
+                break
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
                 # A kept-alive connection the gateway closed (a restart) fails on first use.
                 failure = (f"gateway unreachable: {type(exc).__name__}: {exc}", INTERNAL_ERROR)
@@ -243,7 +249,7 @@ class Tunnel:
 
     async def _post(self, message: bytes, oneway: bool,
                     writer: asyncio.StreamWriter) -> tuple[str, int] | None:
-        """One HTTPS exchange; None when the reply was written, else (reason, exception type)."""
+        """One HTTPS round trip; None when the reply was written, else (reason, exception type)."""
         assert self._session is not None
         headers = {"Content-Type": CONTENT_TYPE}
         auth = self.settings.auth
@@ -252,11 +258,8 @@ class Tunnel:
         limit = self.settings.max_message_bytes
         async with self._session.post(self.settings.gateway_url, data=message, headers=headers) as resp:
             if resp.status != 200:
-                text = (await resp.content.read(2048)).decode("utf-8", "replace").strip()
-                reason = (text.splitlines() or [resp.reason or ""])[0][:500]
-                kind = {401: "refused the credentials", 403: "refused the call"}.get(resp.status, "failed")
                 code = UNKNOWN if resp.status in (401, 403) else INTERNAL_ERROR
-                return f"gateway {kind} (HTTP {resp.status}): {reason}", code
+                return await _refusal(resp), code
             size = resp.content_length
             if oneway:
                 await resp.read()
@@ -285,16 +288,68 @@ class Tunnel:
                 raise _StreamCut(f"reply cut after {sent} of {size} bytes")
             return None
 
+    async def check_gateway(self) -> None:
+        """Ask the gateway once, before serving, whether it takes the tunnel's credentials: an
+        empty POST, which the gateway authenticates and authorizes before it reads the body (a
+        400 then means yes; nothing reaches HMS). Raises :class:`TunnelRefused` for 401, 403 or
+        404, an untrusted certificate or missing credentials; an unreachable gateway is only
+        logged (it may start later)."""
+        assert self._session is not None
+        headers = {"Content-Type": CONTENT_TYPE}
+        try:
+            if self.settings.auth is not None:
+                headers.update(self.settings.auth.headers(self.gateway_host))
+            async with self._session.post(self.settings.gateway_url, data=b"", headers=headers) as resp:
+                if resp.status in (401, 403, 404):
+                    raise TunnelRefused(await _refusal(resp))
+        except aiohttp.ClientConnectorCertificateError as exc:
+            raise TunnelRefused(untrusted_certificate(exc)) from None
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            log.warning("tunnel: gateway unreachable at start-up (calls will retry): %s: %s",
+                        type(exc).__name__, exc)
+        except ValueError as exc:  # no credentials to send (e.g. no Kerberos ticket)
+            raise TunnelRefused(f"tunnel has no credentials: {exc}") from None
+
     def _write(self, writer: asyncio.StreamWriter, reply: bytes) -> None:
         if self.settings.framed:
             writer.write(_FRAME.pack(len(reply)))
         writer.write(reply)
 
 
-async def run_tunnel(settings: TunnelSettings, *, announce=print) -> None:
-    """Run a tunnel until cancelled; ``announce`` gets the Spark setting once listening."""
+class TunnelRefused(Exception):
+    """The gateway will not serve the tunnel (checked at start-up); ``str()`` says why."""
+
+
+async def _refusal(resp: aiohttp.ClientResponse) -> str:
+    """One line for a non-200 answer: the status and the first line of the gateway's reason."""
+    text = (await resp.content.read(2048)).decode("utf-8", "replace").strip()
+    reason = (text.splitlines() or [resp.reason or ""])[0][:500]
+    kind = {401: "refused the credentials", 403: "refused the call",
+            404: "has no such service"}.get(resp.status, "failed")
+    return f"gateway {kind} (HTTP {resp.status}): {reason}"
+
+
+def untrusted_certificate(exc: aiohttp.ClientConnectorCertificateError) -> str:
+    """The reason given for a gateway certificate the tunnel's CA bundle does not verify."""
+    detail = getattr(exc.certificate_error, "verify_message", None) or exc.certificate_error
+    return (f"certificate not trusted: pass --ca with the CA bundle that signed the gateway's "
+            f"certificate ({detail})")
+
+
+async def run_tunnel(settings: TunnelSettings, *, announce=print, check: bool = True) -> None:
+    """Run a tunnel until cancelled; ``announce`` gets the Spark setting once listening.
+
+    With ``check``, :meth:`Tunnel.check_gateway` runs first: raises :class:`TunnelRefused`
+    when the gateway will not serve the tunnel's credentials.
+    """
     tunnel = Tunnel(settings)
     await tunnel.start()
+    if check:
+        try:
+            await tunnel.check_gateway()
+        except TunnelRefused:
+            await tunnel.close()
+            raise
     announce(f"tunnel listening on {settings.host}:{tunnel.port} -> {settings.gateway_url}")
     announce(spark_setting(settings.host, tunnel.port))
     try:
@@ -320,7 +375,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-remote", action="store_true",
                    help="allow a non-loopback --listen (every client acts as the tunnel's user)")
     p.add_argument("--ca", help="PEM bundle to verify the gateway with (default: system store)")
-    p.add_argument("--auth", choices=METHODS, required=True)
+    p.add_argument("--auth", choices=METHODS, required=True,
+                   help="how to authenticate to the gateway; each method's options follow")
     p.add_argument("--user", help="basic: user name")
     p.add_argument("--password-env", metavar="VAR", help="basic: environment variable holding the password")
     p.add_argument("--password-file", help="basic: file holding the password")
@@ -335,7 +391,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_tunnel(args: argparse.Namespace) -> int:
-    """Run until interrupted. Exit 2 with a reason for bad options or a refused address."""
+    """Run until interrupted. Exit 2 with a reason for bad options, a refused address, an
+    untrusted gateway certificate or credentials the gateway refuses (checked once at start)."""
     host, port = args.listen
     try:
         auth = auth_from_options(
@@ -347,7 +404,7 @@ def cmd_tunnel(args: argparse.Namespace) -> int:
                                   framed=args.framed, allow_remote=args.allow_remote,
                                   pool_size=max(1, args.pool_size))
         uvloop.run(run_tunnel(settings, announce=_announce))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, TunnelRefused) as exc:
         print(f"tunnel: {exc}", file=sys.stderr)
         return 2
     return 0

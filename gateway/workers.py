@@ -40,7 +40,6 @@ import sys
 import tempfile
 import time
 from collections import Counter as Tally
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -51,6 +50,7 @@ from pydantic import ValidationError
 from gateway.config import ConfigError, GatewayConfig, load_gateway_config, load_topologies
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.authentication.throttle import AuthFailureThrottle, Throttled
+from gateway.worker_role import WorkerRole
 
 log = logging.getLogger(__name__)
 
@@ -77,26 +77,6 @@ def worker_count(config: GatewayConfig) -> int:
     if config.workers == "auto":
         return len(os.sched_getaffinity(0))
     return config.workers
-
-
-@dataclass(frozen=True)
-class WorkerRole:
-    """What a worker process knows of its place: its index (0..N-1), the shared gateway port,
-    and the supervisor's runtime directory (Unix sockets, metric files)."""
-
-    index: int
-    port: int
-    runtime_dir: Path
-
-    @property
-    def management_socket(self) -> Path:
-        """The worker's management app (``/readyz`` for the supervisor)."""
-        return self.runtime_dir / f"worker-{self.index}.sock"
-
-    @property
-    def control_socket(self) -> Path:
-        """The supervisor's control app (throttle budgets, start-up reports)."""
-        return self.runtime_dir / "supervisor.sock"
 
 
 def _unix_session(path: Path) -> aiohttp.ClientSession:
@@ -359,7 +339,10 @@ class Supervisor:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         listeners = self.config.listeners
-        reserved = _reserve_port(listeners.gateway.host, listeners.gateway.port)
+        from gateway.server import listening
+
+        with listening("gateway", listeners.gateway.host, listeners.gateway.port):
+            reserved = _reserve_port(listeners.gateway.host, listeners.gateway.port)
         self.port = reserved.getsockname()[1]
         control = web.AppRunner(self.control_app(), access_log=None)
         await control.setup()
@@ -378,7 +361,8 @@ class Supervisor:
             app = management_app(self.readiness, self.exposition, self._store_function_gauges)
             management = web.AppRunner(app, access_log=None, shutdown_timeout=1)
             await management.setup()
-            await web.TCPSite(management, listeners.management.host, listeners.management.port).start()
+            with listening("management", listeners.management.host, listeners.management.port):
+                await web.TCPSite(management, listeners.management.host, listeners.management.port).start()
             self.management_port = management.addresses[0][1]
             log.info("supervisor (pid %d): %d workers on https://%s:%d, management on http://%s:%d",
                      os.getpid(), self.count, listeners.gateway.host, self.port,

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Compile the notification-log listener (listener/) against the PySpark wheel's Hive 2.3 jars
+# Compile the notification-log listener and the metastore main class (listener/) against the PySpark wheel's Hive 2.3 jars
 # into build/listener/hms-gateway-listener.jar. Needs javac (default-jdk-headless) and the
 # venv with pyspark. Usage: scripts/build-listener.sh [python]   (default .venv/bin/python)
 set -eu
@@ -13,5 +13,7 @@ mkdir -p "$OUT/classes"
 javac -nowarn -Xlint:-options --release 8 -cp "$JARS/*" -d "$OUT/classes" \
     $(find listener/src/main/java -name '*.java')
 cp listener/src/main/resources/* "$OUT/classes/"
-jar cf "$OUT/hms-gateway-listener.jar" -C "$OUT/classes" .
+# Written aside and renamed: a running metastore may have the old jar open.
+jar cf "$OUT/hms-gateway-listener.jar.tmp" -C "$OUT/classes" .
+mv -f "$OUT/hms-gateway-listener.jar.tmp" "$OUT/hms-gateway-listener.jar"
 echo "built $OUT/hms-gateway-listener.jar"

@@ -137,9 +137,13 @@ def ssl_context(ca: str | None, auth: Auth | None = None) -> ssl.SSLContext:
     ``ca``: a PEM bundle to trust instead of the system store (None: system store). Loads
     ``auth.client_certificate`` when set. Raises ``ValueError`` for an unreadable file.
     """
+    cert = getattr(auth, "client_certificate", None)
+    named = [("CA bundle", ca), *zip(("client certificate", "client key"), cert or ())]
+    for what, path in named:  # OpenSSL's own error would not name the file
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"cannot load TLS files: no such {what} file: {path}")
     try:
         ctx = ssl.create_default_context(cafile=ca)
-        cert = getattr(auth, "client_certificate", None)
         if cert is not None:
             ctx.load_cert_chain(cert[0], cert[1])
     except (OSError, ssl.SSLError) as exc:

@@ -10,6 +10,11 @@ The launch follows the Hive 2.3 metastore admin guide (``hive-site.xml`` with a 
     hms.log              the JVM's stdout and stderr (HMS logs to the console)
     hms.pid              pid of the running JVM, to explain a clash on the same workdir
 
+The JVM's main class is the project's ``io.hmsgateway.metastore.EmbeddedMetastore``
+(``listener/``): it creates HMS's transaction and lock tables (``TxnDbUtil.prepDb``) when the
+database lacks them, then runs ``HiveMetaStore.main``, so ``lock``/``check_lock``/``unlock`` work
+(Iceberg's HiveCatalog commits under them; docs/iceberg.md).
+
 HMS 2.3 has no bind-address setting: it listens on all interfaces, unauthenticated. Keep the
 port firewalled on shared hosts; the gateway is the authenticated way in.
 
@@ -36,7 +41,8 @@ __all__ = [
     "EmbeddedHMS", "HMSStartError", "PortInUseError", "listener_jar", "probe_get_all_databases", "pyspark_jars_dir",
 ]
 
-_MAIN_CLASS = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+# HiveMetaStore.main after creating HMS's lock tables (listener/.../EmbeddedMetastore.java).
+_MAIN_CLASS = "io.hmsgateway.metastore.EmbeddedMetastore"
 _VERSION_1 = 0x80010000  # strict binary header: version mask | message type
 _CALL, _REPLY, _EXCEPTION = 1, 2, 3
 _LOG_TAIL_LINES = 40
@@ -86,13 +92,16 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def listener_jar() -> Path:
-    """Return the notification-log listener jar (``build/listener/hms-gateway-listener.jar``).
+    """Return the jar of ``listener/`` (``build/listener/hms-gateway-listener.jar``): the
+    notification-log listener and the metastore's main class.
 
-    ``make install`` builds it (``scripts/build-listener.sh``); when it is missing it is built
-    here. Raises RuntimeError when it cannot be built (javac missing: default-jdk-headless).
+    ``make install`` builds it (``scripts/build-listener.sh``); when it is missing or older than a
+    file under ``listener/`` it is built here. Raises RuntimeError when it cannot be built (javac
+    missing: default-jdk-headless).
     """
     jar = _REPO_ROOT / "build" / "listener" / "hms-gateway-listener.jar"
-    if not jar.exists():
+    sources = [p for p in (_REPO_ROOT / "listener").rglob("*") if p.is_file()]
+    if not jar.exists() or any(p.stat().st_mtime > jar.stat().st_mtime for p in sources):
         script = _REPO_ROOT / "scripts" / "build-listener.sh"
         done = subprocess.run(
             [str(script), sys.executable], cwd=_REPO_ROOT, capture_output=True, text=True, check=False,

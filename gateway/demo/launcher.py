@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from gateway.certs import write_dev_certificates
-from gateway.config import load_gateway_config, load_topologies
+from gateway.config import GatewayConfig, load_gateway_config, load_topologies
 
 log = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ PIPELINE_USER, PIPELINE_PASSWORD = "etl", "etl-password"
 PIPELINE_SERVICE = "hive/spark-rw"
 
 
-def _banner(port: int, mgmt_port: int, ca: Path) -> str:
+def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None) -> str:
     url = f"https://localhost:{port}/gateway/default/hmshttpthrift/api/hms"
     return f"""
 HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore).
@@ -29,6 +29,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
   pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
                through hms-gateway tunnel (docs/spark.md)
   CA           {ca}
+  audit log    {audit or "stderr"}   (one JSON line per request; the text log stays on stderr)
 
   curl -sk -u admin:admin-password -H 'Content-Type: application/vnd.apache.thrift.json' \\
        --data '[1,"get_all_databases",1,1,{{}}]' {url}
@@ -60,18 +61,30 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
 
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    config = with_audit_file(config, workdir / "audit.log")
     print(f"starting the embedded Hive Metastore on port {hms_port} (about 20 s) ...", flush=True)
+    hms_started = time.monotonic()
     with EmbeddedHMS(workdir / "hms", hms_port) as hms:
+        print(f"Hive Metastore listening on port {hms_port} after {time.monotonic() - hms_started:.0f} s "
+              f"(log {hms.log_path})", flush=True)
         ca = config.tls.certificate.parent / "ca.crt"
 
         def started(gw) -> None:
-            print(_banner(gw.gateway_port, gw.management_port, ca), flush=True)
+            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path), flush=True)
             # The pipeline is a client of the gateway like any other: it runs beside the server.
             threading.Thread(target=_pipeline_through_gateway, name="demo-pipeline", daemon=True,
                              args=(gw.gateway_port, ca, hms.warehouse_dir, workdir / "pipeline.log")).start()
 
         run(Gateway(config, topologies), started)
     return 0
+
+
+def with_audit_file(config: GatewayConfig, path: Path) -> GatewayConfig:
+    """``config`` with its audit log written to ``path`` when the gateway file names no file
+    (the demo keeps the audit lines apart from the text log on the terminal)."""
+    if not config.audit.enabled or config.audit.path is not None:
+        return config
+    return config.model_copy(update={"audit": config.audit.model_copy(update={"path": path})})
 
 
 def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path: Path) -> None:

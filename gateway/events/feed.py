@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gateway.events.model import MetastoreEvent
 from gateway.events.poller import MAX_BATCH, NotificationPoller
@@ -23,9 +23,32 @@ from gateway.events.ring import EventRing
 from gateway.observability import metrics
 from gateway.upstream.errors import UpstreamError
 
-__all__ = ["ChangeFeed", "FeedUnavailable", "Resync"]
+__all__ = ["EVENT_TYPES", "ChangeFeed", "FeedUnavailable", "Resync"]
 
 log = logging.getLogger(__name__)
+
+#: HMS's notification event types (``NotificationEvent.eventType``): Hive 4's
+#: ``MessageBuilder.*_EVENT`` strings, which include Hive 2.3's and 3's, and Hive 2's index
+#: events. A feed also accepts any other type it has read from its HMS (:meth:`ChangeFeed.known_types`).
+EVENT_TYPES: frozenset[str] = frozenset({
+    "CREATE_DATABASE", "ALTER_DATABASE", "DROP_DATABASE",
+    "CREATE_TABLE", "ALTER_TABLE", "DROP_TABLE",
+    "ADD_PARTITION", "ALTER_PARTITION", "DROP_PARTITION",
+    "INSERT", "CREATE_FUNCTION", "DROP_FUNCTION",
+    "CREATE_INDEX", "ALTER_INDEX", "DROP_INDEX",
+    "ADD_PRIMARYKEY", "ADD_FOREIGNKEY", "ADD_UNIQUECONSTRAINT", "ADD_NOTNULLCONSTRAINT",
+    "ADD_DEFAULTCONSTRAINT", "ADD_CHECKCONSTRAINT", "DROP_CONSTRAINT",
+    "CREATE_ISCHEMA", "ALTER_ISCHEMA", "DROP_ISCHEMA",
+    "ADD_SCHEMA_VERSION", "ALTER_SCHEMA_VERSION", "DROP_SCHEMA_VERSION",
+    "CREATE_CATALOG", "ALTER_CATALOG", "DROP_CATALOG",
+    "OPEN_TXN", "COMMIT_TXN", "ABORT_TXN", "ALLOC_WRITE_ID_EVENT",
+    "ACID_WRITE_EVENT", "BATCH_ACID_WRITE_EVENT",
+    "UPDATE_TBL_COL_STAT_EVENT", "DELETE_TBL_COL_STAT_EVENT",
+    "UPDATE_PART_COL_STAT_EVENT", "UPDATE_PART_COL_STAT_EVENT_BATCH", "DELETE_PART_COL_STAT_EVENT",
+    "COMMIT_COMPACTION_EVENT",
+    "CREATE_DATACONNECTOR", "ALTER_DATACONNECTOR", "DROP_DATACONNECTOR",
+    "RELOAD",
+})
 
 
 class Resync(Exception):
@@ -63,6 +86,11 @@ class ChangeFeed:
         self._task: asyncio.Task | None = None
         self._changed: asyncio.Future | None = None
         self._last_error: str | None = None
+        self._seen_types: set[str] = set()
+
+    def known_types(self) -> frozenset[str]:
+        """:data:`EVENT_TYPES` and every other event type this feed has read from HMS."""
+        return EVENT_TYPES.union(self._seen_types)
 
     @property
     def latest_id(self) -> int:
@@ -140,6 +168,7 @@ class ChangeFeed:
                 # A gap: HMS trimmed events this feed never read; nobody may resume across it.
                 self.ring.reset(batch[0].event_id - 1)
             self.ring.extend(self._increasing(batch))
+            self._seen_types.update(event.event_type for event in batch)
             self._wake()
 
     def _increasing(self, batch: list[MetastoreEvent]) -> list[MetastoreEvent]:
@@ -182,6 +211,57 @@ class ChangeFeed:
             raise Resync("trimmed", f"events after {after} were trimmed; the oldest kept follows {self.ring.floor}",
                          latest)
         return self.ring.after(after, limit)
+
+    def select(self, after: int, limit: int,
+               accept: Callable[[MetastoreEvent], bool]) -> tuple[list[MetastoreEvent], int]:
+        """Up to ``limit`` events with id > ``after`` that ``accept``, oldest first, and the
+        position to continue from (the ``after`` of the next call).
+
+        ``limit`` counts delivered events: the scan goes past refused ones up to the ring's
+        newest event. The position is the id of the last event scanned: the last delivered one
+        when ``limit`` was reached, else the ring's newest (``after`` when nothing is new). So a
+        client that continues from it never misses an event and never scans one twice.
+        Raises as :meth:`events_after`.
+        """
+        self.events_after(after, 0)  # the position checks: Resync, FeedUnavailable
+        selected: list[MetastoreEvent] = []
+        position = after
+        while batch := self.ring.after(position, MAX_BATCH):
+            for event in batch:
+                position = event.event_id
+                if accept(event):
+                    selected.append(event)
+                    if len(selected) == limit:
+                        return selected, position
+        return selected, position
+
+    async def wait_select(self, after: int, timeout: float, limit: int,
+                          accept: Callable[[MetastoreEvent], bool]) -> tuple[list[MetastoreEvent], int]:
+        """As :meth:`select`, waiting up to ``timeout`` seconds for at least one accepted event.
+
+        Returns ``([], position)`` on timeout (the position moves past refused events). Raises
+        :class:`Resync`, and :class:`FeedUnavailable` when the feed is still not ready after
+        ``timeout``.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        position = after
+        while True:
+            try:
+                events, position = self.select(position, limit, accept)
+            except FeedUnavailable:
+                if loop.time() >= deadline:
+                    raise
+                events = []
+            if events:
+                return events, position
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return [], position
+            if not await self._changed_within(remaining):
+                if not self.ready:
+                    raise FeedUnavailable("the change feed has not read HMS yet")
+                return [], position
 
     async def wait_after(self, after: int, timeout: float, limit: int = MAX_BATCH) -> list[MetastoreEvent]:
         """As :meth:`events_after`, waiting up to ``timeout`` seconds for at least one event.

@@ -3,10 +3,11 @@
 Each operation takes the request's JSON object (members as in botocore's
 ``glue/2017-03-31/service-2.json``) and returns the response's; errors are
 :mod:`gateway.glue.errors` classes. Policy semantics are the Thrift API's
-(:mod:`gateway.pipeline.steps.catalog_policy`): a database or table is listed and answered when
-the caller has some access on it or below it (Ranger's ``_any``); one the caller may not see is
-``EntityNotFoundException``, worded as for a missing one; a column is shown when the caller has
-``select`` on it. Without a policy everything is visible.
+(:mod:`gateway.pipeline.steps.catalog_policy`), asked of one :class:`~gateway.policy.view.CatalogView`
+per request: a database or table is listed and answered when the caller has some access on it or
+below it (Ranger's ``_any``); one the caller may not see is ``EntityNotFoundException``, worded as
+for a missing one; a column is shown when the caller has ``select`` on it. Without a policy
+everything is visible.
 
 ==========================  ============================================================
 operation                   HMS calls (as the caller)
@@ -31,9 +32,9 @@ from typing import Any
 
 from gateway.glue import shapes
 from gateway.glue.errors import AccessDenied, EntityNotFound, InvalidInput, PermissionTypeMismatch
-from gateway.glue.metastore import HmsException, Metastore
 from gateway.glue.pagination import max_results, page
-from gateway.policy import PolicyEngine, Resource
+from gateway.policy import CatalogView, PolicyEngine
+from gateway.upstream.metastore import MetaException, MetastoreClient, NoSuchObjectException
 
 Request = dict[str, Any]
 Response = dict[str, Any]
@@ -108,17 +109,27 @@ class GlueCatalog:
     naming another is ``EntityNotFoundException``); ``trusted_engines`` the principals that may
     call ``GetUnfilteredTableMetadata``."""
 
-    def __init__(self, metastore: Metastore, caller: Caller, policy: PolicyEngine | None,
+    def __init__(self, metastore: MetastoreClient, caller: Caller, policy: PolicyEngine | None,
                  catalog_id: str, trusted_engines: frozenset[str]):
         self.metastore, self.caller, self.policy = metastore, caller, policy
         self.catalog_id, self.trusted_engines = catalog_id, trusted_engines
         #: (database, table) the operation named, for the audit line.
         self.object: tuple[str | None, str | None] = (None, None)
+        #: What the caller sees; its ``hidden`` and ``hidden_columns`` are the audit's counts.
+        self.view = CatalogView(policy, caller.user, caller.groups)
         #: The policy's part, for the audit line: "allowed"/"denied" (None: no policy or no
-        #: decision yet), how many listed objects and columns it hid.
+        #: decision yet).
         self.decision: str | None = None
-        self.hidden = 0
-        self.columns_hidden = 0
+
+    @property
+    def hidden(self) -> int:
+        """How many listed objects the policy hid."""
+        return self.view.hidden
+
+    @property
+    def columns_hidden(self) -> int:
+        """How many distinct columns the policy removed from the response."""
+        return len(self.view.hidden_columns)
 
     def operation(self, name: str) -> Callable[[Request], Awaitable[Response]] | None:
         """The coroutine serving operation ``name`` (``X-Amz-Target``'s part after
@@ -138,25 +149,20 @@ class GlueCatalog:
     # --- the policy -------------------------------------------------------------------------
 
     def _visible(self, database: str, table: str | None = None) -> bool:
-        if self.policy is None:
-            return True
-        seen = self.policy.visible(self.caller.user, self.caller.groups, database, table)
-        self.decision = "allowed" if seen else "denied"
+        seen = self.view.visible(database, table)
+        if self.policy is not None:
+            self.decision = "allowed" if seen else "denied"
         return seen
 
     def _authorized(self, t) -> list[str]:
         """The names of ``t``'s columns (data, then partition keys) the caller may select."""
         names = [f.name for f in (t.sd.cols if t.sd else None) or ()]
         names += [f.name for f in t.partitionKeys or ()]
-        if self.policy is None:
-            return names
-        authorized = self.policy.authorized_columns(self.caller.user, self.caller.groups, t.dbName,
-                                                    t.tableName, names)
-        self.columns_hidden = max(self.columns_hidden, len(names) - len(authorized))
-        return authorized
+        return self.view.columns(t.dbName, t.tableName, names)
 
-    def _listed(self, names: list[str], shown: list[str]) -> list[str]:
-        self.decision, self.hidden = "allowed", len(names) - len(shown)
+    def _listed(self, shown: list[str]) -> list[str]:
+        if self.policy is not None:
+            self.decision = "allowed"
         return shown
 
     def _catalog(self, request: Request, *, required: bool = False) -> None:
@@ -171,10 +177,8 @@ class GlueCatalog:
             raise EntityNotFound(f"Database {name} not found.")
         try:
             return await self.metastore.call("get_database", name=name)
-        except HmsException as exc:
-            if exc.name == "NoSuchObjectException":
-                raise EntityNotFound(f"Database {name} not found.") from None
-            raise
+        except NoSuchObjectException:
+            raise EntityNotFound(f"Database {name} not found.") from None
 
     async def _table(self, database: str, name: str):
         self.object = (database, name)
@@ -182,10 +186,8 @@ class GlueCatalog:
             raise EntityNotFound(f"Table {name} not found.")
         try:
             return await self.metastore.call("get_table", dbname=database, tbl_name=name)
-        except HmsException as exc:
-            if exc.name == "NoSuchObjectException":
-                raise EntityNotFound(f"Table {name} not found.") from None
-            raise
+        except NoSuchObjectException:
+            raise EntityNotFound(f"Table {name} not found.") from None
 
     def _shown(self, t) -> shapes.Shape:
         """``t`` as the caller may see it: only the data columns it may select."""
@@ -198,9 +200,7 @@ class GlueCatalog:
         self._catalog(request)
         limit = max_results(request.get("MaxResults"), _DATABASE_PAGE)
         names = await self.metastore.call("get_all_databases")
-        if self.policy is not None:
-            names = self._listed(names, self.policy.visible_databases(
-                self.caller.user, self.caller.groups, names))
+        names = self._listed(self.view.visible_databases(names))
         chosen, token = page(names, str.lower, operation="GetDatabases", scope=[],
                              token=request.get("NextToken"), limit=limit)
         found = await asyncio.gather(*(self._existing_database(n) for n in chosen))
@@ -212,10 +212,8 @@ class GlueCatalog:
     async def _existing_database(self, name: str):
         try:
             return await self.metastore.call("get_database", name=name)
-        except HmsException as exc:
-            if exc.name == "NoSuchObjectException":  # dropped since it was listed
-                return None
-            raise
+        except NoSuchObjectException:  # dropped since it was listed
+            return None
 
     async def get_database(self, request: Request) -> Response:
         self._catalog(request)
@@ -234,9 +232,7 @@ class GlueCatalog:
             names = await self._filtered("get_tables", db_name=database, pattern=expression)
         else:
             names = await self.metastore.call("get_all_tables", db_name=database)
-        if self.policy is not None:
-            names = self._listed(names, self.policy.visible_tables(
-                self.caller.user, self.caller.groups, database, names))
+        names = self._listed(self.view.visible_tables(database, names))
         chosen, token = page(names, str.lower, operation="GetTables",
                              scope=[database.lower(), expression or ""],
                              token=request.get("NextToken"), limit=limit)
@@ -289,10 +285,8 @@ class GlueCatalog:
         parse or run it) is the client's ``InvalidInputException``."""
         try:
             return await self.metastore.call(method, **args)
-        except HmsException as exc:
-            if exc.name == "MetaException":
-                raise InvalidInput(f"Invalid Expression: {exc.message}"[:1024]) from None
-            raise
+        except MetaException as exc:
+            raise InvalidInput(f"Invalid Expression: {exc.message or ''}"[:1024]) from None
 
     @staticmethod
     def _segment(request: Request) -> tuple[int, int] | None:
@@ -350,11 +344,8 @@ class GlueCatalog:
         some column, the others from Ranger's table-level accesses; ALL when all of them."""
         if self.policy is None:
             return ["ALL", *LAKE_FORMATION_ACCESS]
-        user, groups = self.caller.user, self.caller.groups
-        resource = Resource(t.dbName, t.tableName)
         held = [p for p, access in LAKE_FORMATION_ACCESS.items()
-                if (p == "SELECT" and authorized)
-                or self.policy.evaluate(user, groups, resource, access).allowed]
-        if self.policy.evaluate(user, groups, resource, "all").allowed:
+                if (p == "SELECT" and authorized) or self.view.may(access, t.dbName, t.tableName)]
+        if self.view.may("all", t.dbName, t.tableName):
             held.insert(0, "ALL")
         return held

@@ -89,6 +89,11 @@ if hasattr(os, "register_at_fork"):  # a forked worker must not repeat its paren
     os.register_at_fork(after_in_child=_random.__init__)
 
 
+def new_request_id() -> str:
+    """A new request id (UUID 4), for an answer given before a request could be read."""
+    return _random.uuid4()
+
+
 def request_id(request: web.Request) -> str:
     """The client's ``X-Request-Id`` if sane, else a new UUID 4."""
     given = request.headers.get(REQUEST_ID_HEADER, "")
@@ -137,7 +142,7 @@ _clock = _Clock()
 
 @dataclass(slots=True)
 class AuditEvent:
-    """What is known about one request so far; the dispatch fills it in as it goes.
+    """What is known about one request so far; the gateway handler fills it in as it goes.
 
     ``objects``, when set, gives ``(database, table)`` on demand: the line is written after the
     response was sent, so the call is walked for them then, off the request's path.

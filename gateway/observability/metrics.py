@@ -29,13 +29,19 @@ REQUEST_DURATION = Histogram(
     "hms_gateway_request_duration_seconds", "Time from request received to response sent.",
     ["topology", "service", "method", "outcome"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
+#: ``origin`` label values: a client's call proxied to HMS, or the gateway's own (change-feed
+#: pollers, the Glue and Iceberg REST kinds' calls, probes), so an operator can tell what
+#: clients cost HMS.
+ORIGIN_CLIENT, ORIGIN_GATEWAY = "client", "gateway"
 UPSTREAM_REQUESTS = Counter(
-    "hms_gateway_upstream_requests", "Calls dispatched to an upstream HMS, by outcome.",
-    ["upstream", "outcome"], registry=REGISTRY,
+    "hms_gateway_upstream_requests", "Calls dispatched to an upstream HMS, by origin (client: "
+    "proxied, gateway: the gateway's own) and outcome.",
+    ["upstream", "origin", "outcome"], registry=REGISTRY,
 )
 UPSTREAM_DURATION = Histogram(
-    "hms_gateway_upstream_duration_seconds", "Time of one upstream call, request sent to reply read.",
-    ["upstream"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
+    "hms_gateway_upstream_duration_seconds", "Time of one upstream call, request sent to reply "
+    "read, by origin (client: proxied, gateway: the gateway's own).",
+    ["upstream", "origin"], buckets=_LATENCY_BUCKETS, registry=REGISTRY,
 )
 UPSTREAM_UP = Gauge(
     "hms_gateway_upstream_up", "1 when the last call or probe of the upstream succeeded.",

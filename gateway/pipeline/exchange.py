@@ -15,14 +15,13 @@ from gateway.thrift.binary import MessageHeader
 
 if TYPE_CHECKING:
     from gateway.thrift.codec import Codec
-    from gateway.topology import Service, Topology
 
 
 def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[str]:
     """The headers every response of the gateway listener carries, to be set before it is sent:
     those the authentication providers left for it (``add_response_header``: SPNEGO's
     mutual-authentication token, a session ``Set-Cookie``; names may repeat) and the request id
-    (``X-Request-Id``). The dispatcher adds them to what it sends; a service that sends its
+    (``X-Request-Id``). The gateway handler adds them to what it sends; a service that sends its
     response itself (a streamed reply, an event stream) uses :meth:`Exchange.response_headers`."""
     headers: CIMultiDict[str] = CIMultiDict(request.get(RESPONSE_HEADERS, ()))
     headers[REQUEST_ID_HEADER] = request_id
@@ -31,21 +30,24 @@ def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[s
 
 @dataclass(slots=True, eq=False)
 class Exchange:
-    """What is known about one request: set by the dispatcher (``request`` … ``event``), then by
-    steps (``principal``, ``identity``) and the service kind (``codec``, ``header``, ``call``).
+    """What is known about one request: set by the gateway handler (``request``, ``event``:
+    the audit event, which names the topology and service), then by steps (``principal``,
+    ``identity``) and the service kind (``codec``, ``header``, ``call``).
 
     ``call`` is the strict-binary message that goes upstream; request-side steps may replace it.
+    ``args`` is ``call``'s arguments as thriftpy2 objects, decoded once by the first step that
+    needs them (catalog policy) and kept for the request's later hooks; None until then, and
+    set back to None by a step that replaces ``call``.
     """
 
     request: web.BaseRequest
-    topology: "Topology"
-    service: "Service"
     event: AuditEvent
     principal: Principal | None = None
     identity: Identity | None = None
     codec: "Codec | None" = None
     header: MessageHeader | None = None
     call: bytes = b""
+    args: object | None = None
 
     def response_headers(self) -> CIMultiDict[str]:
         """:func:`response_headers` of this request."""

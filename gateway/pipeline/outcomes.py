@@ -32,6 +32,10 @@ class Outcome(Exception):
         self.headers = headers or {}
 
 
+class BadRequest(Outcome):
+    """A request HTTP makes ambiguous (a header that must be single, repeated)."""
+
+
 class NotFound(Outcome):
     """No such topology or service."""
 
@@ -91,6 +95,7 @@ class Served(Answered):
 #: Outcome (or error) class → (HTTP status, outcome label). Looked up along the class's MRO,
 #: so a subclass (UpstreamTimeout of UpstreamError) may have its own row.
 STATUSES: dict[type[Exception], tuple[int, str]] = {
+    BadRequest: (400, "bad_request"),
     NotFound: (404, "not_found"),
     MethodNotAllowed: (405, "bad_request"),
     VersionNotSupported: (505, "bad_request"),

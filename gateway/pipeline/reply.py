@@ -3,14 +3,14 @@
 A step reads :attr:`Reply.result` (the method's result struct decoded by thriftpy2 from the
 IDL: ``success`` for field 0, one attribute per declared exception) and may change it and call
 :meth:`Reply.replace`, which encodes it back (a list-bucketed table's skew map, which thriftpy2
-cannot hold, is carried through as HMS's bytes: :mod:`gateway.pipeline.thrift_objects`); the
+cannot hold, is carried through as HMS's bytes: :mod:`gateway.thrift.objects`); the
 service kind then writes ``message`` in the client's protocol. Decoding happens only when a step asks, and only for methods some step
 declared in ``reply_methods``.
 """
 
 from __future__ import annotations
 
-from gateway.pipeline.thrift_objects import Kept, decode_keeping, decode_struct, encode_reply, encode_restoring
+from gateway.thrift.objects import Kept, decode_keeping, decode_struct, encode_reply, encode_restoring
 from gateway.thrift.binary import REPLY, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema

@@ -20,20 +20,76 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from gateway.config import ConfigError, GatewayConfig, Providers, ServiceConfig
+from gateway.thrift.schema import ServiceSchema
 
 if TYPE_CHECKING:
     from gateway.pipeline.exchange import Exchange
     from gateway.pipeline.reply import Reply
+    from gateway.policy import PolicyEngine
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, eq=False)
+class StepContext:
+    """What a step builds itself from (:meth:`Step.build`), for one service of a topology.
+
+    ``config``: the service's entry as validated by :mod:`gateway.config`; ``options``: the
+    kind's own ``options:`` validated into its ``Options`` model (None when it has none);
+    ``policy``: the catalog policy engine when ``policy_file`` is set; ``source``/``index``:
+    where the entry is, for :class:`ConfigError`; ``siblings``/``sibling_options``: the
+    topology's service entries and their validated options by path; ``providers``: the
+    topology's providers (authentication, failure throttle, identity assertion).
+    """
+
+    topology: str
+    config: ServiceConfig
+    schema: ServiceSchema
+    gateway: GatewayConfig
+    options: Any = None
+    policy: "PolicyEngine | None" = None
+    source: str = ""
+    index: int = 0
+    siblings: dict[str, ServiceConfig] = field(default_factory=dict)
+    sibling_options: dict[str, Any] = field(default_factory=dict)
+    providers: Providers | None = None
+    #: What is built once per topology (shared by every context of one topology build).
+    shared: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def per_topology(self, key: str, make: Callable[[], _T]) -> _T:
+        """``make()``, called once per topology build: later services of the topology get the
+        same object (a step every service shares, such as authentication and its throttle)."""
+        if key not in self.shared:
+            self.shared[key] = make()
+        return self.shared[key]
+
+    def resolve(self, path: Path) -> Path:
+        """``path`` made absolute against the topology file's folder (as ``policy_file`` is)."""
+        return path if path.is_absolute() else (Path(self.source).parent / path).resolve()
+
+    def error(self, key: str, reason: str) -> ConfigError:
+        """A :class:`ConfigError` naming this service's entry (``services[i].<key>``)."""
+        return ConfigError(self.source, f"services[{self.index}].{key}", reason)
 
 
 class Step:
     """Base class: hooks left as they are here are never called (the chain skips them)."""
 
-    #: Short name for docs and logs.
+    #: The step's role (its key in :data:`gateway.pipeline.steps.STEPS`), for docs and logs.
     name = "step"
     #: Methods whose replies :meth:`on_reply` must see.
     reply_methods: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "Step | None":
+        """This step for the service of ``ctx``, or None when it has nothing to do there.
+        Raises ``ConfigError`` when the service's configuration does not allow it."""
+        raise NotImplementedError
 
     async def on_request(self, exchange: "Exchange") -> None:
         """Before the body is read. Raise an ``Outcome`` to end the request."""

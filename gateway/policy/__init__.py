@@ -5,6 +5,8 @@ table and column.
 loaded unchanged; otherwise the project's YAML) into a :class:`PolicyEngine`;
 ``engine.evaluate(user, groups, Resource(db, table, column), access)`` gives a
 :class:`Decision`, ``engine.visible_tables(...)``/``visible_databases(...)`` filter listings.
+A service kind asks one :class:`CatalogView` per request (``CatalogView(engine, user, groups)``)
+what the user sees: objects, listings, columns, and how much was hidden.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from gateway.policy.engine import Decision, PolicyEngine, Resource
 from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS, Policy, PolicySet
+from gateway.policy.view import CatalogView
 
 
 def load_policies(path: Path | str) -> PolicySet:
@@ -34,6 +37,6 @@ def load_policy_file(path: Path | str) -> PolicyEngine:
 
 
 __all__ = [
-    "ACCESS_TYPES", "ALL", "ANY_ACCESS", "Decision", "Policy", "PolicyEngine", "PolicySet",
+    "ACCESS_TYPES", "ALL", "ANY_ACCESS", "CatalogView", "Decision", "Policy", "PolicyEngine", "PolicySet",
     "Resource", "load_policies", "load_policy_file",
 ]

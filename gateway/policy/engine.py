@@ -30,23 +30,20 @@ may differ from Ranger's there; the decision itself does not).
 Performance: wildcard values are compiled to regular expressions once at load; the policies
 that can concern a user (by user, group, ``public``, ``{USER}``) are worked out once per
 (user, groups) and cached. :meth:`PolicyEngine.visible_tables` and
-:meth:`PolicyEngine.visible_databases` use a filter built once per (user, groups, database):
-every literal and ``prefix*`` value of the policies in play as one trie-shaped regex, matched
-with the live wildcard values (those whose literal runs occur in the listing) in one pass over
-the newline-joined listing; only the names it finds are looked at, and a decision is made once
-per distinct set of matching policies.
+:meth:`PolicyEngine.visible_databases` use the bulk listing filter of
+:mod:`gateway.policy.listing`, built once per (user, groups, database) and cached here.
 """
 
 from __future__ import annotations
 
-import operator
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import compress
 from typing import NamedTuple
+
+from gateway.policy.listing import NameFilter, visible_names
 
 from gateway.policy.model import (
     ACCESS_TYPES,
@@ -62,7 +59,6 @@ _USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
 _SUBJECT_CACHE_SIZE = 1024
 _DATABASE_CACHE_SIZE = 8192
 _FILTER_CACHE_SIZE = 2048
-_FILTER_VERDICTS = 1024
 NO_POLICY = -1
 
 
@@ -153,9 +149,13 @@ class _LevelMatcher:
             value in self.literals
             or value.startswith(self.prefixes)
             or (self.regex is not None and self.regex.fullmatch(value) is not None)
-            or (bool(self.user_values) and _user_regex(self.user_values, user.lower()).fullmatch(value) is not None)
+            or (bool(self.user_values) and self.user_pattern(user.lower()).fullmatch(value) is not None)
         )
         return hit != self.excludes
+
+    def user_pattern(self, user: str) -> re.Pattern[str]:
+        """The ``{USER}`` values with ``user`` (lower-cased) put in, as one regex."""
+        return _user_regex(self.user_values, user)
 
     def for_user(self, user: str) -> "_LevelMatcher":
         """This level with ``{USER}`` replaced by ``user`` (lower-cased): plain values that batch
@@ -170,171 +170,6 @@ class _LevelMatcher:
             values = tuple(v.replace(_USER_TOKEN, user) for v in (x.lower() for x in self.spec.values))
             hit = self._per_user.put(user, _LevelMatcher(ResourceSpec(values, self.spec.excludes)))
         return hit
-
-
-#: Regex nesting a trie may reach before a flat alternation is used instead (``re`` recurses).
-_TRIE_DEPTH = 64
-
-
-def _trie(words: dict[str, str]) -> str | None:
-    """Regex source matching exactly each ``word + tail`` of ``words`` (word → tail regex),
-    factored as a trie so that a line costs a few character tests, not one per word; None
-    without words."""
-    root: dict = {}
-    for word, tail in words.items():
-        node = root
-        for char in word:
-            node = node.setdefault(char, {})
-        node.setdefault("", []).append(tail)
-
-    def emit(node: dict, depth: int) -> str:
-        if depth > _TRIE_DEPTH:
-            raise RecursionError
-        alternatives = []
-        for char, child in node.items():
-            if char == "":
-                alternatives.extend(child)
-                continue
-            run = char  # a chain of single-child nodes is one literal run
-            while len(child) == 1 and "" not in child:
-                (char, child), = child.items()
-                run += char
-            alternatives.append(re.escape(run) + emit(child, depth + 1))
-        return alternatives[0] if len(alternatives) == 1 else "(?:" + "|".join(alternatives) + ")"
-
-    try:
-        return emit(root, 0) if root else None
-    except RecursionError:
-        return "(?:" + "|".join(re.escape(word) + tail for word, tail in words.items()) + ")"
-
-
-@lru_cache(maxsize=256)  # a source may hold every value of many policies
-def _line_regex(source: str) -> re.Pattern[str]:
-    """``source`` as whole lines of a listing joined with newlines and framed by newlines:
-    ``findall`` returns each line it matches (``.`` stops at a newline: no line spills)."""
-    return re.compile("\n(" + source + ")(?=\n)")
-
-
-#: Up to this many distinct names decided unlike the rest are found by substring search.
-_FEW = 8
-
-
-def _lines_of(framed: str, names: set[str]) -> list[int]:
-    """The line numbers, ascending, of ``names`` in ``framed`` (lines framed by newlines)."""
-    found = []
-    for name in names:
-        needle = "\n" + name + "\n"
-        at = framed.find(needle)
-        while at >= 0:
-            found.append(at)
-            at = framed.find(needle, at + 1)
-    found.sort()
-    lines, line, previous = [], 0, 0
-    for at in found:
-        line += framed.count("\n", previous, at)
-        previous = at
-        lines.append(line)
-    return lines
-
-
-class _NameFilter:
-    """What one subject's policies say about the names at one level (databases; or the tables
-    of one database), worked out once per (user, groups, database) for every listing.
-
-    ``constant``: (entry, descendant) of the policies whose level is ``*``, the same for every
-    name; ``variable``: the others, bit ``i`` of a name's signature when policy ``i`` matches it.
-    An excluding level matches every name but its hits, so a signature is ``base ^ hits``: only
-    the names some value matches (found by one regex pass over the listing) need a look.
-    """
-
-    __slots__ = ("constant", "variable", "base", "literals", "prefixes", "lengths", "trie", "wild", "runs",
-                 "_values", "_verdicts")
-
-    def __init__(self, entries: tuple[_Entry, ...], k: int, user: str):
-        self.constant: list[tuple[_Entry, bool]] = []
-        self.variable: list[tuple[_Entry, bool]] = []
-        for entry in entries:
-            if entry.policy.depth <= k:
-                continue  # says nothing about the level below
-            pair = (entry, not entry.policy.deep_any[k + 1])
-            (self.constant if entry.policy.matchers[k].match_any else self.variable).append(pair)
-        self.base = 0
-        self.literals: dict[str, int] = {}  # value → the bits of the policies naming it
-        self.prefixes: dict[str, int] = {}
-        # wildcard regex source → [regex, policy bits, bits of its values (below)]
-        self.wild: dict[str, list] = {}
-        self.runs: dict[str, int] = {}  # a literal run of wildcard values → the values holding it
-        self._values = 0
-        low_user = user.lower()
-        for i, (entry, _) in enumerate(self.variable):
-            bit = 1 << i
-            matcher = entry.policy.matchers[k].for_user(low_user)
-            if matcher.excludes:
-                self.base |= bit
-            for value in matcher.literals:
-                self.literals[value] = self.literals.get(value, 0) | bit
-            for value in matcher.prefixes:
-                self.prefixes[value] = self.prefixes.get(value, 0) | bit
-            if matcher.wild:
-                self._add_wild(matcher.wild, matcher.regex, bit, matcher.needles)
-            if matcher.user_values:  # the user name holds a wildcard character
-                regex = _user_regex(matcher.user_values, low_user)
-                self._add_wild(regex.pattern, regex, bit, ((),))
-        self.lengths = sorted({len(p) for p in self.prefixes})
-        self.trie = _trie({**{v: "" for v in self.literals}, **{p: "[^\n]*" for p in self.prefixes}})
-        self._verdicts: dict[int, bool] = {}
-
-    def _add_wild(self, source: str, regex, bit: int, needles: tuple[tuple[str, ...], ...]) -> None:
-        """One level's wildcard values; ``needles``: each value's literal runs (a listing
-        lacking one of them cannot hold a name the value matches)."""
-        known = self.wild.setdefault(source, [regex, 0, 0])
-        known[1] |= bit
-        for runs in needles:
-            value = 1 << self._values
-            self._values += 1
-            known[2] |= value
-            for run in set(runs):
-                self.runs[run] = self.runs.get(run, 0) | value
-
-    def verdict(self, signature: int) -> bool:
-        """``_any`` for a name matched by the variable policies of ``signature``, remembered:
-        listings polled again and again meet the same few signatures."""
-        verdict = self._verdicts.get(signature)
-        if verdict is None:
-            if len(self._verdicts) >= _FILTER_VERDICTS:
-                self._verdicts.clear()
-            chosen = self.constant + [v for i, v in enumerate(self.variable) if signature >> i & 1]
-            chosen.sort(key=lambda ed: ed[0].policy.order)
-            verdict = self._verdicts[signature] = _decide_any(chosen).allowed
-        return verdict
-
-    def hits(self, framed: str) -> dict[str, int]:
-        """Lower-cased names of the listing ``framed`` (each name followed and preceded by a
-        newline, none holding one) that some value matches → the bits of the policies whose
-        values match them."""
-        # Wildcard values one of whose literal runs is missing from the listing match nothing.
-        dead = 0
-        for run, values in self.runs.items():
-            if run not in framed:
-                dead |= values
-        live = [(source, regex, bits) for source, (regex, bits, values) in self.wild.items() if values & ~dead]
-        sources = ([] if self.trie is None else [self.trie]) + [source for source, _, _ in live]
-        if not sources:
-            return {}
-        found = set(_line_regex("|".join(sources)).findall(framed))
-        literals, prefixes, lengths = self.literals, self.prefixes, self.lengths
-        out = {}
-        for name in found:
-            bits = literals.get(name, 0)
-            for n in lengths:
-                if n > len(name):
-                    break
-                bits |= prefixes.get(name[:n], 0)
-            for _, regex, mask in live:
-                if mask & ~bits and regex.fullmatch(name) is not None:
-                    bits |= mask
-            out[name] = bits
-        return out
 
 
 class _Compiled:
@@ -414,6 +249,10 @@ def _decide_any(matched: Sequence[tuple[_Entry, bool]]) -> Decision:
     if undecided or first_denial is None:
         return Decision(False, NO_POLICY, ANY_ACCESS)
     return Decision(False, first_denial.policy_id, ANY_ACCESS, first_denial.policy_name)
+
+
+def _allowed_any(matched: Sequence[tuple[_Entry, bool]]) -> bool:
+    return _decide_any(matched).allowed
 
 
 class _Lru(OrderedDict):
@@ -542,41 +381,15 @@ class PolicyEngine:
         # Every column-level policy of the table is 'column: *': any name stands for all.
         return self.evaluate(user, groups, Resource(database, table, "*"), access)
 
-    def authorized_columns(
-        self, user: str, groups: Iterable[str], database: str, table: str, columns: Iterable[str],
-        access: str = "select",
-    ) -> list[str]:
-        """The names of ``columns`` (in order) on which ``access`` (default ``select``, as Lake
-        Formation's ``AuthorizedColumns`` and Ranger's column-level Hive checks) is allowed.
-
-        Ranger semantics: a policy that stops at the table level says nothing about columns.
-        Raises ``ValueError`` for an unknown access type.
-        """
-        columns = list(columns)
-        uniform = self.columns_uniform(user, groups, database, table, access)
-        if uniform is not None:
-            return columns if uniform.allowed else []
-        decided: dict[str, bool] = {}
-        out = []
-        for column in columns:
-            key = column.lower()
-            allowed = decided.get(key)
-            if allowed is None:
-                allowed = decided[key] = self.evaluate(
-                    user, groups, Resource(database, table, column), access).allowed
-            if allowed:
-                out.append(column)
-        return out
-
     def visible_databases(self, user: str, groups: Iterable[str], names: Sequence[str]) -> list[str]:
         """The names of ``names`` the user may see, in order (``visible`` for each)."""
-        return self._visible_names(user, groups, None, names)
+        return visible_names(self._name_filter(user, groups, None), names)
 
     def visible_tables(
         self, user: str, groups: Iterable[str], database: str, names: Sequence[str]
     ) -> list[str]:
         """The table names of ``database`` the user may see, in order (``visible`` for each)."""
-        return self._visible_names(user, groups, database, names)
+        return visible_names(self._name_filter(user, groups, database), names)
 
     def listing_verdict(self, user: str, groups: Iterable[str], database: str | None = None) -> bool | None:
         """What a listing of the tables of ``database`` (None: of databases) shows the user
@@ -585,7 +398,7 @@ class PolicyEngine:
         names_filter = self._name_filter(user, groups, database)
         return None if names_filter.variable else names_filter.verdict(0)
 
-    def _name_filter(self, user: str, groups: Iterable[str], database: str | None) -> _NameFilter:
+    def _name_filter(self, user: str, groups: Iterable[str], database: str | None) -> NameFilter:
         if database is None:
             entries, key = self._subject(user, groups), None
         else:
@@ -594,44 +407,9 @@ class PolicyEngine:
         slot = (id(entries), key)  # entries live as long as their cache slot
         hit = self._filters.get(slot)
         if hit is None or hit[0] is not entries:
-            hit = self._filters.put(slot, (entries, _NameFilter(entries, 0 if database is None else 1, user)))
+            level = 0 if database is None else 1
+            hit = self._filters.put(slot, (entries, NameFilter(entries, level, user, _allowed_any)))
         return hit[1]
 
-    def _visible_names(
-        self, user: str, groups: Iterable[str], database: str | None, names: Sequence[str]
-    ) -> list[str]:
-        names_filter = self._name_filter(user, groups, database)
-        if not names_filter.variable:
-            return list(names) if names_filter.verdict(0) else []
-        if not names:
-            return []
-        block = "\n".join(names)
-        if block.count("\n") != len(names) - 1:  # a name holding a newline: one by one
-            k = 0 if database is None else 1
-            return [n for n in names if self._visible_one(user, k, n.lower(), names_filter)]
-        framed = "\n" + block.lower() + "\n"
-        base, verdict = names_filter.base, names_filter.verdict
-        usual = verdict(base)
-        unusual = {name for name, bits in names_filter.hits(framed).items() if verdict(base ^ bits) != usual}
-        if not unusual:
-            return list(names) if usual else []
-        if len(unusual) <= _FEW:
-            lines = _lines_of(framed, unusual)
-            if not usual:
-                return [names[i] for i in lines]
-            shown = list(names)
-            for i in reversed(lines):
-                del shown[i]
-            return shown
-        flagged = map(unusual.__contains__, framed[1:-1].split("\n"))  # C-level passes: no loop per name
-        return list(compress(names, map(operator.not_, flagged) if usual else flagged))
-
-    @staticmethod
-    def _visible_one(user: str, k: int, name: str, names_filter: _NameFilter) -> bool:
-        signature = 0
-        for i, (entry, _) in enumerate(names_filter.variable):
-            if entry.policy.matchers[k].match(name, user):
-                signature |= 1 << i
-        return names_filter.verdict(signature)
 
 __all__ = ["Decision", "NO_POLICY", "PolicyEngine", "Resource", "LEVELS"]

@@ -14,7 +14,7 @@ Hadoop's proxy-user rules define them:
    the client address (Hadoop ``hadoop.proxyuser.<u>.users|groups|hosts``). The impersonated
    user's groups come from the group mapping alone: the proxy user's groups are not lent.
 
-A refusal raises ``PermissionError`` with a short reason (no secrets); the dispatch answers 403.
+A refusal raises ``PermissionError`` with a short reason (no secrets); the gateway handler answers 403.
 """
 
 from __future__ import annotations
@@ -38,13 +38,15 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 @dataclass(frozen=True)
 class Identity:
-    """The effective user and groups of a request, and the principal that authenticated it.
-
-    ``impersonator`` is the (mapped) user that asked for ``doAs``, else None.
+    """Who a request or an upstream call acts for: the effective user and groups, the principal
+    that authenticated it (None for the gateway's own calls as a configured service user, such
+    as the change feed's poller), and ``impersonator``, the (mapped) user that asked for
+    ``doAs``, else None. The gateway's one identity type: the upstream reads ``user`` and
+    ``groups`` (``set_ugi``, ``x-actor-username``).
     """
 
     user: str
-    principal: Principal
+    principal: Principal | None
     groups: frozenset[str] = field(default_factory=frozenset)
     impersonator: str | None = None
 
@@ -97,13 +99,20 @@ class IdentityAsserter:
         """Groups the group mapping gives ``user`` (its own entry and ``*``)."""
         return self.group_mapping.get(user, frozenset()) | self.group_mapping.get("*", frozenset())
 
+    def mapped(self, principal: Principal) -> Identity:
+        """The identity ``principal`` acts as without ``doAs``: principal mapping, then its
+        groups plus the group mapping's (also what ``hms-gateway policy check`` applies)."""
+        user = self.principal_mapping.get(principal.name, principal.name)
+        return Identity(user=user, principal=principal,
+                        groups=frozenset(principal.groups) | self.mapped_groups(user))
+
     def assert_identity(self, principal: Principal, request: web.Request) -> Identity:
         """The :class:`Identity` a request acts as. Raises ``PermissionError`` (→ 403) if refused."""
-        user = self.principal_mapping.get(principal.name, principal.name)
-        groups = frozenset(principal.groups) | self.mapped_groups(user)
+        identity = self.mapped(principal)
+        user = identity.user
         target = _doas(request)
         if target is None or target == user:
-            return Identity(user=user, principal=principal, groups=groups)
+            return identity
         if not self.proxy_users:
             raise PermissionError("impersonation (doAs) is not enabled for this topology")
         if not target or len(target) > _MAX_NAME or not target.isprintable():

@@ -2,7 +2,8 @@
 service role made meaningful). Each kind is one module; :data:`KINDS` is the registry, as
 uvicorn's ``"module:attribute"`` tables, imported only when a topology names the kind.
 
-The contract every kind meets is :class:`gateway.services.base.ServiceKind`.
+The contract every kind meets is :class:`gateway.services.base.ServiceKind`; its ``roles``
+name the pipeline steps of its chain (:data:`gateway.pipeline.steps.STEPS`), in order.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import importlib
 from functools import cache
 
+from gateway.pipeline.steps import STEPS, UnknownRole
+
 #: ``kind`` in a topology's service → ``"module:Class"`` of its handler.
 KINDS: dict[str, str] = {
     "hms-thrift": "gateway.services.thrift_rpc:ThriftRpcService",
     "glue": "gateway.services.glue:GlueService",
     "explorer": "gateway.services.explorer:ExplorerService",
     "event-stream": "gateway.services.event_stream:EventStreamService",
+    "iceberg-rest": "gateway.services.iceberg_rest:IcebergRestService",
 }
 
 
@@ -23,7 +27,10 @@ KINDS: dict[str, str] = {
 def service_kind(name: str) -> type | None:
     """The handler class registered for ``name``, or None when no kind has that name.
 
-    Raises ``TypeError`` when the registered class does not declare that ``kind``.
+    Raises ``TypeError`` when the registered class does not declare that ``kind`` or a
+    ``roles`` tuple, and
+    :class:`~gateway.pipeline.steps.UnknownRole` when its ``roles`` name a step role that
+    :data:`~gateway.pipeline.steps.STEPS` lacks.
     """
     target = KINDS.get(name)
     if target is None:
@@ -32,4 +39,11 @@ def service_kind(name: str) -> type | None:
     cls = getattr(importlib.import_module(module), attribute)
     if getattr(cls, "kind", None) != name:
         raise TypeError(f"{target} must declare kind = {name!r}")
+    roles = getattr(cls, "roles", None)
+    if not isinstance(roles, tuple):  # never a kind without a chain (no authentication)
+        raise TypeError(f"{target} must declare roles = (<step role>, ...)")
+    unknown = [role for role in roles if role not in STEPS]
+    if unknown:
+        raise UnknownRole(f"service kind {name!r} ({target}) asks for unknown step role "
+                          f"{unknown[0]!r}; known roles: {', '.join(STEPS)}")
     return cls

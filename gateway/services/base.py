@@ -9,56 +9,31 @@ live and :meth:`ServiceKind.close` when a reload has replaced it or at shutdown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from gateway.config import ConfigError, GatewayConfig, ServiceConfig
-from gateway.pipeline.step import Chain
-from gateway.thrift.schema import ServiceSchema
+from gateway.config import ConfigError, GatewayConfig, ServiceConfig, reported_error
+from gateway.pipeline.step import Chain, StepContext
+from gateway.upstream.failover import Upstream
+from gateway.upstream.http import HttpUpstream
+from gateway.upstream.pool import UpstreamPool
 
 if TYPE_CHECKING:
     from gateway.pipeline.exchange import Exchange
-    from gateway.policy import PolicyEngine
-    from gateway.upstream.failover import Upstream
 
 
 @dataclass(frozen=True, eq=False)
-class ServiceContext:
-    """Everything a kind may use to build one service.
+class ServiceContext(StepContext):
+    """Everything a kind may use to build one service: the :class:`StepContext` its steps were
+    built from, plus ``chain``, those steps (the roles the kind's ``roles`` names, built by
+    :func:`gateway.pipeline.steps.build_chain`), and :meth:`upstream`."""
 
-    ``config``: the service's entry as validated by :mod:`gateway.config`; ``options``: the
-    kind's own ``options:`` validated into its ``Options`` model (None when it has none);
-    ``chain``: the service's steps (authentication → identity assertion → ACL → exposure →
-    catalog policy → ownership); ``policy``: the catalog policy engine when ``policy_file`` is
-    set; ``source``/``index``: where the entry is, for :class:`ConfigError`; ``siblings``: the
-    topology's service entries by path.
-    """
+    chain: Chain = field(kw_only=True)
+    _upstream: list = field(default_factory=list, repr=False, kw_only=True)
 
-    topology: str
-    config: ServiceConfig
-    chain: Chain
-    schema: ServiceSchema
-    gateway: GatewayConfig
-    options: Any = None
-    policy: "PolicyEngine | None" = None
-    source: str = ""
-    index: int = 0
-    #: Every service entry of the same topology, by path (for kinds that refer to another).
-    siblings: dict[str, ServiceConfig] = field(default_factory=dict)
-    _upstream: list = field(default_factory=list, repr=False)
-
-    def resolve(self, path: Path) -> Path:
-        """``path`` made absolute against the topology file's folder (as ``policy_file`` is)."""
-        return path if path.is_absolute() else (Path(self.source).parent / path).resolve()
-
-    def error(self, key: str, reason: str) -> ConfigError:
-        """A :class:`ConfigError` naming this service's entry (``services[i].<key>``)."""
-        return ConfigError(self.source, f"services[{self.index}].{key}", reason)
-
-    def upstream(self) -> "Upstream":
+    def upstream(self) -> Upstream:
         """The HMS pools of the service's ``upstream:`` (built once; no I/O until a call).
 
         Raises :class:`ConfigError` when the entry has no ``upstream:``.
@@ -66,15 +41,47 @@ class ServiceContext:
         if not self._upstream:
             if self.config.upstream is None:
                 raise self.error("upstream", f"service kind {self.config.kind!r} needs an upstream")
-            from gateway.topology import build_upstream
-
             self._upstream.append(build_upstream(self.config, self.gateway))
         return self._upstream[0]
 
 
+def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
+    """The failover set of pools for ``svc.upstream`` (which must be set); no I/O."""
+    up = svc.upstream
+    assert up is not None
+    pools = [
+        HttpUpstream(
+            url,
+            connect_timeout=up.connect_timeout_seconds,
+            timeout=up.timeout_seconds,
+            pool_size=up.pool_size,
+            max_reply_bytes=gateway.limits.max_reply_bytes,
+        )
+        if url.lower().startswith(("http://", "https://"))
+        else UpstreamPool(
+            url,
+            framed=up.transport == "framed",
+            connect_timeout=up.connect_timeout_seconds,
+            timeout=up.timeout_seconds,
+            pool_size=up.pool_size,
+            max_identities=up.max_identities,
+            max_reply_bytes=gateway.limits.max_reply_bytes,
+        )
+        for url in up.urls
+    ]
+    return Upstream(
+        pools,
+        max_failover_attempts=up.max_failover_attempts,
+        failover_sleep=up.failover_sleep_seconds,
+        probe_interval=up.probe_interval_seconds,
+        round_robin=up.round_robin,
+    )
+
+
 def validate_options(model: type[BaseModel] | None, ctx_source: str, index: int,
-                     kind: str, options: dict[str, Any]) -> Any:
-    """``options`` validated into ``model``; errors name ``services[i].options.<key>``.
+                     kind: str, options: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
+    """``options`` validated into ``model`` (pydantic validation ``context``: ``schema``, the
+    IDL); errors name ``services[i].options.<key>`` (list items as ``<key>[j]``).
 
     Raises :class:`ConfigError` for bad options, or options given to a kind that takes none.
     """
@@ -84,22 +91,24 @@ def validate_options(model: type[BaseModel] | None, ctx_source: str, index: int,
                               f"service kind {kind!r} takes no options")
         return None
     try:
-        return model.model_validate(options)
+        return model.model_validate(options, context=context)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(ctx_source, f"services[{index}].options" + (f".{key}" if key else ""),
-                          first["msg"]) from None
+        loc, reason = reported_error(model, exc)
+        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+        raise ConfigError(ctx_source, f"services[{index}].options{key}", reason) from None
 
 
 class ServiceKind(Protocol):
     """A service kind's handler, one per service."""
 
     kind: ClassVar[str]
+    #: The step roles of its chain, in data-path order (:data:`gateway.pipeline.steps.STEPS`):
+    #: the one place a kind's chain is stated.
+    roles: ClassVar[tuple[str, ...]]
     #: The kind's own settings (a topology's ``options:``), or None when it takes none.
     Options: ClassVar[type[BaseModel] | None]
     #: The HMS pools it calls (probed by ``/readyz``), or None for kinds that call none.
-    upstream: "Upstream | None"
+    upstream: Upstream | None
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ServiceKind": ...

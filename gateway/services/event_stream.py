@@ -5,14 +5,16 @@ from it. Requests (GET, after the service's authentication, identity assertion a
 
 - **Long poll**: ``GET …?after=N&limit=L&wait=S`` → ``200 {"events": [...], "next": M}``;
   ``M`` is the id to pass as ``after`` next (it moves past events the filters dropped).
-  ``after`` defaults to the newest id (follow from now); ``limit`` 1-1000 (default 1000);
+  ``after`` defaults to the newest id (follow from now); ``limit`` 1-1000 (default 1000)
+  counts delivered events (the scan goes past filtered ones to the ring's newest);
   ``wait`` seconds, 0 (default) to ``max_wait_seconds``: wait that long for a first event.
 - **Server-Sent Events** (``Accept: text/event-stream``, WHATWG HTML §9.2): one ``data:`` line
   of JSON per event, ``id:`` the event id; resumes after ``Last-Event-ID`` (else ``after``);
   a ``: ping`` comment every ``heartbeat_seconds`` (aiohttp-sse). When the client's position
   becomes unservable mid-stream, a last event ``event: resync`` (same JSON as the 410) ends it.
-- **Filters**: ``db``, ``table`` (names, case-insensitive), ``types`` (comma-separated HMS event
-  types), ``topic`` (a seed topic name: ``hcat``, ``hcat.<db>``, ``hcat.<db>.<table>`` or the
+- **Filters**: ``db``, ``table`` (names, case-insensitive; ``table`` needs ``db``), ``types``
+  (comma-separated HMS event types, :data:`gateway.events.feed.EVENT_TYPES`; another is 400),
+  ``topic`` (a seed topic name: ``hcat``, ``hcat.<db>``, ``hcat.<db>.<table>`` or the
   table's ``hcat.msgbus.topic.name``; prefix ``topic_prefix``).
 - **Bodies**: the seed's HCatalog JSON plus ``eventId`` for its six types
   (:func:`gateway.events.hcat.hcat_message`); for other types ``{"eventId", "eventTime",
@@ -20,7 +22,7 @@ from it. Requests (GET, after the service's authentication, identity assertion a
   ``Accept: application/cloudevents+json`` (or ``format=cloudevents``): each event as a
   CloudEvents 1.0 structured JSON object (``cloudevents`` library), the body as ``data``.
 - **Per-user delivery**: with a catalog policy (``policy_file``), a user gets only events on
-  databases/tables :meth:`PolicyEngine.visible` shows them, and Thrift tables/partitions
+  databases/tables their :class:`~gateway.policy.view.CatalogView` shows, and Thrift tables/partitions
   embedded in HMS messages (``tableObjJson``…) lose columns the user may not ``select``;
   partition-key → value maps lose denied partition keys.
 
@@ -48,12 +50,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.events import hcat
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
 from gateway.events.model import MetastoreEvent
-from gateway.events.poller import MAX_BATCH, NotificationPoller, ServiceIdentity
+from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed
 from gateway.policy.columns import filter_parameters
-from gateway.policy.engine import PolicyEngine, Resource
+from gateway.policy.view import CatalogView
+from gateway.providers.identity import Identity
 from gateway.services.base import ServiceContext
 
 __all__ = ["EventStreamService"]
@@ -112,7 +115,8 @@ def _int(query, name: str, default: int | None, low: int, high: int) -> int | No
 class _Query:
     """The request's position, size, wait and filters, validated (raises :class:`BadQuery`)."""
 
-    def __init__(self, request: web.BaseRequest, max_wait: float, sse: bool):
+    def __init__(self, request: web.BaseRequest, max_wait: float, sse: bool,
+                 known_types: frozenset[str] | None = None):
         query = request.query
         last = request.headers.get("Last-Event-ID")
         self.after = _int({"after": last} if sse and last else query, "after", None, 0, 2**63 - 1)
@@ -131,6 +135,12 @@ class _Query:
         self.topic = query.get("topic") or None
         if any(len(v) > 1024 for v in query.values()):
             raise BadQuery("query value too long")
+        unknown = sorted(self.types - known_types) if self.types and known_types is not None else []
+        if unknown:  # a typo would otherwise filter out every event, silently
+            raise BadQuery(f"unknown event type {unknown[0]} in types; known types: "
+                           + ", ".join(sorted(known_types or ())))
+        if self.table is not None and self.db is None:
+            raise BadQuery("table needs db: a table name is unique only within its database")
         accept = request.headers.get(hdrs.ACCEPT, "")
         self.cloudevents = CLOUDEVENTS_TYPE in accept or query.get("format") == "cloudevents"
         if query.get("format") not in (None, "", "cloudevents", "json"):
@@ -212,38 +222,22 @@ def _filter_message(message: dict, keep) -> dict:
     return out
 
 
-class _Viewer:
-    """What one user may see of events under a catalog policy (decisions cached per request)."""
+def _visible(view: CatalogView, event: MetastoreEvent) -> bool:
+    """Whether the user of ``view`` gets ``event``: its database (and table) visible; an event
+    naming no database has nothing to judge it by (fail closed)."""
+    return bool(event.db) and view.visible(event.db, event.table or None)  # type: ignore[arg-type]
 
-    def __init__(self, engine: PolicyEngine, user: str, groups: frozenset[str]):
-        self.engine, self.user, self.groups = engine, user, groups
-        self._visible: dict[tuple[str, str | None], bool] = {}
 
-    def visible(self, event: MetastoreEvent) -> bool:
-        if not event.db:
-            return False  # nothing to judge it by: fail closed
-        key = (event.db.lower(), event.table.lower() if event.table else None)
-        seen = self._visible.get(key)
-        if seen is None:
-            seen = self._visible[key] = self.engine.visible(self.user, self.groups, *key)
-        return seen
-
-    def keep(self, event: MetastoreEvent):
-        """None when every column of the event's table stays, else a predicate on names."""
-        if not event.table:
-            return None
-        db, table = event.db.lower(), event.table.lower()  # type: ignore[union-attr]
-        uniform = self.engine.columns_uniform(self.user, self.groups, db, table)
-        if uniform is not None:
-            return None if uniform.allowed else (lambda name: False)
-        engine, user, groups = self.engine, self.user, self.groups
-        return lambda name: engine.evaluate(user, groups, Resource(db, table, (name or "").lower()), "select").allowed
+def _keep(view: CatalogView | None, event: MetastoreEvent):
+    """None when every column of the event's table stays, else a predicate on column names."""
+    return view.keep(event.db, event.table) if view is not None and event.table else None
 
 
 class EventStreamService:
     """Serves one ``event-stream`` service: its :class:`ChangeFeed` and optional broker publisher."""
 
     kind = "event-stream"
+    roles = ("authentication", "identity-assertion", "authorization")
     Options = EventStreamOptions
 
     def __init__(self, ctx: ServiceContext):
@@ -252,7 +246,9 @@ class EventStreamService:
         self.topology, self.path = ctx.topology, ctx.config.path
         self.chain, self.policy = ctx.chain, ctx.policy
         self.upstream = ctx.upstream()
-        identity = (ServiceIdentity(options.service_user, frozenset(options.service_groups))
+        # The configured service user, when HMS authorizes notification reads
+        # (hive.metastore.event.db.notification.api.auth, Hive 3+); no principal: the gateway's own.
+        identity = (Identity(options.service_user, None, frozenset(options.service_groups))
                     if options.service_user else None)
         self.feed = ChangeFeed(
             NotificationPoller(self.upstream, ctx.schema, identity),
@@ -308,13 +304,13 @@ class EventStreamService:
         await self.chain.on_request(exchange)
         sse = SSE_TYPE in request.headers.get(hdrs.ACCEPT, "")
         try:
-            query = _Query(request, self.options.max_wait_seconds, sse)
+            query = _Query(request, self.options.max_wait_seconds, sse, self.feed.known_types())
         except BadQuery as exc:
             exchange.event.reason = str(exc)
             return _json(400, {"error": "bad_request", "detail": str(exc)}), "bad_request"
         viewer = None
         if self.policy is not None and exchange.identity is not None:
-            viewer = _Viewer(self.policy, exchange.identity.user, exchange.identity.groups)
+            viewer = CatalogView(self.policy, exchange.identity.user, exchange.identity.groups)
         with self.feed.subscribed():
             try:
                 if query.after is None or sse:
@@ -338,19 +334,22 @@ class EventStreamService:
     def _resync_body(exc: Resync) -> dict:
         return {"error": "resync", "reason": exc.reason, "detail": exc.detail, "latest": exc.latest_id}
 
-    def _deliverable(self, events: list[MetastoreEvent], query: _Query, viewer: _Viewer | None) -> list[dict]:
+    def _accepts(self, query: _Query, viewer: CatalogView | None):
+        """The predicate on events this client receives: its filters and the catalog policy."""
         prefix = self.options.topic_prefix
-        out = []
-        for event in events:
-            if viewer is not None and not viewer.visible(event):
-                continue
-            if query.matches(event, prefix):
-                out.append(self.body(event, viewer, query.cloudevents))
-        return out
 
-    def body(self, event: MetastoreEvent, viewer: _Viewer | None = None, cloudevents: bool = False) -> dict:
+        def accepts(event: MetastoreEvent) -> bool:
+            return (viewer is None or _visible(viewer, event)) and query.matches(event, prefix)
+
+        return accepts
+
+    def _deliverable(self, events: list[MetastoreEvent], query: _Query, viewer: CatalogView | None) -> list[dict]:
+        accepts = self._accepts(query, viewer)
+        return [self.body(event, viewer, query.cloudevents) for event in events if accepts(event)]
+
+    def body(self, event: MetastoreEvent, viewer: CatalogView | None = None, cloudevents: bool = False) -> dict:
         """An event as sent to a client (see the module docstring)."""
-        keep = viewer.keep(event) if viewer is not None else None
+        keep = _keep(viewer, event)
         if hcat.is_hcat_type(event.event_type):
             data = hcat.hcat_message(event)
             if keep is not None and "partitions" in data:
@@ -376,22 +375,17 @@ class EventStreamService:
             attributes["subject"] = f"{event.db}.{event.table}" if event.table else event.db
         return json.loads(JSONFormat().write(CloudEvent(attributes, data)))
 
-    async def _long_poll(self, query: _Query, viewer: _Viewer | None) -> web.Response:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + query.wait
-        cursor = query.after
-        assert cursor is not None
-        while True:
-            events = await self.feed.wait_after(cursor, max(0.0, deadline - loop.time()), query.limit)
-            if events:
-                cursor = events[-1].event_id
-            bodies = self._deliverable(events, query, viewer)
-            if bodies or not events or loop.time() >= deadline:
-                break
+    async def _long_poll(self, query: _Query, viewer: CatalogView | None) -> web.Response:
+        """``limit`` counts delivered events; ``next`` follows the last event scanned
+        (:meth:`ChangeFeed.select`), so paging with ``next`` never misses one."""
+        assert query.after is not None
+        events, cursor = await self.feed.wait_select(query.after, query.wait, query.limit,
+                                                     self._accepts(query, viewer))
+        bodies = [self.body(event, viewer, query.cloudevents) for event in events]
         self._delivered.inc(len(bodies))
         return _json(200, {"events": bodies, "next": cursor})
 
-    async def _stream(self, exchange: Exchange, query: _Query, viewer: _Viewer | None) -> web.StreamResponse:
+    async def _stream(self, exchange: Exchange, query: _Query, viewer: CatalogView | None) -> web.StreamResponse:
         request = exchange.request
         # sse_response prepares the response on entry: its headers go in now
         async with sse_response(request, ping_interval=self.options.heartbeat_seconds,

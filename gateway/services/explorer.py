@@ -82,7 +82,7 @@ def _check_targets(ctx: ServiceContext, options: "ExplorerOptions") -> None:
     if thrift is None or thrift.kind != "hms-thrift":
         raise ctx.error("options.thrift_service",
                         f"no hms-thrift service {options.thrift_service!r} in topology {ctx.topology!r}")
-    missing = [m for m in METHODS if m not in thrift.methods]
+    missing = [m for m in METHODS if m not in ctx.sibling_options[options.thrift_service].methods]
     if missing:
         raise ctx.error("options.thrift_service",
                         f"service {options.thrift_service!r} does not expose {', '.join(missing)}, "
@@ -98,6 +98,7 @@ class ExplorerService:
     """Serves one ``explorer`` service: the page, its files and the schema descriptor."""
 
     kind: ClassVar[str] = "explorer"
+    roles: ClassVar[tuple[str, ...]] = ("authentication", "identity-assertion", "authorization")
     Options: ClassVar[type[BaseModel] | None] = ExplorerOptions
     upstream = None  # the page calls HMS through the thrift service, never through this one
 

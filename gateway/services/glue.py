@@ -25,20 +25,18 @@ may not read, for engines that enforce ``AuthorizedColumns`` themselves.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
 from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.glue import errors
 from gateway.glue.errors import CONTENT_TYPE, GlueError
-from gateway.glue.metastore import HmsException, HmsFailed, UpstreamMetastore
 from gateway.glue.operations import Caller, GlueCatalog
 from gateway.observability import metrics
+from gateway.pipeline.body import read_body
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import (
     BodyTimeout,
@@ -55,6 +53,7 @@ from gateway.services.base import ServiceContext
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import Upstream
+from gateway.upstream.metastore import MetastoreClient, TException
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +86,7 @@ class GlueService:
     its catalog policy (None: everything visible)."""
 
     kind = "glue"
+    roles = ("authentication", "identity-assertion", "authorization")
     Options = GlueOptions
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
@@ -94,8 +94,7 @@ class GlueService:
                  options: GlueOptions):
         self.topology, self.path = topology, path
         self.upstream, self.chain, self.schema, self.policy = upstream, chain, schema, policy
-        self.max_request_bytes = limits.max_request_bytes
-        self.body_timeout = limits.client_body_timeout_seconds
+        self.limits = limits
         self.catalog_id = options.catalog_id
         self.trusted_engines = frozenset(options.trusted_engines)
 
@@ -124,7 +123,7 @@ class GlueService:
             identity = exchange.identity
             assert identity is not None  # the identity step ran
             engine = identity.impersonator or identity.user
-            catalog = GlueCatalog(UpstreamMetastore(self.upstream, self.schema, identity),
+            catalog = GlueCatalog(MetastoreClient(self.upstream, self.schema, identity=identity),
                                   Caller(identity.user, identity.groups, engine),
                                   self.policy, self.catalog_id, self.trusted_engines)
             serve = catalog.operation(event.method) if event.method else None
@@ -147,7 +146,7 @@ class GlueService:
             if isinstance(error, (errors.InvalidInput, errors.Serialization)):
                 label = "bad_request"
             return error.response(event.request_id), label
-        except (HmsException, HmsFailed) as exc:
+        except TException as exc:  # HMS's exception, or TApplicationException
             log.warning("%s/%s %s: %s", self.topology, self.path, event.method, exc)
             event.reason = str(exc)
             return errors.InternalService(str(exc)[:1024]).response(event.request_id), "upstream_unavailable"
@@ -167,7 +166,7 @@ class GlueService:
         become Glue errors."""
         request = exchange.request
         try:
-            body = await self._read_body(request)
+            body = await read_body(request, self.limits)
             request[SIGNED_BODY] = body
             await self.chain.on_request(exchange)
         except Unauthenticated as exc:
@@ -187,22 +186,6 @@ class GlueService:
         except BodyTimeout as exc:
             raise _Refused(errors.RequestTimeout(exc.reason), "bad_request") from None
         return body
-
-    async def _read_body(self, request: web.BaseRequest) -> bytes:
-        limit = self.max_request_bytes
-        if request.content_length is not None and request.content_length > limit:
-            raise TooLarge(f"request body larger than {limit} bytes")
-        body = bytearray()
-        try:
-            async with asyncio.timeout(self.body_timeout):
-                while chunk := await request.content.readany():
-                    body += chunk
-                    if len(body) > limit:  # chunked bodies announce no length
-                        raise TooLarge(f"request body larger than {limit} bytes")
-        except TimeoutError:
-            log.info("408 %s/%s from %s", self.topology, self.path, client_address(request))
-            raise BodyTimeout("request body not received in time") from None
-        return bytes(body)
 
     @staticmethod
     def _payload(body: bytes) -> dict:

@@ -1,10 +1,10 @@
 """Service kind ``hms-thrift``: the Hive Metastore Thrift RPC over HTTP POST (MS-HMSHTTP).
 
-One request: refuse what is not a POST (405) or is too large (413); request-side steps
-(authentication, identity assertion, service ACL); read the body (408, 413); decode it with the
-client's protocol, told by its first byte (400, :mod:`gateway.thrift.codec`); call-side steps
-(method exposure, ownership assertion); the upstream call; reply-side steps for the methods
-that declared them; encode the reply in the client's protocol.
+One request: refuse what is not a POST (405) or is too large (413); the chain's request-side
+steps; read the body (408, 413); decode it with the client's protocol, told by its first byte
+(400, :mod:`gateway.thrift.codec`); the chain's call-side steps; the upstream call; reply-side
+steps for the methods that declared them; encode the reply in the client's protocol. The chain's
+steps are the roles :attr:`ThriftRpcService.roles` names.
 
 A TJSON or binary reply that no step needs streams to the client while it still arrives (TJSON
 through the C translator, binary as HMS's own bytes with the client's seqid:
@@ -13,18 +13,21 @@ through the C translator, binary as HMS's own bytes with the client's seqid:
 
 from __future__ import annotations
 
-import asyncio
+import difflib
 import logging
 from functools import cached_property, partial
+from typing import Annotated
 
 from aiohttp import hdrs, web
 from aiohttp.payload import BytesPayload
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
 from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.observability import metrics
+from gateway.pipeline.body import check_length, read_body
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.outcomes import Answered, BodyTimeout, MethodNotAllowed, TooLarge, status_of
+from gateway.pipeline.outcomes import Answered, MethodNotAllowed, status_of
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Chain
 from gateway.services.base import ServiceContext
@@ -32,13 +35,48 @@ from gateway.thrift.binary import ONEWAY
 from gateway.thrift.codec import detect_codec
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.reply_translator import binary_passthrough, reply_translator
-from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.walk import call_objects, reply_succeeded
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import Upstream, is_read_only
 from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken
 
 log = logging.getLogger(__name__)
+
+#: The nine read methods of MS-HMSHTTP section 3.1.5, exposed when a service lists none.
+SPEC_METHODS: tuple[str, ...] = (
+    "get_all_databases",
+    "get_databases",
+    "get_database",
+    "get_all_tables",
+    "get_tables",
+    "get_table",
+    "get_tables_by_type",
+    "get_partition_names",
+    "get_partitions",
+)
+
+
+def _idl_method(name: str, info: ValidationInfo) -> str:
+    """``name`` when the IDL (validation context ``schema``, default the bundled one) has that
+    method; else ``ValueError`` suggesting the closest name (a misspelling would otherwise
+    leave the method unexposed without a word)."""
+    schema: ServiceSchema = (info.context or {}).get("schema") or load_schema()
+    if name not in schema.methods:
+        close = difflib.get_close_matches(name, schema.methods, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"{name!r} is not a method of the IDL{hint}")
+    return name
+
+
+class ThriftRpcOptions(BaseModel):
+    """``options:`` of an ``hms-thrift`` service. ``methods``: the IDL methods it exposes
+    (default :data:`SPEC_METHODS`); the rest are answered UNKNOWN_METHOD (method exposure)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    methods: list[Annotated[str, AfterValidator(_idl_method)]] = Field(
+        default_factory=lambda: list(SPEC_METHODS), min_length=1)
 
 
 def reply_outcome(message: bytes) -> str:
@@ -79,14 +117,15 @@ class ThriftRpcService:
     """Serves one ``hms-thrift`` service: ``upstream`` its HMS list, ``chain`` its steps."""
 
     kind = "hms-thrift"
-    Options = None
+    roles = ("authentication", "identity-assertion", "authorization", "method-exposure",
+             "ugi-claim", "catalog-policy", "ownership-assertion")
+    Options = ThriftRpcOptions
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, limits: Limits):
         self.topology, self.path = topology, path
         self.upstream, self.chain, self.schema = upstream, chain, schema
-        self.max_request_bytes = limits.max_request_bytes
-        self.body_timeout = limits.client_body_timeout_seconds
+        self.limits = limits
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
@@ -114,10 +153,9 @@ class ThriftRpcService:
         request = exchange.request
         if request.method != hdrs.METH_POST:
             raise MethodNotAllowed("only POST is allowed", {hdrs.ALLOW: hdrs.METH_POST})
-        if request.content_length is not None and request.content_length > self.max_request_bytes:
-            raise self._too_large()
+        check_length(request, self.limits)
         await self.chain.on_request(exchange)
-        body = await self._read_body(request)
+        body = await read_body(request, self.limits)
         try:
             return await self._serve_call(exchange, body)
         finally:
@@ -208,25 +246,3 @@ class ThriftRpcService:
                 return binary_passthrough(max_bytes, seqid)
         return ReplySink(request, new_translator, codec.content_type, exchange.response_headers())
 
-    def _too_large(self) -> TooLarge:
-        return TooLarge(f"request body larger than {self.max_request_bytes} bytes")
-
-    async def _read_body(self, request: web.BaseRequest) -> bytes:
-        content = request.content
-        if content.is_eof():  # the whole body came with the headers (the usual case): no timer
-            body = content.read_nowait()
-            if len(body) > self.max_request_bytes:
-                raise self._too_large()
-            return body
-        # Chunked bodies have no Content-Length: count while reading and stop at the limit.
-        chunks, size = [], 0
-        try:
-            async with asyncio.timeout(self.body_timeout):
-                async for chunk in content.iter_chunked(64 * 1024):
-                    size += len(chunk)
-                    if size > self.max_request_bytes:
-                        raise self._too_large()
-                    chunks.append(chunk)
-        except TimeoutError:
-            raise BodyTimeout("request body not received in time") from None
-        return b"".join(chunks)

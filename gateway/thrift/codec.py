@@ -20,6 +20,7 @@ from gateway.thrift.binary import (
     read_reply_header,
     write_message_header,
 )
+from gateway.thrift.call_types import check_call_types
 from gateway.thrift.compact import (
     PROTOCOL_ID,
     binary_message_to_compact,
@@ -44,7 +45,8 @@ class Codec(Protocol):
 
     def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
         """Header and strict-binary CALL/ONEWAY message, its type the one the IDL declares
-        (:func:`check_call_type`). Raises ``ProtocolError`` (→ 400)."""
+        (:func:`check_call_type`) and its arguments typed as the IDL declares them
+        (:func:`~gateway.thrift.call_types.check_call_types`). Raises ``ProtocolError`` (→ 400)."""
         ...
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
@@ -56,16 +58,31 @@ class Codec(Protocol):
         ...
 
 
-class TJSONCodec:
+class CallDecoder:
+    """What every codec does with a call once it is strict binary, written once: the checks
+    against the IDL that all client protocols pass before any call-side step sees the call."""
+
+    def to_binary(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        """Header and the whole strict-binary message of ``body``. Raises ``ProtocolError``."""
+        raise NotImplementedError
+
+    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        """:meth:`Codec.decode_call`: :meth:`to_binary`, then the message type and the
+        arguments' types checked against the IDL. Raises ``ProtocolError``."""
+        header, message = self.to_binary(body, schema)
+        check_call_type(header, schema)
+        check_call_types(message, header.name, schema)
+        return header, message
+
+
+class TJSONCodec(CallDecoder):
     """Apache Thrift TJSONProtocol, the protocol of MS-HMSHTTP."""
 
     name = "tjson"
     content_type = "application/vnd.apache.thrift.json"
 
-    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
-        header, message = tjson_call_to_binary(body, schema)
-        check_call_type(header, schema)
-        return header, message
+    def to_binary(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        return tjson_call_to_binary(body, schema)
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
         return binary_reply_to_tjson(message, schema, seqid=seqid)
@@ -89,7 +106,7 @@ def check_call_type(header: MessageHeader, schema: ServiceSchema) -> None:
         )
 
 
-class BinaryCodec:
+class BinaryCodec(CallDecoder):
     """Strict TBinaryProtocol over HTTP, as Hive 4's HTTP-mode client and Trino send it.
 
     The body must be exactly one complete, well-formed strict message (version word
@@ -100,10 +117,9 @@ class BinaryCodec:
     name = "binary"
     content_type = "application/x-thrift"
 
-    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+    def to_binary(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
         data = bytes(body)
         header, _ = read_message_header(data)
-        check_call_type(header, schema)
         end = BinaryMessageScanner(len(data)).feed(data)
         if end is None:
             raise ProtocolError("binary message truncated")
@@ -127,16 +143,14 @@ class BinaryCodec:
         return bytes(out)
 
 
-class CompactCodec:
+class CompactCodec(CallDecoder):
     """Apache Thrift TCompactProtocol over HTTP (first byte ``0x82``); see :mod:`.compact`."""
 
     name = "compact"
     content_type = "application/vnd.apache.thrift.compact"
 
-    def decode_call(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
-        header, binary = compact_message_to_binary(body)
-        check_call_type(header, schema)
-        return header, binary
+    def to_binary(self, body: bytes, schema: ServiceSchema) -> tuple[MessageHeader, bytes]:
+        return compact_message_to_binary(body)
 
     def encode_reply(self, message: bytes, schema: ServiceSchema, seqid: int) -> bytes:
         read_reply_header(message)

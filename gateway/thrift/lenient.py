@@ -4,7 +4,7 @@ thriftpy2 cannot hold ``SkewedInfo.skewedColValueLocationMaps`` (``map<list<stri
 a dict with list keys), so the IDL's own classes fail with ``TypeError: unhashable type`` on a
 table that has one. The lenient copy declares that map ``map<string,string>``: on the strict
 binary wire thriftpy2 then skips it (the key types differ), and in TJSON its keys stay the JSON
-text of the lists. Users: :mod:`gateway.pipeline.thrift_objects` (which puts skipped maps back
+text of the lists. Users: :mod:`gateway.thrift.objects` (which puts skipped maps back
 byte for byte in replies it re-encodes) and the Python client :mod:`gateway.client`.
 """
 

@@ -11,6 +11,7 @@ before looping, so a hostile count costs nothing), nesting deeper than
 :data:`~gateway.thrift.errors.MAX_DEPTH`, or more values than a :class:`Budget` allows.
 
 Built on it: :mod:`.to_tjson` and :mod:`.compact` (translators that visit every value),
+:mod:`.call_types` (a call's argument types against the IDL),
 :mod:`gateway.providers.ownership` (rewrites one struct field), :func:`call_objects` (the
 audit's database and table) and the ``set_ugi`` reply check. The resumable
 :class:`~gateway.thrift.binary.BinaryMessageScanner` is separate: it is fed chunks and so keeps

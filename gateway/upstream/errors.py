@@ -1,4 +1,4 @@
-"""How a dispatch to an upstream HMS can fail, each mapped to one HTTP status by the dispatch,
+"""How a dispatch to an upstream HMS can fail, each mapped to one HTTP status by the gateway handler,
 and the accounting every upstream call shares (metrics, the timeout error)."""
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def set_up(label: str, value: int) -> None:
 
 
 class AccountedCall:
-    """Wrap one upstream call: count it and time it by outcome, keep ``upstream_up`` current,
+    """Wrap one upstream call: count it and time it by ``origin`` (``metrics.ORIGIN_CLIENT`` or
+    ``metrics.ORIGIN_GATEWAY``) and outcome, keep ``upstream_up`` current,
     and turn a ``TimeoutError`` into :class:`UpstreamTimeout` and a lost connection
     (``OSError``, ``IncompleteReadError``) into :class:`UpstreamUnavailable`.
 
@@ -64,10 +65,10 @@ class AccountedCall:
     generator costs each one its creation and two resumptions (docs/performance.md, issue 14).
     """
 
-    __slots__ = ("label", "timeout", "started")
+    __slots__ = ("label", "timeout", "origin", "started")
 
-    def __init__(self, label: str, timeout: float):
-        self.label, self.timeout = label, timeout
+    def __init__(self, label: str, timeout: float, origin: str = metrics.ORIGIN_CLIENT):
+        self.label, self.timeout, self.origin = label, timeout, origin
 
     def __enter__(self) -> None:
         self.started = time.perf_counter()
@@ -96,5 +97,6 @@ class AccountedCall:
         return False
 
     def _count(self, outcome: str) -> None:
-        metrics.child(metrics.UPSTREAM_REQUESTS, self.label, outcome).inc()
-        metrics.child(metrics.UPSTREAM_DURATION, self.label).observe(time.perf_counter() - self.started)
+        label, origin = self.label, self.origin
+        metrics.child(metrics.UPSTREAM_REQUESTS, label, origin, outcome).inc()
+        metrics.child(metrics.UPSTREAM_DURATION, label, origin).observe(time.perf_counter() - self.started)

@@ -15,6 +15,7 @@ import itertools
 import logging
 from typing import Protocol
 
+from gateway.observability.metrics import ORIGIN_CLIENT, ORIGIN_GATEWAY
 from gateway.upstream.ugi import Identity
 from gateway.thrift.translate import encode_binary_call
 from gateway.upstream.errors import UpstreamBadReply, UpstreamConnectFailed, UpstreamError, set_up
@@ -44,6 +45,7 @@ class Dispatchable(Protocol):
         expect_reply: bool = True,
         identity: Identity | None = None,
         sink: ReplySink | None = None,
+        origin: str = ORIGIN_CLIENT,
     ) -> bytes | None: ...
 
     async def close(self) -> None: ...
@@ -86,6 +88,7 @@ class Upstream:
         identity: Identity | None = None,
         read_only: bool = False,
         sink: ReplySink | None = None,
+        origin: str = ORIGIN_CLIENT,
     ) -> bytes | None:
         """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
         was sent. Raises the last upstream's error when every attempt failed."""
@@ -94,7 +97,8 @@ class Upstream:
             if attempt and self.failover_sleep:
                 await asyncio.sleep(self.failover_sleep)
             try:
-                reply = await pool.call(request, expect_reply=expect_reply, identity=identity, sink=sink)
+                reply = await pool.call(request, expect_reply=expect_reply, identity=identity, sink=sink,
+                                        origin=origin)
             except UpstreamBadReply:
                 raise  # the upstream answered: another one would not answer better
             except UpstreamError as exc:
@@ -122,7 +126,7 @@ class Upstream:
         while pool.label in self._down:
             await asyncio.sleep(self.probe_interval)
             try:
-                await pool.call(_PROBE)
+                await pool.call(_PROBE, origin=ORIGIN_GATEWAY)
             except UpstreamError:
                 continue
             self._down.discard(pool.label)

@@ -6,7 +6,7 @@ framed (each message after a 4-byte big-endian length), as Apache Thrift's ``TSo
 Both read one reply at a time, either whole (:meth:`message`) or as raw chunks for a streaming
 consumer (:meth:`begin`, then :meth:`chunk` until the consumer has the whole message), and both
 tell whether bytes are waiting unread (:meth:`unread`), so that a connection goes back to the
-pool only when nothing from an earlier exchange is left.
+pool only when nothing from an earlier call is left.
 
 No async generator on this path: one left unfinished (the reader stops at the reply's end) is
 closed by the event loop's finaliser hook, which costs each call a ``call_soon_threadsafe``
@@ -38,7 +38,7 @@ class Unframed:
         self.writer.write(message)
 
     def unread(self) -> bool:
-        """Whether bytes arrived that no exchange has read (a stray or late reply)."""
+        """Whether bytes arrived that no call has read (a stray or late reply)."""
         # StreamReader has no public count of buffered bytes.
         return bool(self.reader._buffer)  # type: ignore[attr-defined]
 

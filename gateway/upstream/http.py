@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from gateway.observability import metrics
 from gateway.upstream.ugi import Identity
 from gateway.thrift.binary import BinaryMessageScanner
 from gateway.thrift.errors import ProtocolError
@@ -32,7 +33,7 @@ from gateway.upstream.errors import (
     UpstreamError,
     UpstreamUnavailable,
 )
-from gateway.upstream.exchange import UpstreamCall
+from gateway.upstream.seqids import UpstreamCall
 from gateway.upstream.streaming import ReplySink
 
 log = logging.getLogger(__name__)
@@ -89,16 +90,18 @@ class HttpUpstream:
         expect_reply: bool = True,
         identity: Identity | None = None,
         sink: ReplySink | None = None,
+        origin: str = metrics.ORIGIN_CLIENT,
     ) -> bytes | None:
         """POST one strict-binary message; return the reply message (None for oneway), with
         the request's seqid (upstream, the call carries the gateway's own:
-        :mod:`gateway.upstream.exchange`). ``sink`` is not used: replies come whole.
+        :mod:`gateway.upstream.seqids`). ``sink`` is not used: replies come whole; ``origin``
+        labels the call's metrics.
 
         ``identity.user`` goes in ``x-actor-username``. Raises the errors listed in the module
         docstring, and :class:`UpstreamBadReply` for a reply that does not answer this call.
         """
         call = UpstreamCall(request)
-        with AccountedCall(self.label, self.timeout):
+        with AccountedCall(self.label, self.timeout, origin):
             async with asyncio.timeout(self.timeout):
                 reply = await self._post(call.message, expect_reply, identity)
             return None if reply is None else call.client_reply(reply, self.label)

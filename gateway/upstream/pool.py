@@ -16,7 +16,7 @@ from gateway.observability import metrics
 from gateway.thrift.errors import ProtocolError
 from gateway.upstream.deadlines import Deadlines
 from gateway.upstream.errors import AccountedCall, UpstreamBadReply, UpstreamConnectFailed
-from gateway.upstream.exchange import UpstreamCall
+from gateway.upstream.seqids import UpstreamCall
 from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
 from gateway.upstream.streaming import ReplySink
 from gateway.upstream.ugi import (
@@ -107,7 +107,7 @@ class UpstreamPool:
         if key is not None:
             try:
                 async with asyncio.timeout(self.timeout):
-                    reply = await self._exchange(conn, UpstreamCall(set_ugi_call(key)), True)
+                    reply = await self._roundtrip(conn, UpstreamCall(set_ugi_call(key)), True)
                 check_set_ugi_reply(reply or b"", self.label)
             except BaseException:
                 conn.close()
@@ -129,15 +129,17 @@ class UpstreamPool:
         expect_reply: bool = True,
         identity: Identity | None = None,
         sink: ReplySink | None = None,
+        origin: str = metrics.ORIGIN_CLIENT,
     ) -> bytes | None:
         """Send one strict-binary message; return the whole reply message (None for oneway),
         with the request's seqid (upstream, the call carries the gateway's own:
-        :mod:`gateway.upstream.exchange`).
+        :mod:`gateway.upstream.seqids`).
 
         ``identity`` is the effective user the call acts for: the call goes over a connection
         on which HMS was told that identity with ``set_ugi`` (None: a connection without).
         With ``sink``, the reply is fed to it chunk by chunk as it arrives
-        (:mod:`gateway.upstream.streaming`) and only its first bytes are returned.
+        (:mod:`gateway.upstream.streaming`) and only its first bytes are returned. ``origin``
+        labels the call's metrics (a client's call, or the gateway's own).
 
         Raises :class:`UpstreamUnavailable` (cannot connect, connection lost),
         :class:`UpstreamTimeout` (no complete reply within ``timeout``),
@@ -147,10 +149,10 @@ class UpstreamPool:
         self._busy += 1
         conn: _Connection | None = None
         try:
-            with AccountedCall(self.label, self.timeout):
+            with AccountedCall(self.label, self.timeout, origin):
                 conn = await self._checkout(ugi_key(identity))
                 with self._deadlines.watch():
-                    reply = await self._exchange(conn, UpstreamCall(request), expect_reply, sink)
+                    reply = await self._roundtrip(conn, UpstreamCall(request), expect_reply, sink)
                 if expect_reply:  # after a oneway call nothing says whether HMS answered anyway
                     self._checkin(conn)
                     conn = None
@@ -160,7 +162,7 @@ class UpstreamPool:
                 conn.close()
             self._busy -= 1
 
-    async def _exchange(
+    async def _roundtrip(
         self, conn: _Connection, call: UpstreamCall, expect_reply: bool, sink: ReplySink | None = None
     ) -> bytes | None:
         conn.io.write(call.message)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence
 
+from gateway.providers.identity import Identity
 from gateway.thrift.binary import EXCEPTION, REPLY, encode_binary_call, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import TType
@@ -27,14 +28,6 @@ from gateway.upstream.errors import UpstreamError
 UgiKey = tuple[str, tuple[str, ...]] | None
 
 SET_UGI = "set_ugi"
-
-
-class Identity(Protocol):
-    """Who an upstream call acts for (the identity assertion's result; the upstream needs only
-    these two attributes)."""
-
-    user: str
-    groups: frozenset[str]
 
 
 class UpstreamIdentityRefused(UpstreamError):

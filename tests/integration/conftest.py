@@ -1,4 +1,5 @@
-"""Real servers for the integration tests: one Hive Metastore (with the demo catalog) per session."""
+"""Real servers for the integration tests: one Hive Metastore (with the demo catalog) per session,
+and the gateway factories (:class:`tests.support.gateway.GatewayFactory`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.support.feed import Catalog
+from tests.support.gateway import GatewayFactory
 from tests.support.hms import RunningHMS, start_hms
 from tests.support.kdc import start_realm
 from tests.support.thriftpy_client import direct_thriftpy_client
@@ -40,6 +42,27 @@ def hms_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
     yield factory
     for running in started:
         running.server.stop()
+
+
+@pytest.fixture
+def gateway_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayFactory]:
+    """Start real gateways for one test; all stopped after it.
+
+    Call as ``gateway_factory(topologies, users, services=..., **gateway file keys)``
+    (:meth:`GatewayFactory.__call__`).
+    """
+    factory = GatewayFactory(tmp_path_factory.mktemp)
+    yield factory
+    factory.close()
+
+
+@pytest.fixture(scope="module")
+def module_gateway_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayFactory]:
+    """:func:`gateway_factory` for a module's gateways (module-scoped fixtures); all stopped
+    after the module."""
+    factory = GatewayFactory(tmp_path_factory.mktemp)
+    yield factory
+    factory.close()
 
 
 @pytest.fixture(scope="session")
@@ -96,11 +119,10 @@ def tunnel_metastore(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runni
 
 
 @pytest.fixture(scope="module")
-def tunnel_gateway(tunnel_metastore, kerberos_realm, tmp_path_factory: pytest.TempPathFactory):
+def tunnel_gateway(tunnel_metastore, kerberos_realm, module_gateway_factory, tmp_path_factory: pytest.TempPathFactory):
     """:func:`tests.support.tunnel.start_tunnel_test_gateway` on the two fixtures above."""
-    gw = start_tunnel_test_gateway(tmp_path_factory.mktemp("gw-tunnel"), tunnel_metastore, kerberos_realm)
-    yield gw
-    gw.stop()
+    return start_tunnel_test_gateway(module_gateway_factory, tmp_path_factory.mktemp("gw-tunnel"), tunnel_metastore,
+                                     kerberos_realm)
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,13 @@ challenge, and the per-address slow-down/429 for repeated failures, end to end w
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
 import pytest
 from jose import jwt
 
-from tests.support.gateway import service, start_gateway
+from tests.support.gateway import htpasswd_provider, service
 
 pytestmark = pytest.mark.integration
 
@@ -19,12 +18,11 @@ HMAC_KEY = "shared-secret-for-the-combined-topology-tokens"
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, kerberos_realm, tmp_path_factory):
+def gateway(hms, kerberos_realm, module_gateway_factory):
     realm = kerberos_realm
     hms_url = f"thrift://{hms.host}:{hms.port}"
-    workdir = tmp_path_factory.mktemp("gw-combined")
     providers = [
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
+        htpasswd_provider(),
         {"type": "jwt", "algorithms": ["HS256"], "issuer": "test-issuer", "audience": "hms",
          "hmac_key": "env:P4A_COMBINED_JWT_KEY"},
         {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab)},
@@ -35,16 +33,8 @@ def gateway(hms, kerberos_realm, tmp_path_factory):
             "delay_after": 1, "delay_seconds": 0.2, "max_delay_seconds": 0.2, "refuse_after": 3,
             "window_seconds": 60}}, "services": [service([hms_url])]},
     }
-    saved = dict(os.environ)
-    os.environ.update({**realm.env, "P4A_COMBINED_JWT_KEY": HMAC_KEY})
-    os.environ.pop("KRB5_KTNAME", None)
-    try:
-        gw = start_gateway(workdir, topologies, users={"admin": "admin-password"})
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, users={"admin": "admin-password"},
+                                  env={**realm.env, "P4A_COMBINED_JWT_KEY": HMAC_KEY, "KRB5_KTNAME": None})
 
 
 def curl(gw, topology: str, *args: str, source: str = "127.0.0.1") -> tuple[int, dict[str, list[str]]]:

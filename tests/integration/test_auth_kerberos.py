@@ -11,7 +11,7 @@ import pytest
 import requests
 from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 
-from tests.support.gateway import service, start_gateway
+from tests.support.gateway import service
 from tests.support.kdc import REALM
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ def clients(kerberos_realm, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, kerberos_realm, clients, tmp_path_factory):
+def gateway(hms, kerberos_realm, clients, tmp_path_factory, module_gateway_factory):
     hms_url = f"thrift://{hms.host}:{hms.port}"
     key = tmp_path_factory.mktemp("secrets") / "cookie-key"
     key.write_text("a-cookie-signing-key-only-the-gateway-knows\n")
@@ -42,16 +42,9 @@ def gateway(hms, kerberos_realm, clients, tmp_path_factory):
             {**base, "name_rules": [rf"RULE:[1:$1@$0](alice@{REALM.replace('.', '[.]')})s/@.*//"]}]},
             "services": [service([hms_url])]},
     }
-    saved = dict(os.environ)
-    os.environ.update(kerberos_realm.env)  # krb5.conf of the test realm; no KRB5_KTNAME: the keytab is config
-    os.environ.pop("KRB5_KTNAME", None)
-    try:
-        gw = start_gateway(tmp_path_factory.mktemp("gw-krb"), topologies, users={"u": "unused-pw"})
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    yield gw
-    gw.stop()
+    # krb5.conf of the test realm; no KRB5_KTNAME: the keytab is config
+    return module_gateway_factory(topologies, users={"u": "unused-pw"},
+                                  env={**kerberos_realm.env, "KRB5_KTNAME": None})
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import requests
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.providers.authentication.ldap import LdapAuthenticator, LdapProvider
-from tests.support.gateway import free_port, service, start_gateway
+from tests.support.gateway import free_port, service
 from tests.support.ldap_server import BASE, SERVICE_DN, start_ldap
 
 pytestmark = pytest.mark.integration
@@ -47,22 +47,19 @@ def search_provider(ldap, secret_file, **extra) -> dict:
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, ldap, secret_file, tmp_path_factory):
+def gateway(hms, ldap, secret_file, module_gateway_factory):
     hms_url = f"thrift://{hms.host}:{hms.port}"
     # StartTLS needs the server's certificate to name the host: the dev certificate has localhost.
     search = search_provider(ldap, secret_file, url=f"ldap://localhost:{ldap.port}")
     direct = {"type": "ldap", "url": ldap.ldaps_url, "ca_file": str(ldap.ca_file),
               "user_dn_template": f"uid={{user}},ou=people,{BASE}"}
-    gw = start_gateway(
-        tmp_path_factory.mktemp("gw-ldap"),
+    return module_gateway_factory(
         {
             "search": {"providers": {"authentication": [search]}, "services": [service([hms_url])]},
             "direct": {"providers": {"authentication": [direct]}, "services": [service([hms_url])]},
         },
         users={"unused": "unused-password"},
     )
-    yield gw
-    gw.stop()
 
 
 def post(gw, topology: str, auth=None) -> requests.Response:

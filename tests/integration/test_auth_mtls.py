@@ -9,7 +9,7 @@ import pytest
 
 from gateway.certs import write_client_certificate, write_dev_certificates
 from gateway.cli import main
-from tests.support.gateway import audit_record, post, service, start_gateway
+from tests.support.gateway import MTLS, audit_record, htpasswd_provider, post, service
 
 pytestmark = pytest.mark.integration
 
@@ -17,24 +17,15 @@ BODY = '[1,"get_all_databases",1,1,{}]'
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("mtls")
-    certs = workdir / "certs"
-    write_client_certificate(certs, "alice")
+def gateway(hms, module_gateway_factory, tmp_path_factory):
     write_client_certificate(tmp_path_factory.mktemp("other-ca"), "mallory")  # a CA the gateway does not trust
     topology = {
-        "providers": {"authentication": [
-            {"type": "mtls"},
-            {"type": "htpasswd", "users_file": str(workdir / "users.htpasswd")},
-        ]},
+        "providers": {"authentication": [{"type": "mtls"}, htpasswd_provider()]},
         "services": [service([f"thrift://127.0.0.1:{hms.port}"])],
     }
-    tls = {"certificate": str(certs / "server.crt"), "private_key": str(certs / "server.key"),
-           "client_ca": str(certs / "ca.crt")}
-    gw = start_gateway(workdir, {"default": topology}, {"admin": "admin-password"},
-                       gateway_extra={"tls": tls})
-    yield gw
-    gw.stop()
+    gw = module_gateway_factory({"default": topology}, tls=MTLS)
+    write_client_certificate(gw.workdir / "certs", "alice")
+    return gw
 
 
 def curl(gw, *args: str) -> subprocess.CompletedProcess:

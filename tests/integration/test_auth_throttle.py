@@ -14,7 +14,7 @@ import ssl
 
 import pytest
 
-from tests.support.gateway import metric, service, start_gateway
+from tests.support.gateway import htpasswd_provider, metric, service
 
 pytestmark = pytest.mark.integration
 
@@ -24,19 +24,15 @@ BODY = b'[1,"get_all_databases",1,1,{}]'
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gateway-throttle")
+def gateway(hms, module_gateway_factory):
     topology = {
         "providers": {
-            "authentication": [{"type": "htpasswd", "realm": "HMS Gateway",
-                                "users_file": str(workdir / "users.htpasswd")}],
+            "authentication": [htpasswd_provider()],
             "failure_throttle": {"refuse_after": REFUSE_AFTER, "delay_after": 1000, "window_seconds": 600},
         },
         "services": [service([f"thrift://127.0.0.1:{hms.port}"])],
     }
-    gw = start_gateway(workdir, {"default": topology}, {USER: PASSWORD, "burst": "burst-password"})
-    yield gw
-    gw.stop()
+    return module_gateway_factory({"default": topology}, {USER: PASSWORD, "burst": "burst-password"})
 
 
 def _request(gw, user: str, password: str) -> bytes:

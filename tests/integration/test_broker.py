@@ -21,7 +21,7 @@ import stomp
 from gateway.events.broker import read_offset
 # The feed_hms and catalog fixtures (an HMS of its own per module) are in tests/integration/conftest.py.
 from tests.support.feed import start_feed_gateway
-from tests.support.gateway import restart
+from tests.support.gateway import GatewayFactory
 from tests.support.activemq import jms_messages, start_activemq, start_jms_consumer
 
 pytestmark = pytest.mark.integration
@@ -86,11 +86,13 @@ def activemq(tmp_path):
     broker.stop()
 
 
-def start_publishing_gateway(workdir: Path, hms, broker) -> tuple:
-    """A gateway publishing to ``broker``; returns once its publisher has written its first
-    offset (so every change from now on is published), with the offset file's path."""
+def start_publishing_gateway(start: GatewayFactory, workdir: Path, hms, broker) -> tuple:
+    """A gateway started by ``start`` in ``workdir``, publishing to ``broker``; returns once its
+    publisher has written its first offset (so every change from now on is published), with the
+    offset file's path."""
     offset = workdir / "state" / "broker.offset"
-    gw = start_feed_gateway(workdir, hms, broker={"url": broker.stomp_url, "offset_file": str(offset)})
+    gw = start_feed_gateway(start, hms, workdir=workdir,
+                            broker={"url": broker.stomp_url, "offset_file": str(offset)})
     deadline = time.monotonic() + 60
     while read_offset(offset) is None:
         assert time.monotonic() < deadline, f"no offset written:\n{gw.log()}"
@@ -98,10 +100,11 @@ def start_publishing_gateway(workdir: Path, hms, broker) -> tuple:
     return gw, offset
 
 
-def test_ddl_reaches_hcatalog_topics_as_text_messages_with_hcat_properties(feed_hms, catalog, activemq, tmp_path):
+def test_ddl_reaches_hcatalog_topics_as_text_messages_with_hcat_properties(feed_hms, catalog, activemq, tmp_path,
+                                                                            gateway_factory):
     stomp_sub = Subscriber(activemq.stomp_port, "ddl")
     jms = start_jms_consumer(activemq, "hcat.mq_db", 5)  # the database's table events, per the seed
-    gw, offset = start_publishing_gateway(tmp_path / "gateway", feed_hms, activemq)
+    gw, offset = start_publishing_gateway(gateway_factory, tmp_path / "gateway", feed_hms, activemq)
     try:
         catalog.create_database("mq_db")
         catalog.create_table("mq_db", "people")
@@ -161,9 +164,9 @@ def test_ddl_reaches_hcatalog_topics_as_text_messages_with_hcat_properties(feed_
     assert [json.loads(m.text) for m in seen] == [body for _, _, body in on_db_topic]
 
 
-def test_gateway_and_broker_restarts_lose_nothing(feed_hms, catalog, activemq, tmp_path):
+def test_gateway_and_broker_restarts_lose_nothing(feed_hms, catalog, activemq, tmp_path, gateway_factory):
     subscriber = Subscriber(activemq.stomp_port, "restarts")
-    gw, offset = start_publishing_gateway(tmp_path / "gateway", feed_hms, activemq)
+    gw, offset = start_publishing_gateway(gateway_factory, tmp_path / "gateway", feed_hms, activemq)
     try:
         catalog.create_database("mq_r1")
         first = catalog.current_id()
@@ -173,7 +176,7 @@ def test_gateway_and_broker_restarts_lose_nothing(feed_hms, catalog, activemq, t
         catalog.create_database("mq_r2")
         catalog.create_table("mq_r2", "t")
         assert read_offset(offset) == first
-        gw = restart(gw)
+        gw = gateway_factory.restart(gw)
         subscriber.wait_for(3)
 
         subscriber.disconnect()

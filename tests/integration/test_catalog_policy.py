@@ -17,39 +17,13 @@ from gateway.thrift.binary import encode_binary_call
 from gateway.thrift.schema import TType, load_schema
 from gateway.thrift.translate import binary_reply_to_tjson
 from tests.support.big_table import raw_call
-from tests.support.gateway import audit_record, metric, post, service, start_gateway, upstream_calls
+from tests.support.gateway import audit_record, htpasswd_provider, metric, post, service, upstream_calls
+from tests.support.policy import ANALYSTS, CATALOG_POLICY, POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
 PASSWORD = "pw-123456"
-POLICY = """
-policies:
-  - id: 1
-    name: analysts read sales
-    resources: {database: [sales], table: ["*"], column: ["*"]}
-    allow: [{groups: [analysts], accesses: [select]}]
-  - id: 2
-    name: bob reads the spec database and may drop its tables
-    resources: {database: [hmshttptestdatabase], table: ["*"], column: ["*"]}
-    allow: [{users: [bob], accesses: [select, drop]}]
-  - id: 3
-    name: analysts do not see who ordered
-    resources: {database: [sales], table: [orders], column: [customer]}
-    deny: [{groups: [analysts], accesses: [select]}]
-  - id: 4
-    name: bob does not see ages
-    resources: {database: [hmshttptestdatabase], table: [test_table], column: [age]}
-    deny: [{users: [bob], accesses: [select]}]
-  - id: 5
-    name: carol reads the skewed database
-    resources: {database: [skewdb], table: ["*"], column: ["*"]}
-    allow: [{users: [carol], accesses: [select]}]
-  - id: 6
-    name: carol does not see secrets
-    resources: {database: [skewdb], table: ["*"], column: [secret]}
-    deny: [{users: [carol], accesses: [select]}]
-"""
 METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables",
            "get_tables_by_type", "get_table", "get_partition_names", "get_partitions", "get_all_functions",
            "drop_table", "create_database", "get_table_meta", "get_table_objects_by_name", "get_role_names",
@@ -58,18 +32,12 @@ METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gateway-policy")
-    (workdir / "catalog.yaml").write_text(POLICY)
-    svc = dict(service([f"thrift://127.0.0.1:{hms.port}"], methods=METHODS),
-               policy_file=str(workdir / "catalog.yaml"))
-    topology = {"providers": {
-        "authentication": [{"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}],
-        "identity_assertion": {"group_mapping": "alice=analysts"},
-    }, "services": [svc]}
-    gw = start_gateway(workdir, {"default": topology}, {"alice": PASSWORD, "bob": PASSWORD, "carol": PASSWORD})
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory):
+    svc = dict(service([f"thrift://127.0.0.1:{hms.port}"], methods=METHODS), policy_file=POLICY_PATH)
+    topology = {"providers": {"authentication": [htpasswd_provider()], "identity_assertion": ANALYSTS},
+                "services": [svc]}
+    return module_gateway_factory({"default": topology}, {"alice": PASSWORD, "bob": PASSWORD, "carol": PASSWORD},
+                                  files={POLICY_FILE: CATALOG_POLICY})
 
 
 def call(gw, user: str, method: str, args: str = "{}") -> list:

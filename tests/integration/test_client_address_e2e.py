@@ -16,9 +16,8 @@ from contextlib import contextmanager
 
 import pytest
 
-import tests.support.gateway as support
-from tests.support.gateway import SPEC_PATH, RunningGateway, audit_record, metric, post, service, start_gateway
-from tests.support.hms import free_port
+from tests.support.gateway import (SPEC_PATH, GatewayFactory, RunningGateway, audit_record, htpasswd_provider,
+                                   metric, post, service)
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +26,7 @@ GET_ALL_DATABASES = '[1,"get_all_databases",1,0,{}]'
 V2_SIGNATURE = b"\r\n\r\n\x00\r\nQUIT\n"
 
 
-def _gateway(workdir, hms, listener: dict, **gateway_keys) -> RunningGateway:
+def _gateway(factory: GatewayFactory, hms, listener: dict, **gateway_keys) -> RunningGateway:
     """A gateway whose HTTPS listener has ``listener``'s extra keys (and the gateway file
     ``gateway_keys``); audit lines in audit.jsonl."""
     svc = service([f"thrift://{hms.host}:{hms.port}"])
@@ -36,49 +35,31 @@ def _gateway(workdir, hms, listener: dict, **gateway_keys) -> RunningGateway:
         "acl": {"services": [dict(svc, authorization={"ips": ["203.0.113.0/24"]})]},
         "throttled": {
             "providers": {
-                "authentication": [{"type": "htpasswd", "users_file": str(workdir / "users.htpasswd")}],
+                "authentication": [htpasswd_provider()],
                 "failure_throttle": {"refuse_after": 2, "delay_after": 100, "window_seconds": 600},
             },
             "services": [svc],
         },
     }
-    # start_gateway picks the ports itself; name the same ones in the listener keys we add.
-    port, mport = free_port(), free_port()
-    ports = iter([port, mport])
-    extra = {
-        "audit": {"path": str(workdir / "audit.jsonl")},
-        "listeners": {"gateway": {"host": "127.0.0.1", "port": port, **listener},
-                      "management": {"host": "127.0.0.1", "port": mport}},
-        **gateway_keys,
-    }
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(support, "free_port", lambda: next(ports))
-        return start_gateway(workdir, topologies, USERS, gateway_extra=extra)
+    return factory(topologies, USERS, listener=listener, audit={"path": "audit.jsonl"}, **gateway_keys)
 
 
 @pytest.fixture(scope="module")
-def trusting(hms, tmp_path_factory):
+def trusting(hms, module_gateway_factory):
     """127.0.0.1 is a trusted proxy."""
-    gw = _gateway(tmp_path_factory.mktemp("gw-xff"), hms, {"trusted_proxies": ["127.0.0.1/32", "10.0.0.0/8"]})
-    yield gw
-    gw.stop()
+    return _gateway(module_gateway_factory, hms, {"trusted_proxies": ["127.0.0.1/32", "10.0.0.0/8"]})
 
 
 @pytest.fixture(scope="module")
-def distrusting(hms, tmp_path_factory):
+def distrusting(hms, module_gateway_factory):
     """Only 192.0.2.1 is a trusted proxy: our X-Forwarded-For is anyone's."""
-    gw = _gateway(tmp_path_factory.mktemp("gw-noxff"), hms, {"trusted_proxies": ["192.0.2.1"]})
-    yield gw
-    gw.stop()
+    return _gateway(module_gateway_factory, hms, {"trusted_proxies": ["192.0.2.1"]})
 
 
 @pytest.fixture(scope="module")
-def proxied(hms, tmp_path_factory):
+def proxied(hms, module_gateway_factory):
     """PROXY protocol from 127.0.0.1."""
-    gw = _gateway(tmp_path_factory.mktemp("gw-proxy"), hms,
-                  {"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True})
-    yield gw
-    gw.stop()
+    return _gateway(module_gateway_factory, hms, {"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True})
 
 
 def _post(gw, *, topology="default", xff: str | None = None, auth=("admin", "admin-password")):
@@ -204,20 +185,17 @@ def test_proxy_protocol_header_names_the_client(proxied, header, client):
     assert _proxied_post(proxied, header, requests=2) == [(200, client), (200, client)]
 
 
-def test_proxy_protocol_with_two_workers_names_each_connections_client(hms, tmp_path):
+def test_proxy_protocol_with_two_workers_names_each_connections_client(hms, gateway_factory):
     # Both workers' PROXY listeners share the port (SO_REUSEPORT); each connection's header is
     # read by the worker that accepted it.
-    gw = _gateway(tmp_path, hms, {"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True},
+    gw = _gateway(gateway_factory, hms, {"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True},
                   workers=2)
-    try:
-        sources = [f"198.51.100.{i}" for i in range(1, 25)]
-        for source in sources:
-            header = f"PROXY TCP4 {source} 127.0.0.1 40000 8443\r\n".encode()
-            assert _proxied_post(gw, header) == [(200, source)]
-        accepted = [metric(gw, "hms_gateway_worker_connections_total", worker=str(i)) for i in (0, 1)]
-        assert all(n > 0 for n in accepted) and sum(accepted) >= len(sources), accepted
-    finally:
-        gw.stop()
+    sources = [f"198.51.100.{i}" for i in range(1, 25)]
+    for source in sources:
+        header = f"PROXY TCP4 {source} 127.0.0.1 40000 8443\r\n".encode()
+        assert _proxied_post(gw, header) == [(200, source)]
+    accepted = [metric(gw, "hms_gateway_worker_connections_total", worker=str(i)) for i in (0, 1)]
+    assert all(n > 0 for n in accepted) and sum(accepted) >= len(sources), accepted
 
 
 def test_proxy_protocol_source_feeds_the_acl(proxied):
@@ -242,13 +220,10 @@ def test_proxy_protocol_listener_refuses_connections_without_a_valid_header(prox
     assert _proxied_post(proxied, _v2_tcp4("198.51.100.23", 40003)) == [(200, "198.51.100.23")]
 
 
-def test_proxy_protocol_refuses_untrusted_peers(hms, tmp_path):
-    gw = _gateway(tmp_path, hms, {"trusted_proxies": ["192.0.2.1"], "proxy_protocol": True})
-    try:
-        refusals = gw.log().count("refused a connection from 127.0.0.1: not a trusted proxy")
-        with pytest.raises(OSError):
-            with _tls_after(gw, b"PROXY TCP4 198.51.100.20 127.0.0.1 40000 8443\r\n"):
-                pass
-        _wait_for_log(gw, "refused a connection from 127.0.0.1: not a trusted proxy", refusals + 1)
-    finally:
-        gw.stop()
+def test_proxy_protocol_refuses_untrusted_peers(hms, gateway_factory):
+    gw = _gateway(gateway_factory, hms, {"trusted_proxies": ["192.0.2.1"], "proxy_protocol": True})
+    refusals = gw.log().count("refused a connection from 127.0.0.1: not a trusted proxy")
+    with pytest.raises(OSError):
+        with _tls_after(gw, b"PROXY TCP4 198.51.100.20 127.0.0.1 40000 8443\r\n"):
+            pass
+    _wait_for_log(gw, "refused a connection from 127.0.0.1: not a trusted proxy", refusals + 1)

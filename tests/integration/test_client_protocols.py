@@ -15,7 +15,7 @@ from thrift.protocol import TBinaryProtocol, TCompactProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import THttpClient, TTransport
 
-from tests.support.gateway import RunningGateway, post, service, start_gateway, upstream_calls
+from tests.support.gateway import RunningGateway, post, service, upstream_calls
 from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_modules
 
@@ -34,15 +34,13 @@ PROTOCOLS = {
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
+def gateway(hms, module_gateway_factory) -> RunningGateway:
     hms_url = f"thrift://127.0.0.1:{hms.port}"
     topologies = {
         "default": {"services": [service([hms_url])]},
         "narrow": {"services": [service([hms_url], methods=["get_all_databases"])]},
     }
-    gw = start_gateway(tmp_path_factory.mktemp("gateway-protocols"), topologies, {USER: PASSWORD})
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, {USER: PASSWORD})
 
 
 def http_client(gw: RunningGateway, protocol: str, topology: str = "default"):

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from gateway.client import BasicAuth, events, hive_metastore_idl
-from gateway.config import SPEC_METHODS
+from gateway.services.thrift_rpc import SPEC_METHODS
 from gateway.demo.metastore_client import partition_name
 from tests.support.thriftpy_client import direct_thriftpy_client
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import RunningGateway, service
 from tests.support.spec_calls import DB, TABLE
 
 pytestmark = pytest.mark.integration
@@ -29,16 +29,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
+def gateway(hms, module_gateway_factory) -> RunningGateway:
     hms_url = f"thrift://127.0.0.1:{hms.port}"
     topologies = {
         # the spec's nine methods (a service's default) plus the batch call
         "batched": {"services": [service([hms_url], methods=[*SPEC_METHODS, "get_table_objects_by_name"])]},
         "spec": {"services": [service([hms_url])]},
     }
-    gw = start_gateway(tmp_path_factory.mktemp("gw-datasource"), topologies, USERS)
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, USERS)
 
 
 @pytest.fixture(scope="module")
@@ -194,12 +192,10 @@ EVENTS_PATH = "catalog/events"
 
 
 @pytest.fixture(scope="module")
-def feed_gateway(feed_hms, tmp_path_factory) -> RunningGateway:
+def feed_gateway(feed_hms, module_gateway_factory) -> RunningGateway:
     svc = {"path": EVENTS_PATH, "kind": "event-stream", "upstream": {"urls": [feed_hms.uri]},
            "options": {"poll_interval_seconds": 0.2}}
-    gw = start_gateway(tmp_path_factory.mktemp("gw-feed"), {"default": {"services": [svc]}}, USERS)
-    yield gw
-    gw.stop()
+    return module_gateway_factory(services=[svc], users=USERS)
 
 
 @pytest.fixture(scope="module")

@@ -20,16 +20,13 @@ import aiohttp
 import pytest
 
 from tests.support.feed import EVENTS_PATH, SSE, Catalog, SSEReader, auth, start_feed_gateway
-from tests.support.gateway import RunningGateway, metric, restart
-from tests.support.hms import start_hms
+from tests.support.gateway import RunningGateway, metric
 
 pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
-def gateway(feed_hms, tmp_path_factory):
-    gw = start_feed_gateway(tmp_path_factory.mktemp("gateway-feed"), feed_hms, policy=True)
-    yield gw
-    gw.stop()
+def gateway(feed_hms, module_gateway_factory):
+    return start_feed_gateway(module_gateway_factory, feed_hms, policy=True)
 
 
 def client_session(gw: RunningGateway) -> aiohttp.ClientSession:
@@ -139,34 +136,31 @@ async def test_resume_with_last_event_id_loses_and_duplicates_nothing(gateway, c
     assert received == list(range(start + 1, end + 1))
 
 
-async def test_a_gateway_restart_mid_stream_is_followed_by_a_resume(feed_hms, catalog, tmp_path):
-    gw = start_feed_gateway(tmp_path / "gw", feed_hms)
-    try:
-        start = await asyncio.to_thread(catalog.current_id)
-        async with client_session(gw) as session:
-            url = gw.url(path=EVENTS_PATH) + f"?after={start}"
-            async with session.get(url, headers={**auth("admin"), **SSE}) as r:
-                assert r.status == 200
-                reader = SSEReader(r)
-                await asyncio.to_thread(catalog.create_database, "restart_db")
-                last = int((await reader.next())["id"])
-                await asyncio.to_thread(gw.stop)
-                with pytest.raises((EOFError, aiohttp.ClientError)):
-                    await reader.next()
-        await asyncio.to_thread(catalog.create_table, "restart_db", "during")
-        await asyncio.to_thread(catalog.drop_table, "restart_db", "during")
-        end = await asyncio.to_thread(catalog.current_id)
-        gw = await asyncio.to_thread(restart, gw)
-        async with client_session(gw) as session:
-            headers = {**auth("admin"), **SSE, "Last-Event-ID": str(last)}
-            async with session.get(gw.url(path=EVENTS_PATH), headers=headers) as r:
-                assert r.status == 200
-                reader = SSEReader(r)
-                got = [json.loads((await reader.next())["data"]) for _ in range(end - last)]
-        assert [b["eventId"] for b in got] == list(range(last + 1, end + 1))
-        assert [b["eventType"] for b in got] == ["CREATE_TABLE", "DROP_TABLE"]
-    finally:
-        gw.stop()
+async def test_a_gateway_restart_mid_stream_is_followed_by_a_resume(feed_hms, catalog, gateway_factory):
+    gw = start_feed_gateway(gateway_factory, feed_hms)
+    start = await asyncio.to_thread(catalog.current_id)
+    async with client_session(gw) as session:
+        url = gw.url(path=EVENTS_PATH) + f"?after={start}"
+        async with session.get(url, headers={**auth("admin"), **SSE}) as r:
+            assert r.status == 200
+            reader = SSEReader(r)
+            await asyncio.to_thread(catalog.create_database, "restart_db")
+            last = int((await reader.next())["id"])
+            await asyncio.to_thread(gw.stop)
+            with pytest.raises((EOFError, aiohttp.ClientError)):
+                await reader.next()
+    await asyncio.to_thread(catalog.create_table, "restart_db", "during")
+    await asyncio.to_thread(catalog.drop_table, "restart_db", "during")
+    end = await asyncio.to_thread(catalog.current_id)
+    gw = await asyncio.to_thread(gateway_factory.restart, gw)
+    async with client_session(gw) as session:
+        headers = {**auth("admin"), **SSE, "Last-Event-ID": str(last)}
+        async with session.get(gw.url(path=EVENTS_PATH), headers=headers) as r:
+            assert r.status == 200
+            reader = SSEReader(r)
+            got = [json.loads((await reader.next())["data"]) for _ in range(end - last)]
+    assert [b["eventId"] for b in got] == list(range(last + 1, end + 1))
+    assert [b["eventType"] for b in got] == ["CREATE_TABLE", "DROP_TABLE"]
 
 
 async def test_long_poll_filters_and_cloudevents(gateway, catalog):
@@ -217,6 +211,49 @@ async def test_long_poll_filters_and_cloudevents(gateway, catalog):
         assert status == 200 and body["events"] == [] and time.monotonic() - started >= 0.5
 
 
+async def test_limit_counts_delivered_events_and_next_never_misses_one(gateway, catalog):
+    """The issue's query: ``after=N&limit=3&db=..&types=CREATE_TABLE`` returned nothing while
+    matching events existed (``limit`` counted scanned events). Now ``limit`` counts delivered
+    ones, with a filter and without, and paging with ``next`` collects every event once."""
+    start = await asyncio.to_thread(catalog.current_id)
+    await asyncio.to_thread(catalog.create_database, "page_db")
+    for i in range(4):
+        await asyncio.to_thread(catalog.create_table, "page_db", f"t{i}")
+        await asyncio.to_thread(catalog.add_partitions, "page_db", f"t{i}", ["x"])
+    end = await asyncio.to_thread(catalog.current_id)
+    assert end - start == 9
+    async with client_session(gateway) as session:
+        status, body = await long_poll(session, gateway, after=start, wait=10)
+        while body["next"] < end:  # until the feed has read them all
+            status, body = await long_poll(session, gateway, after=body["next"], wait=10)
+        assert status == 200 and body["next"] == end
+        _, body = await long_poll(session, gateway, after=start, limit=3, db="page_db", types="CREATE_TABLE")
+        assert [e["table"] for e in body["events"]] == ["t0", "t1", "t2"]
+        assert body["next"] == start + 6  # the last one delivered: t2's CREATE_TABLE
+        _, body = await long_poll(session, gateway, after=body["next"], limit=3, db="page_db", types="CREATE_TABLE")
+        assert [e["table"] for e in body["events"]] == ["t3"] and body["next"] == end
+        _, body = await long_poll(session, gateway, after=start, limit=3)  # no filter
+        assert [e["eventId"] for e in body["events"]] == [start + 1, start + 2, start + 3]
+        assert body["next"] == start + 3
+        collected, position = [], start
+        while position < end:
+            _, body = await long_poll(session, gateway, after=position, limit=2, db="page_db",
+                                      types="ADD_PARTITION")
+            collected += [e["table"] for e in body["events"]]
+            position = body["next"]
+        assert collected == ["t0", "t1", "t2", "t3"]
+
+
+async def test_a_misspelt_event_type_is_400_naming_the_known_types(gateway):
+    async with client_session(gateway) as session:
+        status, body = await long_poll(session, gateway, types="ADD_PARTITON")
+        assert status == 400 and body["error"] == "bad_request"
+        assert body["detail"].startswith("unknown event type ADD_PARTITON in types; known types: ")
+        assert "ADD_PARTITION" in body["detail"]
+        status, body = await long_poll(session, gateway, table="orders")
+        assert (status, body["detail"]) == (400, "table needs db: a table name is unique only within its database")
+
+
 async def test_bad_requests_are_answered_with_defined_statuses(gateway):
     async with client_session(gateway) as session:
         for query in ({"after": "abc"}, {"after": "-1"}, {"limit": "0"}, {"limit": "1001"},
@@ -260,10 +297,9 @@ async def test_per_user_delivery_under_a_catalog_policy(gateway, catalog):
         assert metric(gateway, "hms_gateway_feed_last_event_id") >= end
 
 
-async def test_a_log_trimmed_by_hms_ttl_gives_410(tmp_path):
-    hms = start_hms(tmp_path / "hms", event_ttl_seconds=1, event_cleaner_interval_seconds=1)
+async def test_a_log_trimmed_by_hms_ttl_gives_410(hms_factory, gateway_factory):
+    hms = hms_factory(event_ttl_seconds=1, event_cleaner_interval_seconds=1)
     cat = Catalog(hms)
-    gw = None
     try:
         await asyncio.to_thread(cat.create_database, "trimmed_db")
         deadline = time.monotonic() + 120
@@ -274,7 +310,7 @@ async def test_a_log_trimmed_by_hms_ttl_gives_410(tmp_path):
                 break
             assert time.monotonic() < deadline, "HMS never trimmed its notification log"
             await asyncio.sleep(0.5)
-        gw = await asyncio.to_thread(start_feed_gateway, tmp_path / "gw", hms)
+        gw = await asyncio.to_thread(start_feed_gateway, gateway_factory, hms)
         async with client_session(gw) as session:
             status, body = await long_poll(session, gw, after=0, wait=5)
             assert status == 410, body
@@ -284,7 +320,4 @@ async def test_a_log_trimmed_by_hms_ttl_gives_410(tmp_path):
             status, body = await long_poll(session, gw, after=1)
             assert (status, body) == (200, {"events": [], "next": 1})
     finally:
-        if gw is not None:
-            gw.stop()
         cat.close()
-        hms.server.stop()

@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Error as PlaywrightError, Page, expect, sync_playwright
 
-from gateway.config import SPEC_METHODS
+from gateway.services.thrift_rpc import SPEC_METHODS
 from gateway.demo import metastore_client
 from gateway.explorer import METHODS
-from tests.integration.test_catalog_policy import POLICY  # analysts read sales, without orders.customer
 from tests.support.big_table import create_partitioned_table
-from tests.support.gateway import metric, start_gateway
+from tests.support.gateway import htpasswd_provider, metric
 from tests.support.hms import start_hms
+from tests.support.policy import ANALYSTS, CATALOG_POLICY, POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client
 
 # Building the 50,000-partition table takes minutes on a busy machine (setup counts here).
@@ -60,7 +60,7 @@ def _topology(uri: str, events: bool = False) -> dict:
                  "options": {"poll_interval_seconds": 0.2, "heartbeat_seconds": 5}}]
     return {"services": [
         {"path": "hmshttpthrift/api/hms", "upstream": {"urls": [uri]},
-         "methods": sorted(set(SPEC_METHODS) | set(METHODS))},
+         "options": {"methods": sorted(set(SPEC_METHODS) | set(METHODS))}},
         {"kind": "explorer", "path": "explorer", "options": explorer},
         *feed,
     ]}
@@ -133,47 +133,26 @@ def lab(tmp_path_factory):
         running.server.stop()
 
 
-@contextlib.contextmanager
-def _gateway(tmp_path_factory, name: str, uri: str, events: bool = False):
-    running = start_gateway(tmp_path_factory.mktemp(f"gw-explorer-{name}"), {name: _topology(uri, events)},
-                            {USER: PASSWORD})
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 @pytest.fixture(scope="module")
-def gw(hms, tmp_path_factory):
+def gw(hms, module_gateway_factory):
     """Topology ``demo``: the session's HMS with the demo catalog, and its change feed."""
-    with _gateway(tmp_path_factory, "demo", hms.uri, events=True) as running:
-        yield running
+    return module_gateway_factory({"demo": _topology(hms.uri, events=True)}, {USER: PASSWORD})
 
 
 @pytest.fixture(scope="module")
-def gw_lab(lab, tmp_path_factory):
+def gw_lab(lab, module_gateway_factory):
     """Topology ``lab``: the lab HMS (hostile values, a Spark table, 50,000 partitions)."""
-    with _gateway(tmp_path_factory, "lab", lab.uri) as running:
-        yield running
+    return module_gateway_factory({"lab": _topology(lab.uri)}, {USER: PASSWORD})
 
 
 @pytest.fixture(scope="module")
-def gw_policy(hms, tmp_path_factory):
+def gw_policy(hms, module_gateway_factory):
     """Topology ``demo`` with a catalog policy on the Thrift service: alice (analysts) sees sales
     only, without the column orders.customer."""
-    workdir = tmp_path_factory.mktemp("gw-explorer-policy")
-    (workdir / "catalog.yaml").write_text(POLICY)
     topology = _topology(hms.uri)
-    topology["services"][0]["policy_file"] = str(workdir / "catalog.yaml")
-    topology["providers"] = {
-        "authentication": [{"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}],
-        "identity_assertion": {"group_mapping": "alice=analysts"},
-    }
-    running = start_gateway(workdir, {"demo": topology}, {"alice": PASSWORD})
-    try:
-        yield running
-    finally:
-        running.stop()
+    topology["services"][0]["policy_file"] = POLICY_PATH
+    topology["providers"] = {"authentication": [htpasswd_provider()], "identity_assertion": ANALYSTS}
+    return module_gateway_factory({"demo": topology}, {"alice": PASSWORD}, files={POLICY_FILE: CATALOG_POLICY})
 
 
 @pytest.fixture(scope="module")

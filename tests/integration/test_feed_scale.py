@@ -42,28 +42,25 @@ async def follow(session: aiohttp.ClientSession, url: str, events: int) -> list[
         return [json.loads((await reader.next(timeout=600))["data"])["eventType"] for _ in range(events)]
 
 
-async def test_a_thousand_subscribers_cost_one_upstream_poll_per_interval(feed_hms, catalog, tmp_path):
-    gw = start_feed_gateway(tmp_path / "gateway", feed_hms)
-    try:
-        after = await asyncio.to_thread(catalog.current_id)
-        url = gw.url(path=EVENTS_PATH) + f"?after={after}"
-        connector = aiohttp.TCPConnector(ssl=gw.ssl_context(), limit=0)
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=600)
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
-            # One login first: the others then hit the credential cache. A thousand bcrypt checks
-            # at once from one address would be refused by the failure throttle (checks in
-            # flight count against it), rightly.
-            async with session.get(url, headers=auth("admin")) as r:
-                assert r.status == 200, await r.text()
-            streams = [asyncio.create_task(follow(session, url, 2)) for _ in range(SUBSCRIBERS)]
-            before = await wait_for_subscribers(gw, SUBSCRIBERS, streams)
-            assert before["subscribers"] == SUBSCRIBERS
-            await asyncio.to_thread(catalog.create_database, "scale_db")
-            await asyncio.to_thread(catalog.create_table, "scale_db", "t")
-            received = await asyncio.gather(*streams)
-            after_scrape = await asyncio.to_thread(feed_metrics, gw)
-    finally:
-        gw.stop()
+async def test_a_thousand_subscribers_cost_one_upstream_poll_per_interval(feed_hms, catalog, gateway_factory):
+    gw = start_feed_gateway(gateway_factory, feed_hms)
+    after = await asyncio.to_thread(catalog.current_id)
+    url = gw.url(path=EVENTS_PATH) + f"?after={after}"
+    connector = aiohttp.TCPConnector(ssl=gw.ssl_context(), limit=0)
+    timeout = aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=600)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        # One login first: the others then hit the credential cache. A thousand bcrypt checks
+        # at once from one address would be refused by the failure throttle (checks in
+        # flight count against it), rightly.
+        async with session.get(url, headers=auth("admin")) as r:
+            assert r.status == 200, await r.text()
+        streams = [asyncio.create_task(follow(session, url, 2)) for _ in range(SUBSCRIBERS)]
+        before = await wait_for_subscribers(gw, SUBSCRIBERS, streams)
+        assert before["subscribers"] == SUBSCRIBERS
+        await asyncio.to_thread(catalog.create_database, "scale_db")
+        await asyncio.to_thread(catalog.create_table, "scale_db", "t")
+        received = await asyncio.gather(*streams)
+        after_scrape = await asyncio.to_thread(feed_metrics, gw)
     assert received == [["CREATE_DATABASE", "CREATE_TABLE"]] * SUBSCRIBERS
     polls = after_scrape["polls"] - before["polls"]
     upstream = after_scrape["upstream"] - before["upstream"]

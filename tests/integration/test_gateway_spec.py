@@ -27,7 +27,6 @@ from tests.support.gateway import (
     metric,
     post,
     service,
-    start_gateway,
     upstream_calls,
 )
 from tests.support.relay import TcpRelay
@@ -67,7 +66,7 @@ def forwarder(hms):
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, black_hole, forwarder, tmp_path_factory) -> RunningGateway:
+def gateway(hms, black_hole, forwarder, module_gateway_factory) -> RunningGateway:
     hms_url = f"thrift://127.0.0.1:{hms.port}"
     topologies = {
         "default": {"services": [service([hms_url])]},
@@ -77,12 +76,8 @@ def gateway(hms, black_hole, forwarder, tmp_path_factory) -> RunningGateway:
         "relay": {"services": [service([f"thrift://127.0.0.1:{forwarder.port}"])]},
         "failover": {"services": [service([f"thrift://127.0.0.1:{free_port()}", hms_url])]},
     }
-    gw = start_gateway(
-        tmp_path_factory.mktemp("gateway"), topologies, {USER: PASSWORD, "bob": "bob-password"},
-        gateway_extra={"limits": {"max_request_bytes": 64 * 1024}},
-    )
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, {USER: PASSWORD, "bob": "bob-password"},
+                                  limits={"max_request_bytes": 64 * 1024})
 
 
 def http_client(gw: RunningGateway, topology: str = "default", auth=(USER, PASSWORD)):
@@ -350,19 +345,16 @@ def test_metrics_count_requests_and_auth_failures(gateway):
     assert 'hms_gateway_upstream_duration_seconds_bucket' in text
 
 
-def test_healthz_and_readyz(gateway, tmp_path):
+def test_healthz_and_readyz(gateway, gateway_factory):
     with urllib.request.urlopen(gateway.management_url + "/healthz", timeout=5) as r:
         assert r.status == 200
     with urllib.request.urlopen(gateway.management_url + "/readyz", timeout=10) as r:
         assert r.status == 200
-    lonely = start_gateway(tmp_path / "gw2", {"dead": {"services": [service([f"thrift://127.0.0.1:{free_port()}"])]}},
-                           {USER: PASSWORD})
-    try:
-        with pytest.raises(urllib.error.HTTPError) as info:
-            urllib.request.urlopen(lonely.management_url + "/readyz", timeout=10)
-        assert info.value.code == 503 and b"cannot connect" in info.value.read()
-    finally:
-        lonely.stop()
+    lonely = gateway_factory({"dead": {"services": [service([f"thrift://127.0.0.1:{free_port()}"])]}},
+                             {USER: PASSWORD})
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(lonely.management_url + "/readyz", timeout=10)
+    assert info.value.code == 503 and b"cannot connect" in info.value.read()
 
 
 def test_tls_1_1_is_refused(gateway):

@@ -15,7 +15,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from jose import jwt
 
-from tests.support.gateway import audit_record, metric, start_gateway
+from tests.support.gateway import audit_record, htpasswd_provider, metric
+from tests.support.policy import POLICY_FILE, POLICY_PATH
 
 pytestmark = pytest.mark.integration
 
@@ -58,9 +59,8 @@ policies:
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gateway-glue")
-    (workdir / "catalog.yaml").write_text(POLICY)
+def gateway(hms, tmp_path_factory, module_gateway_factory):
+    workdir = tmp_path_factory.mktemp("gateway-glue")  # the secrets' files need absolute paths
     credentials = workdir / "glue-credentials"
     credentials.write_text("".join(f"[{user}]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n"
                                    for user, (key, secret) in KEYS.items()))
@@ -70,7 +70,7 @@ def gateway(hms, tmp_path_factory):
             "authentication": [
                 {"type": "sigv4", "access_keys": {key: user for user, (key, _) in KEYS.items()},
                  "secret_keys": f"file:{credentials}"},
-                {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
+                htpasswd_provider(),
                 {"type": "jwt", "algorithms": ["HS256"], "issuer": "tests", "audience": "hms-gateway",
                  "hmac_key": f"file:{workdir / 'jwt-key'}"},
             ],
@@ -80,12 +80,11 @@ def gateway(hms, tmp_path_factory):
             },
         },
         "services": [{"kind": "glue", "path": "glue", "upstream": {"urls": [f"thrift://127.0.0.1:{hms.port}"]},
-                      "policy_file": str(workdir / "catalog.yaml"),
+                      "policy_file": POLICY_PATH,
                       "options": {"catalog_id": CATALOG_ID, "trusted_engines": ["trino"]}}],
     }
-    gw = start_gateway(workdir, {"default": topology}, {"alice": PASSWORD, "bob": PASSWORD})
-    yield gw
-    gw.stop()
+    return module_gateway_factory({"default": topology}, {"alice": PASSWORD, "bob": PASSWORD}, workdir=workdir,
+                                  files={POLICY_FILE: POLICY})
 
 
 def glue(gw, user: str, *, secret: str | None = None, query: str = ""):

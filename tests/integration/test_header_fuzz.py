@@ -3,7 +3,7 @@
 lengths, and the named cases from the attack (NUL bytes inside Basic credentials, raw
 ``\\xff\\xfe\\xfd``). No header value may ever give a 5xx; the named ones get 401 (or 400 when
 the header cannot be decoded). Raw sockets, because urllib and aiohttp refuse to send most of
-these bytes. Topologies: htpasswd Basic (start_gateway's default) and JWT (HS256).
+these bytes. Topologies: htpasswd Basic and JWT (HS256), the failure throttle off.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 import pytest
 from jose import jwt
 
-from tests.support.gateway import SPEC_PATH, RunningGateway, service, start_gateway
+from tests.support.gateway import SPEC_PATH, RunningGateway, htpasswd_provider, service
 
 pytestmark = pytest.mark.integration
 
@@ -29,23 +29,18 @@ NO_THROTTLE = {"enabled": False}  # every request reaches the providers, none wa
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    workdir = tmp_path_factory.mktemp("gateway-header-fuzz")
-    (workdir / "jwt.key").write_text(HMAC_KEY)
+def gateway(hms, module_gateway_factory) -> RunningGateway:
     hms_url = f"thrift://127.0.0.1:{hms.port}"
     topologies = {
         "default": {"providers": {
-            "authentication": [{"type": "htpasswd", "realm": "HMS Gateway",
-                                "users_file": str(workdir / "users.htpasswd")}],
+            "authentication": [htpasswd_provider()],
             "failure_throttle": NO_THROTTLE}, "services": [service([hms_url])]},
         "jwt": {"providers": {
             "authentication": [{"type": "jwt", "algorithms": ["HS256"], "issuer": "fuzz", "audience": "hms",
-                                "hmac_key": f"file:{workdir / 'jwt.key'}"}],
+                                "hmac_key": "env:HEADER_FUZZ_JWT_KEY"}],
             "failure_throttle": NO_THROTTLE}, "services": [service([hms_url])]},
     }
-    gw = start_gateway(workdir, topologies, {USER: PASSWORD})
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, {USER: PASSWORD}, env={"HEADER_FUZZ_JWT_KEY": HMAC_KEY})
 
 
 def basic(credentials: bytes) -> bytes:

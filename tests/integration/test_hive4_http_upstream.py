@@ -26,7 +26,7 @@ from thrift.protocol import TBinaryProtocol, TJSONProtocol
 from thrift.transport import THttpClient, TTransport
 
 from gateway.config import ConfigError, load_topology_file
-from tests.support.gateway import RunningGateway, free_port, post, service, start_gateway
+from tests.support.gateway import RunningGateway, free_port, post, service
 from tests.support.spec_calls import assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -120,7 +120,7 @@ def relay(hms):
 
 
 @pytest.fixture(scope="module")
-def gateway(relay, tmp_path_factory) -> RunningGateway:
+def gateway(relay, module_gateway_factory) -> RunningGateway:
     topologies = {
         "hive4": {"services": [service([relay.url()])]},
         "forbidden": {"services": [service([relay.url("forbidden")])]},
@@ -129,9 +129,7 @@ def gateway(relay, tmp_path_factory) -> RunningGateway:
         "slow": {"services": [service([relay.url("slow")], timeout_seconds=1.5)]},
         "dead": {"services": [service([f"http://127.0.0.1:{free_port()}/metastore"])]},
     }
-    gw = start_gateway(tmp_path_factory.mktemp("gateway-hive4"), topologies, {USER: PASSWORD, "bob": "bob-pw"})
-    yield gw
-    gw.stop()
+    return module_gateway_factory(topologies, {USER: PASSWORD, "bob": "bob-pw"})
 
 
 def http_client(gw: RunningGateway, topology: str, protocol=TJSONProtocol.TJSONProtocol, user=USER,

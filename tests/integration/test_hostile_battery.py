@@ -20,7 +20,7 @@ import pytest
 from thrift.protocol import TBinaryProtocol, TCompactProtocol, TJSONProtocol
 from thrift.transport import THttpClient
 
-from tests.support.gateway import RunningGateway, post, service, start_gateway, upstream_calls
+from tests.support.gateway import RunningGateway, post, service, upstream_calls
 from tests.support.hostile import (
     CONTENT_TYPES,
     ONEWAY,
@@ -48,11 +48,9 @@ CLIENT_PROTOCOLS = {
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    topologies = {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"], methods=READ_METHODS)]}}
-    gw = start_gateway(tmp_path_factory.mktemp("gateway-battery"), topologies, {USER: PASSWORD})
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory) -> RunningGateway:
+    return module_gateway_factory(services=[service([f"thrift://127.0.0.1:{hms.port}"], methods=READ_METHODS)],
+                                  users={USER: PASSWORD})
 
 
 def client(gw: RunningGateway, protocol: str):

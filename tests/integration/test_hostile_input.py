@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.gateway import RunningGateway, post, service, start_gateway, upstream_calls
+from tests.support.gateway import RunningGateway, post, service, upstream_calls
 from tests.support.thrift_gen import hive_metastore_modules
 
 pytestmark = pytest.mark.integration
@@ -20,11 +20,9 @@ WRITE_METHODS = ["get_all_databases", "get_database", "create_database", "update
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    topologies = {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"], methods=WRITE_METHODS)]}}
-    gw = start_gateway(tmp_path_factory.mktemp("gateway-hostile"), topologies, {USER: PASSWORD})
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory) -> RunningGateway:
+    return module_gateway_factory(services=[service([f"thrift://127.0.0.1:{hms.port}"], methods=WRITE_METHODS)],
+                                  users={USER: PASSWORD})
 
 
 def peak_rss_kib(pid: int) -> int:

@@ -20,7 +20,7 @@ import pytest
 from thrift.protocol import TJSONProtocol
 from thrift.transport import THttpClient
 
-from tests.support.gateway import RunningGateway, audit_record, service, start_gateway
+from tests.support.gateway import RunningGateway, audit_record, htpasswd_provider, service
 from tests.support.hms import RunningHMS, start_hms
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -40,7 +40,7 @@ def metastore(tmp_path_factory) -> RunningHMS:
 
 
 @pytest.fixture(scope="module")
-def gateway(metastore, tmp_path_factory) -> RunningGateway:
+def gateway(metastore, module_gateway_factory) -> RunningGateway:
     url = f"thrift://127.0.0.1:{metastore.port}"
     writable = service([url], methods=SPEC_READS + ["create_database"])
     identity = {
@@ -54,7 +54,8 @@ def gateway(metastore, tmp_path_factory) -> RunningGateway:
 
     def topo(authorization: dict | None = None) -> dict:
         svc = dict(writable, authorization=authorization) if authorization else writable
-        return {"providers": {"identity_assertion": identity}, "services": [svc]}
+        return {"providers": {"authentication": [htpasswd_provider()], "identity_assertion": identity},
+                "services": [svc]}
 
     topologies = {
         "owners": topo(),
@@ -63,20 +64,7 @@ def gateway(metastore, tmp_path_factory) -> RunningGateway:
         "acl-or": topo({"users": ["bob"], "groups": ["nobody"], "ips": ["10.0.0.0/8"], "mode": "OR"}),
         "acl-or-ip": topo({"users": ["nobody"], "ips": ["127.0.0.0/8"], "mode": "OR"}),
     }
-    workdir = tmp_path_factory.mktemp("gw-identity")
-    gw = _start(workdir, topologies)
-    yield gw
-    gw.stop()
-
-
-def _start(workdir, topologies) -> RunningGateway:
-    # Our "providers" replaces the support's default one: name the same htpasswd file it writes.
-    users_file = workdir / "users.htpasswd"
-    for topo in topologies.values():
-        topo["providers"]["authentication"] = [
-            {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(users_file)}]
-    return start_gateway(workdir, topologies, USERS,
-                         gateway_extra={"audit": {"path": str(workdir / "audit.jsonl")}})
+    return module_gateway_factory(topologies, USERS, audit={"path": "audit.jsonl"})
 
 
 def client(gw: RunningGateway, topology: str, user: str, query: str = ""):

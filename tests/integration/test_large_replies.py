@@ -28,7 +28,7 @@ from gateway.thrift.codec import BinaryCodec
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.thrift.schema import load_schema
 from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call
-from tests.support.gateway import service, start_gateway
+from tests.support.gateway import service
 from tests.support.thrift_gen import hive_metastore_client
 
 pytestmark = pytest.mark.integration
@@ -101,7 +101,7 @@ def tjson_call(name: str, args: str) -> bytes:
 
 
 @pytest.mark.timeout(1800)
-def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, tmp_path):
+def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, gateway_factory):
     hms = hms_factory()
     assert create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS) == PARTITIONS
 
@@ -115,11 +115,8 @@ def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, tmp_pat
     assert len(direct) == PARTITIONS
 
     relay = HoldingRelay(("127.0.0.1", hms.port), HOLD_AFTER)
-    gw = start_gateway(
-        tmp_path / "gw",
-        {"default": {"services": [service([f"thrift://127.0.0.1:{relay.port}"], timeout_seconds=600)]}},
-        {USER: PASSWORD},
-    )
+    gw = gateway_factory(services=[service([f"thrift://127.0.0.1:{relay.port}"], timeout_seconds=600)],
+                         users={USER: PASSWORD})
     try:
         auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
         headers = {"Authorization": f"Basic {auth}", "Content-Type": "application/vnd.apache.thrift.json"}
@@ -165,11 +162,8 @@ def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, tmp_pat
 
     # A strict-binary client: the same reply streams through as HMS's own bytes.
     relay = HoldingRelay(("127.0.0.1", hms.port), HOLD_AFTER)
-    gw = start_gateway(
-        tmp_path / "gw-binary",
-        {"default": {"services": [service([f"thrift://127.0.0.1:{relay.port}"], timeout_seconds=600)]}},
-        {USER: PASSWORD},
-    )
+    gw = gateway_factory(services=[service([f"thrift://127.0.0.1:{relay.port}"], timeout_seconds=600)],
+                         users={USER: PASSWORD})
     try:
         headers = {"Authorization": f"Basic {auth}", "Content-Type": "application/x-thrift"}
         conn = http.client.HTTPSConnection("localhost", gw.port, context=gw.ssl_context(), timeout=600)

@@ -15,27 +15,19 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import RunningGateway, service
+from tests.support.node import NODE_DIR, tool
 from tests.support.thrift_gen import DEFAULT_IDL, hive_metastore_client, hive_metastore_modules
 
 pytestmark = pytest.mark.integration
 
-NODE_DIR = Path(__file__).resolve().parents[1] / "node"
 DB, TABLE = "hmshttptestdatabase", "test_table"
 USER, PASSWORD = "admin", "admin-password"
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise RuntimeError(f"{name} is missing: run scripts/install-system-deps.sh (nodejs, npm, thrift-compiler)")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +35,7 @@ def node_env() -> dict[str, str]:
     """Environment for ``node`` with the pinned npm ``thrift`` installed (``npm ci`` if needed)."""
     modules = NODE_DIR / "node_modules"
     if not (modules / "thrift" / "package.json").is_file():
-        subprocess.run([_tool("npm"), "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
+        subprocess.run([tool("npm"), "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
                        capture_output=True, timeout=600)
     # The generated code lives outside tests/node, so it finds `thrift` through NODE_PATH.
     return {**os.environ, "NODE_PATH": str(modules)}
@@ -52,18 +44,15 @@ def node_env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def generated_js(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gen-js")
-    subprocess.run([_tool("thrift"), "--gen", "js:node", "-r", "-I", str(DEFAULT_IDL.parent), "-out", str(out),
+    subprocess.run([tool("thrift"), "--gen", "js:node", "-r", "-I", str(DEFAULT_IDL.parent), "-out", str(out),
                     str(DEFAULT_IDL)], check=True, capture_output=True, timeout=120)
     assert (out / "ThriftHiveMetastore.js").is_file()
     return out
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    topologies = {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"])]}}
-    gw = start_gateway(tmp_path_factory.mktemp("gateway-node"), topologies, {USER: PASSWORD})
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory) -> RunningGateway:
+    return module_gateway_factory(services=[service([f"thrift://127.0.0.1:{hms.port}"])], users={USER: PASSWORD})
 
 
 def normalise(value):
@@ -105,7 +94,7 @@ def test_node_thrift_client_gets_the_same_results_as_a_direct_call(gateway, hms,
     }
     config_file = tmp_path / "node-config.json"
     config_file.write_text(json.dumps(config))
-    out = subprocess.run([_tool("node"), str(NODE_DIR / "call_spec_methods.js"), str(config_file)],
+    out = subprocess.run([tool("node"), str(NODE_DIR / "call_spec_methods.js"), str(config_file)],
                          env=node_env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     i64_fields: set[str] = set()

@@ -17,7 +17,8 @@ from thriftpy2.transport import TMemoryBuffer
 
 from gateway.thrift.schema import load_schema
 from gateway.upstream.failover import is_read_only
-from tests.support.gateway import post, service, start_gateway
+from tests.support.gateway import htpasswd_provider, post, service
+from tests.support.policy import POLICY_FILE, POLICY_PATH
 
 pytestmark = pytest.mark.integration
 
@@ -40,16 +41,10 @@ READS = sorted(m for m in SCHEMA.methods if is_read_only(m) or m == "isPartition
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("gateway-policy-scan")
-    (workdir / "catalog.yaml").write_text(POLICY)
-    svc = dict(service([f"thrift://127.0.0.1:{hms.port}"], methods=READS), policy_file=str(workdir / "catalog.yaml"))
-    topology = {"providers": {"authentication": [
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}]},
-        "services": [svc]}
-    gw = start_gateway(workdir, {"default": topology}, {"alice": PASSWORD})
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory):
+    svc = dict(service([f"thrift://127.0.0.1:{hms.port}"], methods=READS), policy_file=POLICY_PATH)
+    topology = {"providers": {"authentication": [htpasswd_provider()]}, "services": [svc]}
+    return module_gateway_factory({"default": topology}, {"alice": PASSWORD}, files={POLICY_FILE: POLICY})
 
 
 def _value(ttype: int, extra, name: str, table: str, depth: int):

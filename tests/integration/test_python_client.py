@@ -1,8 +1,8 @@
 """gateway.client (issue 13 item 4) against the real gateway and the real HMS: every value is
 compared with a direct strict-binary call to the same HMS made with thriftpy2 and the same IDL
 module, so objects compare with ``==``. Every authentication provider (Basic, JWT, client
-certificate, Kerberos through the test KDC) runs in the tunnel test's gateway, whose fixtures
-are imported from test_tunnel.py."""
+certificate, Kerberos through the test KDC) runs in the tunnel tests' gateway (the
+``tunnel_gateway`` fixture of tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
@@ -23,11 +23,10 @@ from gateway.client import (
     KerberosAuth,
     connect,
 )
-from gateway.config import SPEC_METHODS
-from tests.support.gateway import restart
+from gateway.services.thrift_rpc import SPEC_METHODS
 from tests.support.tunnel import USERS as TUNNEL_USERS
 from tests.support.tunnel import token as tunnel_token
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider, service
 from tests.support.hms import free_port
 from tests.support.spec_calls import DB, TABLE
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
@@ -39,14 +38,9 @@ BIG_TABLE = "events"  # 200 partitions in the session catalog (tests/support/hms
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    workdir = tmp_path_factory.mktemp("gw-python-client")
-    certs = workdir / "certs"
-    write_client_certificate(certs, "alice")  # also creates the CA the gateway's certificate uses
+def gateway(hms, module_gateway_factory) -> RunningGateway:
     hms_url = f"thrift://127.0.0.1:{hms.port}"
-    providers = {"authentication": [
-        {"type": "mtls"},
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}]}
+    providers = {"authentication": [{"type": "mtls"}, htpasswd_provider()]}
     topologies = {
         "default": {"providers": providers,
                     "services": [service([hms_url], methods=[*SPEC_METHODS, "get_table_objects_by_name_req"])]},
@@ -55,11 +49,9 @@ def gateway(hms, tmp_path_factory) -> RunningGateway:
                    "services": [dict(service([hms_url]), authorization={"users": ["admin", "alice"]})]},
         "dead": {"providers": providers, "services": [service([f"thrift://127.0.0.1:{free_port()}"])]},
     }
-    tls = {"certificate": str(certs / "server.crt"), "private_key": str(certs / "server.key"),
-           "client_ca": str(certs / "ca.crt")}
-    gw = start_gateway(workdir, topologies, USERS, gateway_extra={"tls": tls})
-    yield gw
-    gw.stop()
+    gw = module_gateway_factory(topologies, USERS, tls=MTLS)
+    write_client_certificate(gw.workdir / "certs", "alice")  # signed by the gateway's CA
+    return gw
 
 
 
@@ -144,16 +136,12 @@ def test_one_kept_alive_connection_for_many_calls(gateway):
         assert pool.num_requests == 20
 
 
-def test_connection_survives_a_gateway_restart(hms, tmp_path):
-    gw = start_gateway(tmp_path / "gw", {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"])]}},
-                       USERS)
-    try:
-        with admin(gw) as hms_client:
-            assert DB in hms_client.get_all_databases()
-            gw = restart(gw)  # the kept-alive connection is now closed by the old process
-            assert DB in hms_client.get_all_databases()
-    finally:
-        gw.stop()
+def test_connection_survives_a_gateway_restart(hms, gateway_factory):
+    gw = gateway_factory(services=[service([f"thrift://127.0.0.1:{hms.port}"])], users=USERS)
+    with admin(gw) as hms_client:
+        assert DB in hms_client.get_all_databases()
+        gw = gateway_factory.restart(gw)  # the kept-alive connection is now closed by the old process
+        assert DB in hms_client.get_all_databases()
 
 
 def test_wrong_password_is_authentication_failed_without_the_password(gateway):

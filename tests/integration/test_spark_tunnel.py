@@ -104,22 +104,18 @@ if __name__ != "__main__":
     import pytest
     import yaml
 
-    from tests.support.gateway import start_gateway
+    from tests.support.gateway import USERS_FILE
     from tests.support.tunnel import start_tunnel
 
     pytestmark = pytest.mark.integration
 
     @pytest.fixture(scope="module")
-    def gateway(hms, tmp_path_factory):
+    def gateway(hms, module_gateway_factory):
         topology = yaml.safe_load(EXAMPLE.read_text())
-        workdir = tmp_path_factory.mktemp("gw-spark")
-        topology["providers"]["authentication"][0]["users_file"] = str(workdir / "users.htpasswd")
+        topology["providers"]["authentication"][0]["users_file"] = USERS_FILE
         for svc in topology["services"]:
             svc["upstream"]["urls"] = [f"thrift://127.0.0.1:{hms.port}"]
-        gw = start_gateway(workdir, {"spark": topology}, {USER: PASSWORD},
-                           gateway_extra={"audit": {"path": str(workdir / "audit.jsonl")}})
-        yield gw
-        gw.stop()
+        return module_gateway_factory({"spark": topology}, {USER: PASSWORD}, audit={"path": "audit.jsonl"})
 
     def _run_job(gateway, hms, path: str, kind: str, tmp_path) -> tuple[dict, str]:
         tunnel = start_tunnel(gateway.url("spark", path),

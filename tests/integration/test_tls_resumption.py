@@ -20,13 +20,12 @@ import json
 import socket
 import ssl
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from tests.integration.test_node_client import NODE_DIR, _tool
-from tests.support.gateway import RunningGateway, service, start_gateway
+from tests.support.gateway import GatewayFactory, RunningGateway, service
 from tests.support.hms import RunningHMS
+from tests.support.node import NODE_DIR, tool
 
 pytestmark = pytest.mark.integration
 
@@ -35,16 +34,13 @@ CALL = b'[1,"get_all_databases",1,1,{}]'
 VERSIONS = {"TLSv1.3": ssl.TLSVersion.TLSv1_3, "TLSv1.2": ssl.TLSVersion.TLSv1_2}
 
 
-def _start(workdir: Path, hms: RunningHMS) -> RunningGateway:
-    topologies = {"default": {"services": [service([f"thrift://127.0.0.1:{hms.port}"])]}}
-    return start_gateway(workdir, topologies, {USER: PASSWORD})
+def _start(factory: GatewayFactory, hms: RunningHMS) -> RunningGateway:
+    return factory(services=[service([f"thrift://127.0.0.1:{hms.port}"])], users={USER: PASSWORD})
 
 
 @pytest.fixture(scope="module")
-def gateway(hms, tmp_path_factory) -> RunningGateway:
-    gw = _start(tmp_path_factory.mktemp("gateway-tls"), hms)
-    yield gw
-    gw.stop()
+def gateway(hms, module_gateway_factory) -> RunningGateway:
+    return _start(module_gateway_factory, hms)
 
 
 def call_with_close(gw: RunningGateway, context: ssl.SSLContext, session: ssl.SSLSession | None):
@@ -80,15 +76,12 @@ def test_a_client_offering_its_session_gets_it_resumed(gateway, version):
         assert reply.startswith(b"HTTP/1.1 200") and b'"default"' in reply
 
 
-def test_a_session_from_another_gateway_is_not_resumed(gateway, hms, tmp_path):
-    other = _start(tmp_path / "other", hms)
-    try:
-        context = other.ssl_context()  # the other gateway's CA; its certificate is for localhost too
-        context.load_verify_locations(cafile=str(gateway.ca_file))
-        _, _, _, foreign = call_with_close(other, context, None)
-        reply, _, reused, _ = call_with_close(gateway, context, foreign)
-    finally:
-        other.stop()
+def test_a_session_from_another_gateway_is_not_resumed(gateway, hms, gateway_factory):
+    other = _start(gateway_factory, hms)
+    context = other.ssl_context()  # the other gateway's CA; its certificate is for localhost too
+    context.load_verify_locations(cafile=str(gateway.ca_file))
+    _, _, _, foreign = call_with_close(other, context, None)
+    reply, _, reused, _ = call_with_close(gateway, context, foreign)
     assert not reused
     assert reply.startswith(b"HTTP/1.1 200")
 
@@ -98,7 +91,7 @@ def test_node_https_agent_reuses_its_tls_session(gateway, tmp_path):
               "user": USER, "password": PASSWORD, "ca": str(gateway.ca_file), "calls": 3}
     config_file = tmp_path / "node-config.json"
     config_file.write_text(json.dumps(config))
-    out = subprocess.run([_tool("node"), str(NODE_DIR / "tls_session_reuse.js"), str(config_file)],
+    out = subprocess.run([tool("node"), str(NODE_DIR / "tls_session_reuse.js"), str(config_file)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)

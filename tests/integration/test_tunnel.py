@@ -11,6 +11,7 @@ and from the owner of what the call created.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -115,24 +116,27 @@ def test_read_only_service_refuses_writes_and_unlisted_set_ugi(tunnel_gateway, t
         nougi.stop()
 
 
-def test_refused_credentials_reach_the_client_as_tapplicationexception(tunnel_gateway, tmp_path):
+def test_refused_credentials_stop_the_tunnel_at_start(tunnel_gateway, tmp_path):
+    """The tunnel asks the gateway once before listening: wrong credentials end it with the
+    gateway's reason and status 2, never with the password in a log."""
     url = tunnel_gateway.url("spark", "hive/ro")
-    tunnel = start_tunnel(url, ["--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW"],
-                          ca=tunnel_gateway.ca_file, env={"TUNNEL_PW": "wrong-password"})
-    try:
-        client, transport = hive_metastore_client("127.0.0.1", tunnel.port)
-        try:
-            with pytest.raises(TApplicationException, match=r"refused the credentials \(HTTP 401\)"):
-                client.get_all_databases()
-        finally:
-            transport.close()
-        deadline = time.monotonic() + 10
-        while "get_all_databases (seqid" not in tunnel.output() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert "HTTP 401" in tunnel.output()
-        assert "wrong-password" not in tunnel.output() + tunnel_gateway.log()
-    finally:
-        tunnel.stop()
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", url, "--listen", "127.0.0.1:0",
+                          "--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW",
+                          "--ca", str(tunnel_gateway.ca_file)],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "TUNNEL_PW": "wrong-password"})
+    assert out.returncode == 2
+    assert "tunnel: gateway refused the credentials (HTTP 401)" in out.stderr
+    assert "spark.hadoop.hive.metastore.uris" not in out.stdout
+    assert "wrong-password" not in out.stdout + out.stderr + tunnel_gateway.log()
+
+
+def test_without_ca_the_tunnel_says_the_certificate_is_not_trusted(tunnel_gateway):
+    url = tunnel_gateway.url("spark", "hive/ro")
+    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", url, "--listen", "127.0.0.1:0",
+                          "--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW"],
+                         capture_output=True, text=True, timeout=120, env={**os.environ, "TUNNEL_PW": "etl-password"})
+    assert out.returncode == 2
+    assert out.stderr.startswith("tunnel: certificate not trusted: pass --ca")
 
 
 def test_tunnel_survives_a_gateway_restart(tunnel_gateway, kerberos_realm, tmp_path):

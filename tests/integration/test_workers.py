@@ -20,15 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_operations import readyz, wait_for
-from tests.support.gateway import metric, post, service, start_gateway, write_topology
+from tests.support.gateway import htpasswd_provider, metric, post, readyz, service, wait_for, write_topology
 
 pytestmark = pytest.mark.integration
 
 USERS = {"admin": "admin-password"}
 GET_DBS = '[1,"get_all_databases",1,1,{}]'
 GET_DB = '[1,"get_database",1,1,{"1":{"str":"default"}}]'
-WORKERS = {"workers": 2}
 
 
 def accepted(gw) -> tuple[float, float]:
@@ -46,60 +44,50 @@ def hms_topology(hms, **upstream) -> dict:
     return {"services": [service([f"thrift://127.0.0.1:{hms.port}"], **upstream)]}
 
 
-def test_metrics_are_summed_across_workers(hms, tmp_path):
-    gw = start_gateway(tmp_path, {"default": hms_topology(hms)}, USERS, gateway_extra=WORKERS)
-    try:
-        assert len(worker_pids(gw)) == 2
-        assert metric(gw, "hms_gateway_workers") == 2
-        before = accepted(gw)
-        statuses = [post(gw, GET_DBS)[0] for _ in range(40)]
-        assert statuses == [200] * 40
-        after = accepted(gw)
-        served = [after[i] - before[i] for i in (0, 1)]
-        assert all(n > 0 for n in served), served  # both workers took connections
-        assert sum(served) == 40
-        # One total, although the requests landed on two processes.
-        assert metric(gw, "hms_gateway_requests_total", method="get_all_databases", outcome="ok") == 40
-        assert metric(gw, "hms_gateway_upstream_requests_total") >= 40
-        # Read at scrape time in each worker (Gauge.set_function), then summed: each worker
-        # keeps at least one idle HMS connection.
-        assert metric(gw, "hms_gateway_upstream_pool_connections", state="idle") >= 2
-        assert readyz(gw) == 200
-    finally:
-        gw.stop()
+def test_metrics_are_summed_across_workers(hms, gateway_factory):
+    gw = gateway_factory({"default": hms_topology(hms)}, USERS, workers=2)
+    assert len(worker_pids(gw)) == 2
+    assert metric(gw, "hms_gateway_workers") == 2
+    before = accepted(gw)
+    statuses = [post(gw, GET_DBS)[0] for _ in range(40)]
+    assert statuses == [200] * 40
+    after = accepted(gw)
+    served = [after[i] - before[i] for i in (0, 1)]
+    assert all(n > 0 for n in served), served  # both workers took connections
+    assert sum(served) == 40
+    # One total, although the requests landed on two processes.
+    assert metric(gw, "hms_gateway_requests_total", method="get_all_databases", outcome="ok") == 40
+    assert metric(gw, "hms_gateway_upstream_requests_total") >= 40
+    # Read at scrape time in each worker (Gauge.set_function), then summed: each worker
+    # keeps at least one idle HMS connection.
+    assert metric(gw, "hms_gateway_upstream_pool_connections", state="idle") >= 2
+    assert readyz(gw) == 200
 
 
-def test_failed_authentication_budget_is_shared_by_the_workers(hms, tmp_path):
+def test_failed_authentication_budget_is_shared_by_the_workers(hms, gateway_factory):
     refuse_after = 6
     topology = hms_topology(hms)
     topology["providers"] = {
-        "authentication": [{"type": "htpasswd", "realm": "HMS Gateway",
-                            "users_file": str(tmp_path / "users.htpasswd")}],
+        "authentication": [htpasswd_provider()],
         "failure_throttle": {"refuse_after": refuse_after, "delay_after": 1000, "window_seconds": 600},
     }
-    gw = start_gateway(tmp_path, {"default": topology}, USERS, gateway_extra=WORKERS)
-    try:
-        before = accepted(gw)
-        with ThreadPoolExecutor(6) as pool:  # concurrent guesses, spread over both workers
-            # distinct guesses: identical concurrent ones share one check (CredentialCache.verified)
-            statuses = list(pool.map(lambda i: post(gw, GET_DBS, auth=("admin", f"guess{i}"))[0], range(30)))
-        after = accepted(gw)
-        assert all(after[i] > before[i] for i in (0, 1)), (before, after)
-        # Per-worker budgets would have allowed 2 × refuse_after checks.
-        assert statuses.count(401) == refuse_after, statuses
-        assert statuses.count(429) == 30 - refuse_after
-        assert metric(gw, "hms_gateway_password_checks_total", outcome="failure") == refuse_after
-        assert metric(gw, "hms_gateway_password_checks_total", outcome="refused") == 30 - refuse_after
-    finally:
-        gw.stop()
+    gw = gateway_factory({"default": topology}, USERS, workers=2)
+    before = accepted(gw)
+    with ThreadPoolExecutor(6) as pool:  # concurrent guesses, spread over both workers
+        # distinct guesses: identical concurrent ones share one check (CredentialCache.verified)
+        statuses = list(pool.map(lambda i: post(gw, GET_DBS, auth=("admin", f"guess{i}"))[0], range(30)))
+    after = accepted(gw)
+    assert all(after[i] > before[i] for i in (0, 1)), (before, after)
+    # Per-worker budgets would have allowed 2 × refuse_after checks.
+    assert statuses.count(401) == refuse_after, statuses
+    assert statuses.count(429) == 30 - refuse_after
+    assert metric(gw, "hms_gateway_password_checks_total", outcome="failure") == refuse_after
+    assert metric(gw, "hms_gateway_password_checks_total", outcome="refused") == 30 - refuse_after
 
 
-def test_reload_and_drain_reach_every_worker_under_load(hms, tmp_path):
-    gw = start_gateway(
-        tmp_path, {"default": hms_topology(hms)}, USERS,
-        gateway_extra={**WORKERS, "reload": {"interval_seconds": 0.1},
-                       "shutdown": {"drain_delay_seconds": 5.0, "grace_seconds": 20}},
-    )
+def test_reload_and_drain_reach_every_worker_under_load(hms, gateway_factory):
+    gw = gateway_factory({"default": hms_topology(hms)}, USERS, workers=2, reload={"interval_seconds": 0.1},
+                         shutdown={"drain_delay_seconds": 5.0, "grace_seconds": 20})
     stop = threading.Event()
     results: list[tuple[int, bytes]] = []
 
@@ -112,12 +100,12 @@ def test_reload_and_drain_reach_every_worker_under_load(hms, tmp_path):
         with ThreadPoolExecutor(4) as pool:
             clients = [pool.submit(client) for _ in range(4)]
             for i in range(8):  # each rewrite changes the config: every worker rebuilds it
-                write_topology(tmp_path, "default", hms_topology(hms, timeout_seconds=30 + i))
+                write_topology(gw.workdir, "default", hms_topology(hms, timeout_seconds=30 + i))
                 time.sleep(0.3)
             # The last change hides get_database: a Thrift exception (type 3) once reloaded.
             last = hms_topology(hms)
-            last["services"][0]["methods"] = ["get_all_databases"]
-            write_topology(tmp_path, "default", last)
+            last["services"][0]["options"] = {"methods": ["get_all_databases"]}
+            write_topology(gw.workdir, "default", last)
             wait_for(lambda: len(results) > 20 and all(json.loads(body)[2] == 3 for _, body in results[-20:]),
                      timeout=60)
             assert metric(gw, "hms_gateway_config_reloads_total", outcome="success") >= 2
@@ -142,38 +130,30 @@ def test_reload_and_drain_reach_every_worker_under_load(hms, tmp_path):
             socket.create_connection(("127.0.0.1", gw.port), timeout=1).close()
     finally:
         stop.set()
-        gw.stop()
 
 
-def test_a_killed_worker_is_restarted(hms, tmp_path):
-    gw = start_gateway(tmp_path, {"default": hms_topology(hms)}, USERS, gateway_extra=WORKERS)
-    try:
-        pids = worker_pids(gw)
-        os.kill(pids[0], signal.SIGKILL)
-        wait_for(lambda: metric(gw, "hms_gateway_worker_restarts_total") == 1, timeout=60)
-        wait_for(lambda: metric(gw, "hms_gateway_workers") == 2, timeout=60)
-        now = worker_pids(gw)
-        assert len(now) == 2 and pids[0] not in now and pids[1] in now
-        before = accepted(gw)
-        assert [post(gw, GET_DBS)[0] for _ in range(30)] == [200] * 30
-        after = accepted(gw)
-        assert all(after[i] > before[i] for i in (0, 1)), (before, after)  # the new one serves
-        assert readyz(gw) == 200
-    finally:
-        gw.stop()
+def test_a_killed_worker_is_restarted(hms, gateway_factory):
+    gw = gateway_factory({"default": hms_topology(hms)}, USERS, workers=2)
+    pids = worker_pids(gw)
+    os.kill(pids[0], signal.SIGKILL)
+    wait_for(lambda: metric(gw, "hms_gateway_worker_restarts_total") == 1, timeout=60)
+    wait_for(lambda: metric(gw, "hms_gateway_workers") == 2, timeout=60)
+    now = worker_pids(gw)
+    assert len(now) == 2 and pids[0] not in now and pids[1] in now
+    before = accepted(gw)
+    assert [post(gw, GET_DBS)[0] for _ in range(30)] == [200] * 30
+    after = accepted(gw)
+    assert all(after[i] > before[i] for i in (0, 1)), (before, after)  # the new one serves
+    assert readyz(gw) == 200
 
 
-def test_sighup_reaches_every_worker(hms, tmp_path):
-    gw = start_gateway(tmp_path, {"default": hms_topology(hms)}, USERS,
-                       gateway_extra={**WORKERS, "reload": {"interval_seconds": 3600}})
-    try:
-        write_topology(tmp_path, "late", hms_topology(hms))
-        assert post(gw, GET_DBS, topology="late")[0] == 404  # the poll is an hour away
-        gw.process.send_signal(signal.SIGHUP)
-        wait_for(lambda: metric(gw, "hms_gateway_config_reloads_total", outcome="success") == 2, timeout=60)
-        before = accepted(gw)
-        assert [post(gw, GET_DBS, topology="late")[0] for _ in range(30)] == [200] * 30
-        after = accepted(gw)
-        assert all(after[i] > before[i] for i in (0, 1)), (before, after)
-    finally:
-        gw.stop()
+def test_sighup_reaches_every_worker(hms, gateway_factory):
+    gw = gateway_factory({"default": hms_topology(hms)}, USERS, workers=2, reload={"interval_seconds": 3600})
+    write_topology(gw.workdir, "late", hms_topology(hms))
+    assert post(gw, GET_DBS, topology="late")[0] == 404  # the poll is an hour away
+    gw.process.send_signal(signal.SIGHUP)
+    wait_for(lambda: metric(gw, "hms_gateway_config_reloads_total", outcome="success") == 2, timeout=60)
+    before = accepted(gw)
+    assert [post(gw, GET_DBS, topology="late")[0] for _ in range(30)] == [200] * 30
+    after = accepted(gw)
+    assert all(after[i] > before[i] for i in (0, 1)), (before, after)

@@ -13,7 +13,8 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.gateway import RunningGateway, start_gateway
+from tests.support.gateway import GatewayFactory, RunningGateway
+from tests.support.policy import POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 __all__ = ["EVENTS_PATH", "PASSWORD", "POLICY", "SSE", "Catalog", "SSEReader", "auth", "events_service",
@@ -48,14 +49,16 @@ def events_service(hms, **options) -> dict:
             "options": {"poll_interval_seconds": 0.2, "heartbeat_seconds": 1, **options}}
 
 
-def start_feed_gateway(workdir: Path, hms, *, policy: bool = False, **options) -> RunningGateway:
+def start_feed_gateway(start: GatewayFactory, hms, *, policy: bool = False, workdir: Path | None = None,
+                       **options) -> RunningGateway:
+    """A gateway started by ``start`` (in ``workdir`` if given) serving :func:`events_service`
+    of ``hms`` with ``options``, users alice, bob and admin (:data:`PASSWORD`); with ``policy``,
+    under :data:`POLICY`."""
     svc = events_service(hms, **options)
     if policy:
-        workdir.mkdir(parents=True, exist_ok=True)
-        (workdir / "catalog.yaml").write_text(POLICY)
-        svc["policy_file"] = str(workdir / "catalog.yaml")
-    return start_gateway(workdir, {"default": {"services": [svc]}},
-                         {"alice": PASSWORD, "bob": PASSWORD, "admin": PASSWORD})
+        svc["policy_file"] = POLICY_PATH
+    return start(services=[svc], users={"alice": PASSWORD, "bob": PASSWORD, "admin": PASSWORD},
+                 workdir=workdir, files={POLICY_FILE: POLICY} if policy else None)
 
 
 class Catalog:

@@ -1,7 +1,9 @@
 """Run the real gateway (``hms-gateway serve``) as a subprocess with a test configuration.
 
 Each gateway gets its own directory with development certificates, an htpasswd file written by
-Apache's ``htpasswd -B``, a gateway file and topology files, and free ports.
+Apache's ``htpasswd -B``, a gateway file and topology files, and free ports. Tests start gateways
+through :class:`GatewayFactory` (the ``gateway_factory`` and ``module_gateway_factory`` fixtures
+of ``tests/integration/conftest.py``), which stops each one it started.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 import base64
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,19 +67,39 @@ class RunningGateway:
 
 
 def service(urls: list[str], methods: list[str] | None = None, **upstream) -> dict:
-    """A topology's service entry at the spec's path; ``upstream`` adds upstream keys."""
+    """A topology's service entry at the spec's path; ``upstream`` adds upstream keys,
+    ``methods`` the exposed methods (``options.methods`` of the hms-thrift kind)."""
     svc: dict = {"path": SPEC_PATH, "upstream": {"urls": urls, **upstream}}
     if methods is not None:
-        svc["methods"] = methods
+        svc["options"] = {"methods": methods}
     return svc
 
 
+def in_workdir(name: str) -> str:
+    """``name`` in the gateway's directory as a topology file names it: relative paths in a
+    topology file are resolved against its directory, ``<workdir>/topologies``."""
+    return f"../{name}"
+
+
+#: The users file :func:`start_gateway` writes, as a topology file names it.
+USERS_FILE = in_workdir("users.htpasswd")
+
+#: The gateway file's ``tls`` that also asks for client certificates (the ``mtls`` provider)
+#: signed by the gateway's development CA; paths relative to the gateway file. Issue a client
+#: certificate with ``gateway.certs.write_client_certificate(gw.workdir / "certs", name)``.
+MTLS = {"certificate": "certs/server.crt", "private_key": "certs/server.key", "client_ca": "certs/ca.crt"}
+
+
+def htpasswd_provider() -> dict:
+    """A ``providers.authentication`` entry: Basic against the users file :func:`start_gateway`
+    writes (the entry a topology gets when it names no providers)."""
+    return {"type": "htpasswd", "realm": "HMS Gateway", "users_file": USERS_FILE}
+
+
 def write_topology(workdir: Path, name: str, topology: dict) -> Path:
-    """Write ``topologies/<name>.yaml`` atomically; without providers, Basic against the
-    gateway's users file is added."""
-    topology = {"providers": {"authentication": [
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")}]},
-        **topology}
+    """Write ``topologies/<name>.yaml`` atomically; without providers, :func:`htpasswd_provider`
+    is added."""
+    topology = {"providers": {"authentication": [htpasswd_provider()]}, **topology}
     path = workdir / "topologies" / f"{name}.yaml"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(yaml.safe_dump(topology))
@@ -90,11 +113,23 @@ def start_gateway(
     users: dict[str, str],
     *,
     gateway_extra: dict | None = None,
+    listener: dict | None = None,
+    files: Mapping[str, str] | None = None,
+    env: Mapping[str, str | None] | None = None,
     timeout: float = 30.0,
 ) -> RunningGateway:
     """Start ``hms-gateway serve`` with ``topologies`` (name → topology mapping) and wait until
-    it answers on both listeners. Raises RuntimeError with the gateway's log if it does not."""
+    it answers on both listeners. Raises RuntimeError with the gateway's log if it does not.
+
+    ``users`` (user → password) go into the htpasswd file; ``gateway_extra`` are top-level keys
+    of the gateway file; ``listener`` extra keys of its HTTPS listener (``listeners.gateway``);
+    ``files`` (name → text) are written into ``workdir`` first (name them in a topology with
+    :func:`in_workdir`); ``env`` is set in (a value of None: removed from) the gateway's
+    environment.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
+    for name, text in (files or {}).items():
+        (workdir / name).write_text(text)
     certs = write_dev_certificates(workdir / "certs")
     users_file = workdir / "users.htpasswd"
     for i, (user, password) in enumerate(users.items()):
@@ -107,17 +142,19 @@ def start_gateway(
         write_topology(workdir, name, topo)
     port, mport = free_port(), free_port()
     config = {
-        "listeners": {"gateway": {"host": "127.0.0.1", "port": port},
+        "listeners": {"gateway": {"host": "127.0.0.1", "port": port, **(listener or {})},
                       "management": {"host": "127.0.0.1", "port": mport}},
         "tls": {"certificate": str(certs.certificate), "private_key": str(certs.private_key)},
         "topologies_dir": str(topo_dir),
         **(gateway_extra or {}),
     }
     (workdir / "gateway.yaml").write_text(yaml.safe_dump(config))
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     log = open(workdir / "gateway.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "gateway.cli", "serve", "--config", str(workdir / "gateway.yaml")],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log, stderr=subprocess.STDOUT,
+        env={key: value for key, value in environment.items() if value is not None},
     )
     gw = RunningGateway(port, mport, certs.ca_certificate, workdir, proc)
     deadline = time.monotonic() + timeout
@@ -153,6 +190,59 @@ def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
     raise AssertionError(f"gateway did not restart:\n{again.log()}")
 
 
+class GatewayFactory:
+    """Starts real gateways, each in a fresh directory, and stops every one it started at
+    :meth:`close` (the fixtures call it after the test or the module).
+
+    ``mktemp(name)`` makes a fresh directory (``tmp_path_factory.mktemp``).
+    """
+
+    def __init__(self, mktemp: Callable[[str], Path]):
+        self._mktemp = mktemp
+        self._started: list[RunningGateway] = []
+
+    def __call__(
+        self,
+        topologies: dict[str, dict] | None = None,
+        users: dict[str, str] | None = None,
+        *,
+        services: list[dict] | None = None,
+        workdir: Path | None = None,
+        name: str = "gw",
+        listener: dict | None = None,
+        files: Mapping[str, str] | None = None,
+        env: Mapping[str, str | None] | None = None,
+        timeout: float = 30.0,
+        **gateway_extra,
+    ) -> RunningGateway:
+        """:func:`start_gateway` with ``topologies``, or with ``services`` as topology
+        ``default``; ``users`` default to admin / admin-password; keyword arguments not named
+        here are top-level keys of the gateway file (``limits={...}``, ``workers=2``). The
+        directory is ``workdir`` or a fresh one called ``name``. Raises RuntimeError with the
+        gateway's log when it does not answer within ``timeout`` seconds."""
+        if (topologies is None) == (services is None):
+            raise TypeError("give topologies or services")
+        gw = start_gateway(
+            workdir if workdir is not None else self._mktemp(name),
+            topologies if topologies is not None else {"default": {"services": services}},
+            {"admin": "admin-password"} if users is None else users,
+            gateway_extra=gateway_extra, listener=listener, files=files, env=env, timeout=timeout,
+        )
+        self._started.append(gw)
+        return gw
+
+    def restart(self, gw: RunningGateway) -> RunningGateway:
+        """:func:`restart`; the new process is stopped with the others."""
+        again = restart(gw)
+        self._started.append(again)
+        return again
+
+    def close(self) -> None:
+        """Stop every gateway started here, the last first."""
+        while self._started:
+            self._started.pop().stop()
+
+
 def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None, auth=("admin", "admin-password"),
          method="POST", headers=None):
     """A raw HTTPS request; returns (status, headers, body bytes)."""
@@ -169,6 +259,27 @@ def post(gw: RunningGateway, body: bytes | str, *, topology="default", path=None
             return r.status, r.headers, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read()
+
+
+def readyz(gw: RunningGateway) -> int:
+    """The HTTP status of the gateway's ``/readyz``."""
+    try:
+        with urllib.request.urlopen(gw.management_url + "/readyz", timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def wait_for(predicate, timeout: float = 15.0, interval: float = 0.1):
+    """``predicate()``'s first true value, polled every ``interval`` s; AssertionError after
+    ``timeout`` s (a bound against hanging, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
 
 
 def metric(gw: RunningGateway, name: str, **labels: str) -> float:

@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_IDL = REPO_ROOT / "gateway" / "thrift" / "idl" / "hive_metastore.thrift"
 GEN_ROOT = REPO_ROOT / "build" / "gen-py"
 
-__all__ = ["DEFAULT_IDL", "generated_python", "hive_metastore_client", "hive_metastore_modules"]
+__all__ = ["DEFAULT_IDL", "fb303_service", "generated_python", "hive_metastore_client", "hive_metastore_modules"]
 
 
 def _thrift_compiler() -> str:
@@ -69,14 +69,47 @@ def generated_python(idl: Path = DEFAULT_IDL) -> Path:
     return target
 
 
+#: Top-level packages ``thrift --gen py -r`` writes for the project IDL.
+_GENERATED_PACKAGES = ("hive_metastore", "fb303")
+_loaded: dict[str, tuple] = {}
+
+
+def _generated(module: str) -> bool:
+    return module.split(".", 1)[0] in _GENERATED_PACKAGES
+
+
 def hive_metastore_modules(idl: Path = DEFAULT_IDL):
-    """Return ``(ThriftHiveMetastore, ttypes)``, the generated service and types modules."""
+    """Return ``(ThriftHiveMetastore, ttypes)``, the generated service and types modules.
+
+    PyIceberg ships top-level ``hive_metastore`` and ``fb303`` packages of its own (generated
+    from another IDL), which the gateway imports through ``pyiceberg.catalog.hive``. The
+    project's are imported aside and kept out of ``sys.modules``, so neither side ever gets
+    the other's classes, whatever imported first.
+    """
     path = str(generated_python(idl))
-    if path not in sys.path:
+    if path not in _loaded:
+        theirs = {name: sys.modules.pop(name) for name in list(sys.modules) if _generated(name)}
         sys.path.insert(0, path)
-    service = importlib.import_module("hive_metastore.ThriftHiveMetastore")
-    ttypes = importlib.import_module("hive_metastore.ttypes")
+        try:
+            _loaded[path] = (
+                importlib.import_module("hive_metastore.ThriftHiveMetastore"),
+                importlib.import_module("hive_metastore.ttypes"),
+                importlib.import_module("fb303.FacebookService"),
+            )
+        finally:
+            sys.path.remove(path)
+            for name in [name for name in sys.modules if _generated(name)]:
+                del sys.modules[name]
+            sys.modules.update(theirs)
+    service, ttypes, _ = _loaded[path]
     return service, ttypes
+
+
+def fb303_service(idl: Path = DEFAULT_IDL):
+    """The generated ``fb303.FacebookService`` module of the project IDL (imported aside, as
+    :func:`hive_metastore_modules` explains)."""
+    hive_metastore_modules(idl)
+    return _loaded[str(generated_python(idl))][2]
 
 
 def hive_metastore_client(host: str, port: int, *, framed: bool = False, timeout: float = 60.0):

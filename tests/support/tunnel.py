@@ -18,7 +18,7 @@ from pathlib import Path
 from jose import jwt
 
 from gateway.certs import write_client_certificate
-from tests.support.gateway import start_gateway, stop_process
+from tests.support.gateway import MTLS, GatewayFactory, RunningGateway, htpasswd_provider, stop_process
 
 _SETTING = re.compile(r"spark\.hadoop\.hive\.metastore\.uris=thrift://127\.0\.0\.1:(\d+)")
 
@@ -87,18 +87,17 @@ WRITES = [*READS, "create_database"]
 USERS = {"etl": "etl-password", "carol": "carol-password"}
 
 
-def start_tunnel_test_gateway(workdir: Path, metastore, realm):
-    """A gateway (``RunningGateway``, with ``client_certs``: the directory of alice's client
-    certificate) whose topology ``spark`` has every authentication provider: client
-    certificates, htpasswd (:data:`USERS`), JWT (HS256 with :data:`HMAC_KEY`, :func:`token`) and
-    Kerberos in ``realm`` with a session cookie; services ``hive/ro`` (:data:`READS`),
-    ``hive/rw`` (:data:`WRITES`) and ``hive/nougi`` on ``metastore``."""
-    certs = workdir / "certs"
-    write_client_certificate(certs, "alice")
+def start_tunnel_test_gateway(start: GatewayFactory, workdir: Path, metastore, realm) -> RunningGateway:
+    """A gateway started by ``start`` in ``workdir`` (``RunningGateway``, with ``client_certs``:
+    the directory of alice's client certificate) whose topology ``spark`` has every
+    authentication provider: client certificates, htpasswd (:data:`USERS`), JWT (HS256 with
+    :data:`HMAC_KEY`, :func:`token`) and Kerberos in ``realm`` with a session cookie; services
+    ``hive/ro`` (:data:`READS`), ``hive/rw`` (:data:`WRITES`) and ``hive/nougi`` on ``metastore``."""
+    workdir.mkdir(parents=True, exist_ok=True)  # the secret files need absolute paths
     url = f"thrift://127.0.0.1:{metastore.port}"
     providers = [
         {"type": "mtls"},
-        {"type": "htpasswd", "realm": "HMS Gateway", "users_file": str(workdir / "users.htpasswd")},
+        htpasswd_provider(),
         {"type": "jwt", "algorithms": ["HS256"], "issuer": "tunnel-test", "audience": "hms",
          "hmac_key": f"file:{secret_file(workdir / 'jwt.key', HMAC_KEY)}"},
         {"type": "kerberos", "principal": realm.principal, "keytab": str(realm.keytab),
@@ -109,22 +108,14 @@ def start_tunnel_test_gateway(workdir: Path, metastore, realm):
     topology = {
         "providers": {"authentication": providers, "identity_assertion": {"group_mapping": "etl=engineers;*=staff"}},
         "services": [
-            {"path": "hive/ro", "upstream": {"urls": [url]}, "methods": READS},
-            {"path": "hive/rw", "upstream": {"urls": [url]}, "methods": WRITES},
-            {"path": "hive/nougi", "upstream": {"urls": [url]}, "methods": ["get_all_databases"]},
+            {"path": "hive/ro", "upstream": {"urls": [url]}, "options": {"methods": READS}},
+            {"path": "hive/rw", "upstream": {"urls": [url]}, "options": {"methods": WRITES}},
+            {"path": "hive/nougi", "upstream": {"urls": [url]}, "options": {"methods": ["get_all_databases"]}},
         ],
     }
-    tls = {"certificate": str(certs / "server.crt"), "private_key": str(certs / "server.key"),
-           "client_ca": str(certs / "ca.crt")}
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(gateway_env(realm))
-    try:
-        gw = start_gateway(workdir, {"spark": topology}, USERS, gateway_extra={"tls": tls})
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    gw.client_certs = certs  # type: ignore[attr-defined]
+    gw = start({"spark": topology}, USERS, workdir=workdir, tls=MTLS, env={**realm.env, "KRB5_KTNAME": None})
+    gw.client_certs = workdir / "certs"  # type: ignore[attr-defined]
+    write_client_certificate(gw.client_certs, "alice")  # signed by the gateway's CA
     return gw
 
 

@@ -3,7 +3,6 @@ implementations, a scripted change-feed server."""
 
 from __future__ import annotations
 
-import importlib
 import ssl
 import threading
 from http.server import ThreadingHTTPServer
@@ -14,14 +13,14 @@ import pytest
 from gateway.certs import write_dev_certificates
 from gateway.thrift.schema import load_schema
 from tests.support.fake_feed import FeedHandler
-from tests.support.thrift_gen import hive_metastore_modules
+from tests.support.thrift_gen import fb303_service, hive_metastore_modules
 
 
 @pytest.fixture(scope="session")
 def apache_hms() -> SimpleNamespace:
     """Apache ``thrift --gen py`` code of the project IDL: ``.ttypes``, ``.service``, ``.fb303``."""
     service, ttypes = hive_metastore_modules()
-    fb303 = importlib.import_module("fb303.FacebookService")
+    fb303 = fb303_service()
     return SimpleNamespace(ttypes=ttypes, service=service, fb303=fb303)
 
 

@@ -57,12 +57,13 @@ from pathlib import Path
 from gateway.providers.authentication import registry
 registry.PROVIDERS["demo"] = "demo_provider:DemoProvider"  # the one registry line
 from gateway.config import ConfigError, GatewayConfig, Limits, TLSConfig, load_topology_file
-from gateway.topology import _authentication_providers, build_topology
+from gateway.pipeline.steps.authentication import authentication_providers
+from gateway.topology import build_topology
 
 tls = TLSConfig(certificate="c.pem", private_key="k.pem")
 out = {}
 topology = load_topology_file(Path(sys.argv[1]) / "good.yaml")
-built = _authentication_providers(topology, GatewayConfig(tls=tls))
+built = authentication_providers(topology.providers, GatewayConfig(tls=tls), topology.source)
 out["built"] = [type(p).__name__ for p in built]
 out["challenges"] = [p.challenge() for p in built]
 try:

@@ -6,12 +6,12 @@ import pytest
 
 from gateway.cli import main
 from gateway.config import (
-    SPEC_METHODS,
     ConfigError,
     load_gateway_config,
     load_topologies,
     load_topology_file,
 )
+from gateway.services.thrift_rpc import SPEC_METHODS, ThriftRpcOptions
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_shipped_configuration_is_valid():
     service = topologies["default"].services[0]
     assert service.path == "hmshttpthrift/api/hms"
     assert service.upstream.urls == ["thrift://localhost:9083"]
-    assert tuple(service.methods) == SPEC_METHODS
+    assert tuple(service.options["methods"]) == SPEC_METHODS
 
 
 def test_topology_defaults_and_path_normalised(topo_dir: Path):
@@ -57,7 +57,7 @@ def test_topology_defaults_and_path_normalised(topo_dir: Path):
     svc = topo.services[0]
     assert svc.path == "hmshttpthrift/api/hms"
     assert svc.upstream.transport == "unframed"
-    assert tuple(svc.methods) == SPEC_METHODS
+    assert tuple(ThriftRpcOptions.model_validate(svc.options).methods) == SPEC_METHODS
     assert topo.providers.authentication[0].users_file == (topo_dir.parent / "users").resolve()
 
 

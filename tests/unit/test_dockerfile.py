@@ -92,8 +92,11 @@ def test_runtime_contract(commands):
     assert {"8443", "9464"} <= exposed
 
     (health,) = by_cmd["HEALTHCHECK"]
-    assert "http://127.0.0.1:9464/healthz" in health.original
-    assert "curl" not in health.original and "python" in health.original
+    assert "curl" not in health.original
+    assert '["/opt/hms-gateway/bin/python", "/opt/hms-gateway/healthcheck.py"]' in health.original
+    builder_copies = [c.value for c in _stages(commands)[0] if c.cmd == "COPY"]
+    assert ("docker/healthcheck.py", "/opt/hms-gateway/healthcheck.py") in builder_copies
+    assert "!docker/healthcheck.py" in (ROOT / ".dockerignore").read_text().splitlines()
 
     (entry,) = by_cmd["ENTRYPOINT"]
     assert entry.json and list(entry.value) == ["hms-gateway"]
@@ -146,3 +149,52 @@ def test_image_install_step_in_fresh_venv(tmp_path):
     installed = {d["name"].lower() for d in json.loads(listed.stdout)}
     assert "hms-gateway" in installed
     assert not (installed & DEV_ONLY), f"test/demo dependencies in the runtime install: {installed & DEV_ONLY}"
+
+
+# --- the HEALTHCHECK follows the configured management port (issue 25) -------------------------
+
+
+def _healthcheck(config: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "docker" / "healthcheck.py")], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "HMS_GATEWAY_CONFIG": str(config)})
+
+
+def test_healthcheck_probes_the_configured_management_port(tmp_path):
+    import http.server
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/healthz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        config = tmp_path / "gateway.yaml"
+        config.write_text(f"listeners:\n  management: {{host: 0.0.0.0, port: {port}}}\n")
+        ok = _healthcheck(config)
+        assert ok.returncode == 0, ok.stderr
+        server.shutdown()
+        server.server_close()
+        down = _healthcheck(config)  # the same port, nothing answering
+        assert down.returncode == 1 and "unhealthy" in down.stderr
+    finally:
+        server.server_close()
+
+
+def test_healthcheck_defaults_follow_the_gateway():
+    sys.path.insert(0, str(ROOT / "docker"))
+    try:
+        import healthcheck
+    finally:
+        sys.path.pop(0)
+    from gateway.config import Listeners
+
+    default = Listeners().management
+    assert f":{default.port}/healthz" in healthcheck.management_url(os.devnull)
+    assert healthcheck.management_url(os.devnull).startswith("http://127.0.0.1:")

@@ -15,7 +15,8 @@ from gateway.config import ConfigError
 from gateway.events.model import MetastoreEvent
 from gateway.policy import load_policy_file
 from gateway.services.base import validate_options
-from gateway.services.event_stream import BadQuery, EventStreamOptions, _filter_message, _Query, _Viewer
+from gateway.policy.view import CatalogView
+from gateway.services.event_stream import BadQuery, EventStreamOptions, _filter_message, _keep, _Query, _visible
 
 POLICY = """
 policies:
@@ -70,7 +71,7 @@ def table_tjson(db: str, table: str, cols: list[str], params: dict[str, str]) ->
 @pytest.fixture
 def viewer(tmp_path):
     (tmp_path / "p.yaml").write_text(POLICY)
-    return _Viewer(load_policy_file(tmp_path / "p.yaml"), "alice", frozenset())
+    return CatalogView(load_policy_file(tmp_path / "p.yaml"), "alice", frozenset())
 
 
 def event(db, table, message=None, kind="ALTER_TABLE"):
@@ -78,9 +79,9 @@ def event(db, table, message=None, kind="ALTER_TABLE"):
 
 
 def test_viewer_sees_only_granted_objects_and_fails_closed(viewer):
-    assert viewer.visible(event("sales", "orders")) and viewer.visible(event("SALES", None))
-    assert not viewer.visible(event("hr", "pay")) and not viewer.visible(event(None, None))
-    assert viewer.keep(event("sales", "items")) is None  # every column allowed
+    assert _visible(viewer, event("sales", "orders")) and _visible(viewer, event("SALES", None))
+    assert not _visible(viewer, event("hr", "pay")) and not _visible(viewer, event(None, None))
+    assert _keep(viewer, event("sales", "items")) is None  # every column allowed
 
 
 def test_denied_columns_leave_embedded_tables_and_partitions(viewer):
@@ -92,7 +93,7 @@ def test_denied_columns_leave_embedded_tables_and_partitions(viewer):
                "partitionListJson": [part], "unknownObjJson": "{}", "keyValues": {"y": "2024", "customer": "x"},
                "partitions": [{"y": "1", "customer": "a"}]}
     ev = event("sales", "orders", message)
-    out = _filter_message(message, viewer.keep(ev))
+    out = _filter_message(message, _keep(viewer, ev))
     assert "unknownObjJson" not in out and out["keyValues"] == {"y": "2024"} and out["db"] == "sales"
     assert out["partitions"] == [{"y": "1"}]  # a partition key is a column too
     table = json.loads(out["tableObjAfterJson"])
@@ -106,7 +107,7 @@ def test_denied_columns_leave_embedded_tables_and_partitions(viewer):
 
 def test_unreadable_embedded_objects_are_dropped(viewer):
     ev = event("sales", "orders")
-    out = _filter_message({"tableObjJson": "not json", "partitionListJson": ["[1]", "nope"]}, viewer.keep(ev))
+    out = _filter_message({"tableObjJson": "not json", "partitionListJson": ["[1]", "nope"]}, _keep(viewer, ev))
     assert "tableObjJson" not in out and out["partitionListJson"] == []
 
 
@@ -123,6 +124,11 @@ class ScriptedFeed:
 
     def events_after(self, after, limit):
         return []
+
+    def known_types(self):
+        from gateway.events.feed import EVENT_TYPES
+
+        return EVENT_TYPES
 
     async def wait_after(self, after, timeout, limit=1000):
         self.calls.append(after)
@@ -164,7 +170,7 @@ async def sse_client(feed, heartbeat=30.0):
     service._delivered = SimpleNamespace(inc=lambda n=1: None)
 
     async def handler(request):
-        response, _ = await service.handle(Exchange(request, None, None, AuditEvent("rid", None)))
+        response, _ = await service.handle(Exchange(request, AuditEvent("rid", None)))
         return response
 
     app = web.Application()

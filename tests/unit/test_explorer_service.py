@@ -15,6 +15,7 @@ from aiohttp.test_utils import make_mocked_request
 from gateway.config import ConfigError, ServiceConfig
 from gateway.explorer import METHODS, load_assets
 from gateway.pipeline.outcomes import MethodNotAllowed, NotFound, Unauthenticated
+from gateway.services import service_kind
 from gateway.services.base import ServiceContext, validate_options
 from gateway.services.explorer import ExplorerOptions, ExplorerService
 from gateway.thrift.schema import load_schema
@@ -34,17 +35,20 @@ class FakeChain:
 
 def _siblings(methods=METHODS) -> dict[str, ServiceConfig]:
     return {
-        "hmshttpthrift/api/hms": ServiceConfig(path="hmshttpthrift/api/hms", methods=list(methods)),
+        "hmshttpthrift/api/hms": ServiceConfig(path="hmshttpthrift/api/hms", options={"methods": list(methods)}),
         "events": ServiceConfig(kind="event-stream", path="events"),
     }
 
 
 def _service(chain=None, topology="sandbox", siblings=None, **options) -> ExplorerService:
+    siblings = _siblings() if siblings is None else siblings
     options = {"thrift_service": "hmshttpthrift/api/hms", **options}
     config = ServiceConfig(kind="explorer", path="explorer", options=options)
-    ctx = ServiceContext(topology, config, chain or FakeChain(), load_schema(), None,
-                         ExplorerOptions.model_validate(options), source="topologies/sandbox.yaml",
-                         index=1, siblings=_siblings() if siblings is None else siblings)
+    ctx = ServiceContext(topology, config, load_schema(), None, ExplorerOptions.model_validate(options),
+                         chain=chain or FakeChain(), source="topologies/sandbox.yaml",
+                         index=1, siblings=siblings,
+                         sibling_options={p: service_kind(s.kind).Options.model_validate(s.options)
+                                          for p, s in siblings.items()})
     return ExplorerService.build(ctx)
 
 

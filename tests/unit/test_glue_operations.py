@@ -10,7 +10,7 @@ import pytest
 
 from gateway.config import ConfigError, GatewayConfig, TLSConfig, load_topology_file
 from gateway.glue.errors import AccessDenied, EntityNotFound, InvalidInput, PermissionTypeMismatch
-from gateway.glue.metastore import HmsException
+from gateway.upstream.metastore import MetaException, NoSuchObjectException
 from gateway.glue.operations import Caller, GlueCatalog
 from gateway.policy import load_policy_file
 from gateway.services.glue import GlueService
@@ -53,10 +53,10 @@ class FakeMetastore:
             return databases
         if method == "get_database":
             if args["name"] not in databases:
-                raise HmsException("NoSuchObjectException", args["name"])
+                raise NoSuchObjectException(message=args["name"])
             return IDL.Database(name=args["name"], description=None, locationUri="file:/w", parameters={})
         if args.get("pattern") == "(":
-            raise HmsException("MetaException", "Unclosed group near index 1")
+            raise MetaException(message="Unclosed group near index 1")
         if method in ("get_all_tables", "get_tables"):
             names = [t for db, t in self.tables if db == args["db_name"]]
             return [n for n in names if fnmatch.fnmatch(n, args.get("pattern", "*"))]
@@ -65,11 +65,11 @@ class FakeMetastore:
         if method == "get_table":
             found = self.tables.get((args["dbname"], args["tbl_name"]))
             if found is None:
-                raise HmsException("NoSuchObjectException", "table not found")
+                raise NoSuchObjectException(message="table not found")
             return found
         if method in ("get_partitions", "get_partitions_by_filter"):
             if args.get("filter") == "bad filter":
-                raise HmsException("MetaException", "Error parsing partition filter")
+                raise MetaException(message="Error parsing partition filter")
             return list(self.partitions)
         raise AssertionError(method)
 
@@ -275,3 +275,17 @@ def test_no_glue_error_is_a_500():
     assert len(classes) > 10
     assert [c.__name__ for c in classes if c.status == 500] == []
     assert glue_errors.InternalService.status == 502
+
+
+async def test_the_audit_counts_what_the_policy_hid_as_the_thrift_api_does(policy):
+    """``hidden``: listed objects; ``columns_hidden``: distinct (table, column) removed from
+    the response, the count of the Thrift API's audit lines."""
+    metastore = FakeMetastore()
+    metastore.tables[("sales", "accounts")] = sample_table(name="accounts")  # ssn as customers has
+    listing = catalog(ALICE, policy, metastore)
+    await listing.get_tables({"DatabaseName": "sales"})
+    assert (listing.decision, listing.hidden, listing.columns_hidden) == ("allowed", 0, 2)
+    databases = catalog(ALICE, policy)
+    await databases.get_databases({})
+    assert (databases.decision, databases.hidden, databases.columns_hidden) == ("allowed", 2, 0)
+    assert catalog(CAROL, None).decision is None

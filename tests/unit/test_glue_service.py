@@ -15,7 +15,7 @@ from gateway.config import Limits
 from gateway.observability.audit import AuditEvent
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Forbidden, MethodNotAllowed, Unauthenticated
-from gateway.pipeline.thrift_objects import encode_reply
+from gateway.thrift.objects import encode_reply
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.sigv4 import REFUSAL, SIGNED_BODY, Refusal
 from gateway.providers.authentication.throttle import Throttled
@@ -70,7 +70,7 @@ def request(body: bytes = b'{"Name": "sales"}', target: str = "AWSGlue.GetDataba
     req = make_mocked_request(method, "/gateway/default/glue", payload=reader, headers={
         "X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.1",
         "Content-Length": str(len(body)), **(headers or {})})
-    return Exchange(req, None, None, AuditEvent("req-1", "127.0.0.1"))  # type: ignore[arg-type]
+    return Exchange(req, AuditEvent("req-1", "127.0.0.1"))  # type: ignore[arg-type]
 
 
 def answer(response) -> tuple[int, str | None, dict]:

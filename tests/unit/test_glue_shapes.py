@@ -15,17 +15,12 @@ from botocore.validate import ParamValidator
 
 from gateway.glue import shapes
 from gateway.glue.errors import EntityNotFound, InvalidInput
-from gateway.glue.metastore import (
-    HmsException,
-    HmsFailed,
-    Undecodable,
-    UpstreamMetastore,
-    decode_reply,
-    encode_call,
-)
 from gateway.glue.pagination import max_results, page
-from gateway.pipeline.thrift_objects import decode_args, encode_reply
+from gateway.thrift.objects import decode_args, decode_struct, encode_reply
+from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import load_schema
+from gateway.upstream.errors import UpstreamBadReply
+from gateway.upstream.metastore import MetastoreClient, NoSuchObjectException, decode_result, encode_call
 
 SCHEMA = load_schema()
 #: The thriftpy2 module of the bundled Hive 2.3 IDL (Table, Database, Partition…).
@@ -179,13 +174,13 @@ def test_calls_are_built_and_replies_read_through_the_idl():
     table = sample_table()
     table.sd.skewedInfo = None  # see the next test
     reply = encode_reply("get_table", 9, result(success=table))
-    assert decode_reply(result, "get_table", reply).tableName == "customers"
+    assert decode_result(SCHEMA, "get_table", reply).tableName == "customers"
     missing = encode_reply("get_table", 9, result(o2=IDL.NoSuchObjectException(message="sales.x table not found")))
-    with pytest.raises(HmsException) as caught:
-        decode_reply(result, "get_table", missing)
-    assert (caught.value.name, caught.value.message) == ("NoSuchObjectException", "sales.x table not found")
-    with pytest.raises(HmsFailed):
-        decode_reply(result, "get_table", b"\x80\x01\x00\x02garbage")
+    with pytest.raises(NoSuchObjectException) as caught:
+        decode_result(SCHEMA, "get_table", missing)
+    assert caught.value.message == "sales.x table not found"
+    with pytest.raises(UpstreamBadReply):
+        decode_result(SCHEMA, "get_table", b"\x80\x01\x00\x02garbage")
 
 
 async def test_a_list_bucketed_table_decodes_without_its_location_map():
@@ -193,14 +188,14 @@ async def test_a_list_bucketed_table_decodes_without_its_location_map():
     own classes fail, the metastore client falls back to a copy that skips that map."""
     result = SCHEMA.methods["get_table"].result_class
     reply = encode_reply("get_table", 9, result(success=sample_table()))
-    with pytest.raises(Undecodable):
-        decode_reply(result, "get_table", reply)
+    with pytest.raises(ProtocolError):
+        decode_struct(reply, result)
 
     class Upstream:
         async def call(self, message, **_):
             return reply
 
-    table = await UpstreamMetastore(Upstream(), SCHEMA, None).call("get_table", dbname="sales", tbl_name="customers")
+    table = await MetastoreClient(Upstream(), SCHEMA).call("get_table", dbname="sales", tbl_name="customers")
     assert table.sd.skewedInfo.skewedColValues == [["US"], ["F$R"]]
     assert table.sd.skewedInfo.skewedColValueLocationMaps == {}
     assert shapes.table(table, "c")["StorageDescriptor"]["SkewedInfo"]["SkewedColumnValueLocationMaps"] == {}

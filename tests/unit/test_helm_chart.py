@@ -279,7 +279,7 @@ def test_default_topology_from_values_has_repo_shape(values):
     chart = values["config"]["topologies"]["default"]
     assert _key_tree(chart) == _key_tree(repo)
     assert chart["services"][0]["path"] == repo["services"][0]["path"]
-    assert chart["services"][0]["methods"] == repo["services"][0]["methods"]
+    assert chart["services"][0]["options"]["methods"] == repo["services"][0]["options"]["methods"]
 
 
 def _projected_paths() -> set[str]:
@@ -324,3 +324,115 @@ def test_gateway_accepts_the_chart_config(values, tmp_path):
                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "/gateway/default/hmshttpthrift/api/hms" in proc.stdout
+
+
+# --- the chart's schema refuses what the gateway refuses (issue 25) ----------------------------
+
+
+def _topology_schema(schema):
+    return schema["definitions"]["topology"]
+
+
+def test_schema_topology_keys_are_the_gateway_models(schema):
+    """additionalProperties is false at each level, so the key sets must be the models' exactly:
+    a key the gateway refuses passes neither, a key the gateway takes is not refused at install."""
+    from gateway.config import (AuthorizationConfig, IdentityAssertionConfig, ImpersonationConfig, Providers,
+                                ServiceConfig, TopologyConfig, UpstreamConfig)
+    from gateway.providers.authentication.registry import PROVIDERS
+    from gateway.providers.authentication.settings import FailureThrottle
+    from gateway.services import KINDS
+
+    topology = _topology_schema(schema)
+    providers = topology["properties"]["providers"]
+    identity = providers["properties"]["identity_assertion"]
+    service = topology["properties"]["services"]["items"]
+    levels = [
+        (topology, set(TopologyConfig.model_fields) - {"name", "source"}),  # name: the file's; source: set on load
+        (providers, set(Providers.model_fields)),
+        (providers["properties"]["failure_throttle"], set(FailureThrottle.model_fields)),
+        (identity, set(IdentityAssertionConfig.model_fields)),
+        (identity["properties"]["impersonation"], set(ImpersonationConfig.model_fields)),
+        (service, set(ServiceConfig.model_fields)),
+        (service["properties"]["upstream"], set(UpstreamConfig.model_fields)),
+        (service["properties"]["authorization"], set(AuthorizationConfig.model_fields)),
+    ]
+    for node, fields in levels:
+        assert node["additionalProperties"] is False
+        assert set(node["properties"]) == fields
+    assert set(service["properties"]["kind"]["enum"]) == set(KINDS)
+    type_enum = providers["properties"]["authentication"]["items"]["properties"]["type"]["enum"]
+    assert set(type_enum) == set(PROVIDERS)
+
+
+# (dotted path below config.topologies.default, value, what the gateway says about it)
+REFUSED_BY_BOTH = [
+    ("services.0.role", "HMSHTTPTHRIFT", "Knox's role key, docs/operations.md before issue 25"),
+    ("services.0.kind", "hms", "no such service kind"),
+    ("services.0.upstream.retries", 3, "unknown upstream key"),
+    ("services.0.upstream.urls", ["localhost:9083"], "URL without a scheme"),
+    ("services.0.methods", ["get_table"], "methods moved to options.methods"),
+    ("providers.authentication.0.type", "shiro", "no such provider"),
+    ("providers.identity_assertion.impersonation.enabled", True, "docs/security.md before issue 25"),
+    ("providers.audit", {"enabled": True}, "audit belongs in the gateway file"),
+    ("name", "default", "the topology name is the file name"),
+]
+
+
+@pytest.fixture(scope="module")
+def chart_tls(tmp_path_factory):
+    from gateway.certs import write_dev_certificates
+
+    return write_dev_certificates(tmp_path_factory.mktemp("chart-tls"))
+
+
+def _gateway_verdict(values, chart_tls, etc):
+    from tests.support.config_check import check_config, write_chart_config
+
+    gateway_file = write_chart_config(values, etc, certificate=chart_tls.certificate,
+                                      private_key=chart_tls.private_key, users_file=ROOT / "config" / "users.htpasswd")
+    return check_config(gateway_file)
+
+
+def test_chart_values_pass_schema_and_gateway(values, schema, chart_tls, tmp_path):
+    jsonschema.Draft7Validator(schema).validate(values)
+    status, output = _gateway_verdict(values, chart_tls, tmp_path / "etc")
+    assert status == 0, output
+
+
+@pytest.mark.parametrize("dotted,bad,why", REFUSED_BY_BOTH, ids=[i[0] for i in REFUSED_BY_BOTH])
+def test_schema_and_gateway_both_refuse(values, schema, chart_tls, tmp_path, dotted, bad, why):
+    broken = copy.deepcopy(values)
+    *parents, last = dotted.split(".")
+    node = broken["config"]["topologies"]["default"]
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    node[last] = bad
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(broken)), f"schema accepted {dotted}={bad!r} ({why})"
+    status, output = _gateway_verdict(broken, chart_tls, tmp_path / "etc")
+    assert status == 2 and "configuration error" in output, f"gateway accepted {dotted}={bad!r} ({why}): {output}"
+
+
+def test_schema_accepts_every_kind_the_gateway_serves(values, schema):
+    """An explorer needs no upstream; the other kinds do, as the gateway says at start-up."""
+    topology = copy.deepcopy(values["config"]["topologies"]["default"])
+    topology["services"].append({"kind": "explorer", "path": "explorer",
+                                 "options": {"thrift_service": topology["services"][0]["path"]}})
+    topology["services"].append({"kind": "event-stream", "path": "events",
+                                 "upstream": {"urls": ["thrift://hive-metastore:9083"]}})
+    topology["services"].append({"kind": "glue", "path": "glue",
+                                 "upstream": {"urls": ["https://hive-metastore:9001/metastore"]}})
+    jsonschema.Draft7Validator(_topology_schema(schema) | {"definitions": schema["definitions"]}).validate(topology)
+    del topology["services"][2]["upstream"]
+    assert list(jsonschema.Draft7Validator(_topology_schema(schema)).iter_errors(topology))
+
+
+def test_notes_print_a_call_for_every_service_kind():
+    """NOTES.txt (shown by helm install/status) has a first call for each kind the gateway serves."""
+    from gateway.services import KINDS
+
+    notes = (TEMPLATES / "NOTES.txt").read_text()
+    assert '{{- $kind := default "hms-thrift" .kind }}' in notes
+    for kind in KINDS:
+        assert f'eq $kind "{kind}"' in notes, f"NOTES.txt prints no call for kind {kind}"
+    assert "AWSGlue.GetDatabases" in notes and "text/event-stream" in notes
+    assert '"get_all_databases"' in notes

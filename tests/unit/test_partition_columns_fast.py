@@ -1,7 +1,7 @@
-"""The partition-list column filter (``_PartitionColumns``: a shape decode, one count, then one
+"""The partition-list column filter (``PartitionSplice``: a shape decode, one count, then one
 split of the shared column list, else per-partition edits, else the object path) gives, for
 every reply shape, the bytes and the hidden-column count of the object path: ``Reply.result``
-filtered by ``_Columns`` and encoded back by ``Reply.replace``."""
+filtered as a ``CatalogView`` keeps them and encoded back by ``Reply.replace``."""
 
 from __future__ import annotations
 
@@ -11,17 +11,19 @@ import gc
 import pytest
 
 from gateway.observability.audit import AuditEvent
-from gateway.pipeline import thrift_objects
+from gateway.thrift import objects as thrift_objects
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps.catalog_policy import _Columns, _PartitionColumns
+from gateway.pipeline.partition_splice import PartitionSplice
+from gateway.policy.columns import filter_partition
+from gateway.policy.view import CatalogView
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import TType, encode_binary_call, read_message_header
 from tests.unit.test_policy_partition_columns import ENGINE, SCHEMA, STEP, partition
 
 RESULT = SCHEMA.methods["get_partitions"].result_class
-OLD = _PartitionColumns._list_bytes(partition(0).sd.cols)  # the sd + cols bytes of x, ssn, y
+OLD = PartitionSplice._list_bytes(partition(0).sd.cols)  # the sd + cols bytes of x, ssn, y
 ANN = Identity("ann", Principal("ann", "basic"))
 
 
@@ -33,33 +35,33 @@ def object_path(message: bytes) -> tuple[bytes, int | None]:
     """What the step answered before splicing existed: decode, filter each partition, encode."""
     reply = Reply(message, SCHEMA)
     result = reply.result
-    columns = _Columns(ENGINE, ANN.user, ANN.groups)
+    view = CatalogView(ENGINE, ANN.user, ANN.groups)
     for part in result.success or ():
-        columns.partition(part)
-    if columns.hidden:
+        filter_partition(view, part)
+    if view.hidden_columns:
         reply.replace(result)
-    return reply.message, len(columns.hidden) or None
+    return reply.message, len(view.hidden_columns) or None
 
 
 def spliced(message: bytes, monkeypatch) -> tuple[bytes, int | None, list[str]]:
-    """The step's answer, and which ways ``_PartitionColumns`` went (``uniform``,
+    """The step's answer, and which ways ``PartitionSplice`` went (``uniform``,
     ``per_partition``, ``None`` for the object path)."""
     ways: list[str] = []
 
     def spy(name: str, record) -> None:
-        real = getattr(_PartitionColumns, name)
+        real = getattr(PartitionSplice, name)
 
         def spied(self, *args):
             out = real(self, *args)
             ways.append(record(out))
             return out
-        monkeypatch.setattr(_PartitionColumns, name, spied)
+        monkeypatch.setattr(PartitionSplice, name, spied)
 
     spy("_uniform", lambda out: "uniform")
     spy("_per_partition", lambda out: "per_partition")
     spy("filter", lambda out: "None" if out is None else "splice")
     call = encode_binary_call("get_partitions", 3, [(1, TType.STRING, "db"), (2, TType.STRING, "t"), (3, TType.I16, -1)])
-    exchange = Exchange(None, None, None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(call)[0], call=call)
     reply = Reply(message, SCHEMA)
     asyncio.run(STEP.on_reply(exchange, reply))
@@ -132,13 +134,13 @@ def test_each_reply_shape_gives_the_bytes_of_the_object_path(name, monkeypatch):
 
 def test_the_header_bytes_counted_cannot_overlap_themselves():
     """``bytes.count`` counts non-overlapping matches: the filter's proof needs every match."""
-    pattern = _PartitionColumns._COLS
+    pattern = PartitionSplice._COLS
     assert not any(pattern.endswith(pattern[:n]) for n in range(1, len(pattern)))
 
 
 def test_a_list_of_another_element_type_reads_as_empty_so_the_shape_decode_builds_no_columns():
     shape = thrift_objects.decode_struct(message_of([partition(0), sd_without_cols(1), no_sd(2)]),
-                                         STEP._partition_columns._shape).success
+                                         STEP._splice._shape).success
     assert [(p.dbName, p.tableName) for p in shape] == [("db", "t")] * 3
     assert [None if p.sd is None else p.sd.cols for p in shape] == [[], None, None]
 

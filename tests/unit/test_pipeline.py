@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import RawTestServer, TestClient
 
 from gateway.config import Limits, ServiceConfig
-from gateway.dispatch import Dispatcher
+from gateway.handler import GatewayHandler
 from gateway.limits import ConcurrencyLimiter
 from gateway.pipeline import outcomes
 from gateway.pipeline.step import Chain, Step
@@ -125,11 +125,11 @@ async def test_a_reply_step_changes_the_reply_of_its_method():
     async with FakeHMS() as hms:
         upstream = Upstream([UpstreamPool(hms.url)])
         chain = Chain([_Anonymous(), hide])
-        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
+        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, options={"methods": ["get_all_databases"]})
         service = Service("t", config, ConcurrencyLimiter(None),
                           ThriftRpcService("t", PATH, upstream, chain, schema, Limits()))
-        dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}))
-        async with TestClient(RawTestServer(dispatcher)) as client:
+        handler = GatewayHandler(Router({"t": Topology("t", {PATH: service})}))
+        async with TestClient(RawTestServer(handler)) as client:
             response = await client.post(f"/gateway/t/{PATH}", data=b'[1,"get_all_databases",1,9,{}]')
             body = await response.read()
         await upstream.close()
@@ -159,12 +159,12 @@ async def test_a_large_binary_reply_goes_out_whole_in_slices():
     schema = load_schema()
     async with _BigReplyHMS() as hms:
         upstream = Upstream([UpstreamPool(hms.url)])
-        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
+        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, options={"methods": ["get_all_databases"]})
         service = Service("t", config, ConcurrencyLimiter(None),
                           ThriftRpcService("t", PATH, upstream, Chain([_Anonymous()]), schema, Limits()))
-        dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}))
+        handler = GatewayHandler(Router({"t": Topology("t", {PATH: service})}))
         call = CALL[:25] + struct.pack("!i", 4242) + CALL[29:]
-        async with TestClient(RawTestServer(dispatcher)) as client:
+        async with TestClient(RawTestServer(handler)) as client:
             response = await client.post(f"/gateway/t/{PATH}", data=call)
             body = await response.read()
         await upstream.close()
@@ -192,11 +192,11 @@ async def test_observers_run_after_the_response_was_sent(steps, target, outcome)
     observer = _SeesSent()
     async with FakeHMS() as hms:
         upstream = Upstream([UpstreamPool(hms.url)])
-        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, methods=["get_all_databases"])
+        config = ServiceConfig(path=PATH, upstream={"urls": [hms.url]}, options={"methods": ["get_all_databases"]})
         service = Service("t", config, ConcurrencyLimiter(None),
                           ThriftRpcService("t", PATH, upstream, Chain(steps), schema, Limits()))
-        dispatcher = Dispatcher(Router({"t": Topology("t", {PATH: service})}), [observer])
-        async with TestClient(RawTestServer(dispatcher)) as client:
+        handler = GatewayHandler(Router({"t": Topology("t", {PATH: service})}), [observer])
+        async with TestClient(RawTestServer(handler)) as client:
             response = await client.post(target, data=b'[1,"get_all_databases",1,9,{}]')
             await response.read()
         await upstream.close()

@@ -68,7 +68,7 @@ def test_policy_check_refusals(tmp_path: Path, capsys):
     assert main(check(gateway, "--user", "bea", "--database", "sales")) == 2
     assert "several services have a policy_file" in capsys.readouterr().err
     assert main(check(gateway, "--user", "bea", "--database", "sales", "--service", "open")) == 2
-    assert "no service with a policy_file" in capsys.readouterr().err
+    assert "--service: no service 'open' with a policy_file (there are: hms, hms2)" in capsys.readouterr().err
     assert main(check(gateway, "--service", "hms2", "--user", "bea", "--database", "sales", "--access", "delete")) == 2
     assert "unknown access type" in capsys.readouterr().err
     argv = check(gateway, "--service", "hms", "--user", "u", "--database", "d")
@@ -79,3 +79,43 @@ def test_policy_check_refusals(tmp_path: Path, capsys):
     assert main(check(gateway, "--service", "hms", "--user", "u", "--database", "d")) == 2
     err = capsys.readouterr().err
     assert "catalog.yaml: policies[0].id:" in err
+
+
+def test_policy_check_applies_the_topologys_identity_assertion(tmp_path: Path, capsys):
+    """As the running gateway: principal mapping first, then the group mapping of the mapped user."""
+    gateway = setup(tmp_path, ONE)
+    topology = tmp_path / "topologies" / "default.yaml"
+    topology.write_text(topology.read_text().replace(
+        "providers: {", 'providers: {identity_assertion: {principal_mapping: "bea@EXAMPLE.COM=bea", '
+                        'group_mapping: "bea=analysts"}, '))
+    argv = check(gateway, "--user", "bea@EXAMPLE.COM", "--database", "sales", "--access", "select")
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == "allowed policy=21 (analysts read sales)"
+
+
+def test_policy_check_finds_the_topology_with_a_policy(tmp_path: Path, capsys):
+    gateway = setup(tmp_path, ONE)
+    (tmp_path / "topologies" / "other.yml").write_text(
+        "providers: {authentication: [{type: htpasswd, users_file: ../users}]}\n"
+        "services: [{path: x, upstream: {urls: ['thrift://hms:9083']}}]\n")
+    argv = ["policy", "check", "--config", str(gateway), "--user", "bea", "--groups", "analysts",
+            "--database", "sales"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.strip() == "allowed policy=21 (analysts read sales)"
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_policy_check_on_the_shipped_config_says_no_policy_applies(capsys):
+    """config/ ships no policy_file: the answer says so, not '--service' that nobody gave."""
+    config = str(REPO / "config" / "gateway.yaml")
+    assert main(["policy", "check", "--config", config, "--user", "alice", "--database", "sales"]) == 2
+    err = capsys.readouterr().err
+    assert "--topology: no topology has a service with a policy_file" in err
+    argv = ["policy", "check", "--config", config, "--topology", "default", "--user", "alice",
+            "--database", "sales"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "default.yaml: services: no service of this topology has a policy_file" in err
+    assert "--service" not in err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.policy import PolicyEngine, Resource
+from gateway.policy import CatalogView, PolicyEngine, Resource
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 
 
@@ -242,16 +242,16 @@ def test_listing_with_many_prefix_values():
 def test_authorized_columns_follow_column_level_policies():
     # hr.pay: alice may select every column but secret* (an excluding column level)
     assert CATALOG.columns_uniform("alice", [], "hr", "pay") is None
-    assert CATALOG.authorized_columns("alice", [], "HR", "pay", ["id", "Secret_SSN", "name", "secret2"]) \
+    assert CatalogView(CATALOG, "alice").columns("HR", "pay", ["id", "Secret_SSN", "name", "secret2"]) \
         == ["id", "name"]
-    assert CATALOG.authorized_columns("bob", [], "hr", "pay", ["id", "name"]) == []
+    assert CatalogView(CATALOG, "bob").columns("hr", "pay", ["id", "name"]) == []
     # sales.orders*: every column-level policy says 'column: *', so one decision covers all
     uniform = CATALOG.columns_uniform("alice", [], "sales", "orders_2024")
     assert uniform is not None and uniform.allowed and uniform.policy_id == 2
-    assert CATALOG.authorized_columns("alice", [], "sales", "orders_2024", ["a", "b"]) == ["a", "b"]
+    assert CatalogView(CATALOG, "alice").columns("sales", "orders_2024", ["a", "b"]) == ["a", "b"]
     denied = CATALOG.columns_uniform("carol", ["other"], "sales", "orders_2024")
     assert denied is not None and not denied.allowed
-    assert CATALOG.authorized_columns("carol", ["other"], "sales", "orders_2024", ["a"]) == []
+    assert CatalogView(CATALOG, "carol", ["other"]).columns("sales", "orders_2024", ["a"]) == []
 
 
 def test_a_deny_on_one_column_filters_only_that_column():
@@ -261,12 +261,12 @@ def test_a_deny_on_one_column_filters_only_that_column():
     ])
     assert engine.columns_uniform("alice", ["analysts"], "sales", "orders").allowed
     assert engine.columns_uniform("alice", ["analysts"], "sales", "customers") is None
-    assert engine.authorized_columns("alice", ["analysts"], "sales", "customers", ["name", "SSN", "ssn2"]) \
+    assert CatalogView(engine, "alice", ["analysts"]).columns("sales", "customers", ["name", "SSN", "ssn2"]) \
         == ["name", "ssn2"]
     # the table stays visible: a deny below it does not hide it (Ranger's ignoreDescendantDeny)
     assert engine.visible("alice", ["analysts"], "sales", "customers")
     with pytest.raises(ValueError):
-        engine.authorized_columns("alice", [], "sales", "orders", ["a"], access="peek")
+        CatalogView(engine, "alice").may("peek", "sales", "orders")
 
 
 def test_batch_listing_agrees_with_one_by_one_under_many_wildcard_user_and_excluding_levels():

@@ -17,7 +17,7 @@ from gateway.observability.audit import AuditEvent
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.steps.catalog_policy import CatalogPolicy
-from gateway.pipeline.thrift_objects import encode_reply
+from gateway.thrift.objects import encode_reply
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.authentication.base import Principal
@@ -115,7 +115,7 @@ def test_a_database_the_user_cannot_see_lists_nothing_without_looking_at_names()
 def _reply_names(step: CatalogPolicy, method: str, call: bytes, items: list, user: str, groups) -> list:
     identity = Identity(user, Principal(user, "basic"), frozenset(groups))
     header, _ = read_message_header(call)
-    exchange = Exchange(None, None, None, AuditEvent("t", None),  # type: ignore[arg-type]
+    exchange = Exchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
                         identity=identity, header=header, call=call)
     reply = Reply(list_of_strings_reply(method, 1, items), SCHEMA)
     asyncio.run(step.on_reply(exchange, reply))
@@ -152,7 +152,7 @@ def test_step_does_not_decode_a_listing_the_policies_decide_alike():
         header, _ = read_message_header(call)
         for message, shown in ((list_of_strings_reply("get_all_tables", 1, ["a", "b\xff"]), expected),
                                (failure, None)):
-            exchange = Exchange(None, None, None, AuditEvent("t", None),  # type: ignore[arg-type]
+            exchange = Exchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
                                 identity=Identity("ann", Principal("ann", "basic"), frozenset()),
                                 header=header, call=call)
             reply = Reply(message, SCHEMA)

@@ -9,9 +9,10 @@ import sys
 import pytest
 
 from gateway.observability.audit import AuditEvent
-from gateway.pipeline import thrift_objects
+from gateway.thrift import objects as thrift_objects
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
+from gateway.pipeline.partition_splice import PartitionSplice
 from gateway.pipeline.steps import catalog_policy
 from gateway.pipeline.steps.catalog_policy import CatalogPolicy
 from gateway.policy import PolicyEngine
@@ -42,10 +43,10 @@ def partition(i: int, values=None, params=None, cols=("x", "ssn", "y")):
 
 def filtered(parts: list, fast: bool, monkeypatch) -> tuple[bytes, int | None]:
     if not fast:
-        monkeypatch.setattr(catalog_policy, "_PARTITION_LISTS", frozenset())
+        monkeypatch.setattr(catalog_policy, "PARTITION_LISTS", frozenset())
     message = thrift_objects.encode_reply("get_partitions", 3, SCHEMA.methods["get_partitions"].result_class(success=parts))
     call = encode_binary_call("get_partitions", 3, [(1, TType.STRING, "db"), (2, TType.STRING, "t"), (3, TType.I16, -1)])
-    exchange = Exchange(None, None, None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=Identity("ann", Principal("ann", "basic")), header=read_message_header(call)[0], call=call)
     reply = Reply(message, SCHEMA)
     asyncio.run(STEP.on_reply(exchange, reply))
@@ -72,14 +73,14 @@ def test_splicing_gives_the_bytes_of_the_object_path(parts, monkeypatch):
 
 
 def test_the_bytes_to_replace_inside_a_string_send_it_down_the_object_path(monkeypatch):
-    sd_cols = catalog_policy._PartitionColumns._list_bytes(partition(0).sd.cols)
+    sd_cols = PartitionSplice._list_bytes(partition(0).sd.cols)
     assert sd_cols in thrift_objects.encode_reply(
         "get_partitions", 3, SCHEMA.methods["get_partitions"].result_class(success=[partition(0)]))
     # a partition value holding exactly the bytes of a real sd + cols list, before the real one
     crafted = [partition(0, values=[sd_cols.decode("latin-1")]), partition(1)]
     calls = []
-    real = catalog_policy._PartitionColumns.filter
-    monkeypatch.setattr(catalog_policy._PartitionColumns, "filter",
+    real = PartitionSplice.filter
+    monkeypatch.setattr(PartitionSplice, "filter",
                         lambda self, m, c: calls.append(real(self, m, c)) or calls[-1])
     fast, _ = filtered(crafted, True, monkeypatch)
     assert calls == [None]  # the splice stepped aside

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from gateway.observability.audit import AuditEvent
-from gateway.pipeline import thrift_objects
+from gateway.thrift import objects as thrift_objects
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.steps.catalog_policy import CatalogPolicy
@@ -75,7 +75,7 @@ def test_the_policy_step_removes_columns_of_a_skewed_table_and_keeps_its_map():
     table = T.Table("t", "db", "ann", 1, 0, 0, sd(MAPS), [], {"transient_lastDdlTime": "1"}, tableType="MANAGED_TABLE")
     result_class = SCHEMA.methods["get_table"].result_class
     call = encode_binary_call("get_table", 4, [(1, TType.STRING, "db"), (2, TType.STRING, "t")])
-    exchange = Exchange(None, None, None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=Identity("ann", Principal("ann", "basic")), header=read_message_header(call)[0], call=call)
     reply = Reply(thrift_objects.encode_reply("get_table", 4, result_class(success=table)), SCHEMA)
     asyncio.run(step.on_reply(exchange, reply))

@@ -7,6 +7,7 @@ import pytest
 
 from gateway.config import ConfigError, GatewayConfig, TLSConfig, load_topology_file
 from gateway.services import KINDS, service_kind
+from gateway.services.base import validate_options
 from gateway.services.thrift_rpc import ThriftRpcService
 from gateway.topology import build_topology
 
@@ -47,10 +48,17 @@ def test_hms_thrift_without_upstream_names_the_key(tmp_path):
     assert "needs an upstream" in info.value.reason
 
 
-def test_options_for_a_kind_without_options_are_refused(tmp_path):
+def test_options_for_a_kind_without_options_are_refused():
+    with pytest.raises(ConfigError) as info:
+        validate_options(None, "t.yaml", 0, "plain", {"x": 1})
+    assert info.value.key == "services[0].options"
+    assert info.value.reason == "service kind 'plain' takes no options"
+
+
+def test_an_unknown_option_of_a_kind_names_its_key(tmp_path):
     with pytest.raises(ConfigError) as info:
         _build(tmp_path, "{path: api, upstream: {urls: ['thrift://hms:9083']}, options: {x: 1}}")
-    assert info.value.key == "services[0].options"
+    assert info.value.key == "services[0].options.x"
 
 
 def test_unknown_kind_lists_the_known_ones(tmp_path):

@@ -117,7 +117,7 @@ async def test_malformed_reply_before_start_is_bad_reply():
 
 async def _serve_through_sink(hms_url: str):
     """A real aiohttp server whose handler streams the pool's reply through a ReplySink the way
-    ``Dispatcher`` does; returns the client's view: (status, body or the error it saw)."""
+    ``ThriftRpcService`` does; returns the client's view: (status, body or the error it saw)."""
     import aiohttp
     from aiohttp import web
     from aiohttp.test_utils import TestServer

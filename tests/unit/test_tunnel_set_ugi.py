@@ -8,7 +8,7 @@ import pytest
 
 from gateway.pipeline.outcomes import Answered, status_of
 from gateway.pipeline.steps.ugi_claim import UgiAnswered, UgiClaim, set_ugi_result
-from gateway.pipeline.thrift_objects import decode_struct
+from gateway.thrift.objects import decode_struct
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import REPLY, encode_binary_call, read_message_header

@@ -269,3 +269,83 @@ async def test_basic_keeps_no_cookie(certs):
             r.writer.write(_call("get_table", seqid, "t"))
             await _read_message(r.reader, False)
         assert all("Cookie" not in headers for headers, _ in r.fake.seen)
+
+
+# --- start-up: the tunnel asks once, and says why it will not serve ------------------------------
+
+
+class StrictFake(FakeGateway):
+    """Authenticates before reading the body, as the gateway does: 401 for a wrong password,
+    else 400 for an empty (malformed) body."""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if request.headers.get("Authorization") != BasicAuth("etl", "pw").headers("x")["Authorization"]:
+            return web.Response(status=401, text="no valid credentials\n")
+        if not await request.read():
+            return web.Response(status=400, text="malformed Thrift message: empty body\n")
+        return await super().handle(request)
+
+
+@pytest.mark.parametrize("password, refusal", [
+    ("pw", None),
+    ("wrong", "gateway refused the credentials (HTTP 401): no valid credentials"),
+])
+async def test_run_tunnel_checks_the_credentials_once_at_start(certs, password, refusal):
+    from gateway.tunnel import TunnelRefused, run_tunnel
+
+    fake = StrictFake()
+    runner, port = await _start_fake(certs, fake)
+    announced: list[str] = []
+    settings = _settings(port, certs, auth=BasicAuth("etl", password))
+    try:
+        task = asyncio.ensure_future(run_tunnel(settings, announce=announced.append))
+        if refusal is None:
+            while not announced:
+                await asyncio.sleep(0.01)
+            assert announced[0].startswith("tunnel listening on 127.0.0.1:")
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        else:
+            with pytest.raises(TunnelRefused) as refused:
+                await task
+            assert str(refused.value) == refusal
+            assert announced == []
+        assert [body for _, body in fake.seen] == []  # StrictFake records only bodies it served
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_gateway_certificate_not_trusted_says_pass_ca(certs, tmp_path, caplog):
+    other = write_dev_certificates(tmp_path / "other-ca")  # a CA that did not sign the gateway's
+    runner, port = await _start_fake(certs, FakeGateway())
+    settings = TunnelSettings(f"https://localhost:{port}/gateway/t/svc", BasicAuth("etl", "pw"),
+                              ca=str(other.ca_certificate), port=0)
+    from gateway.tunnel import TunnelRefused, run_tunnel
+
+    try:
+        with pytest.raises(TunnelRefused, match=r"^certificate not trusted: pass --ca with the CA bundle"):
+            await run_tunnel(settings, announce=lambda line: None)
+        tunnel = Tunnel(settings)  # and per call, when it was started without the check
+        await tunnel.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", tunnel.port)
+            writer.write(_call("get_table", 5, "t"))
+            _, _, text, code = _exception_text(await _read_message(reader, False))
+            assert text.startswith("certificate not trusted: pass --ca") and code == UNKNOWN
+            writer.close()
+        finally:
+            await tunnel.close()
+    finally:
+        await runner.cleanup()
+
+
+def test_cmd_tunnel_with_a_missing_ca_names_the_file(tmp_path, capsys, monkeypatch):
+    from gateway.cli import main
+
+    monkeypatch.setenv("NOPE_PW", "secret")
+    missing = tmp_path / "ca.pem"
+    assert main(["tunnel", "--gateway", "https://localhost:1/gateway/t/svc", "--listen", "127.0.0.1:0",
+                 "--auth", "basic", "--user", "u", "--password-env", "NOPE_PW", "--ca", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"tunnel: cannot load TLS files: no such CA bundle file: {missing}"

@@ -17,18 +17,19 @@ from gateway.upstream.errors import (
 )
 
 
-def _count(label: str, outcome: str) -> float:
+def _count(label: str, outcome: str, origin: str = "client") -> float:
     return metrics.REGISTRY.get_sample_value(
-        "hms_gateway_upstream_requests_total", {"upstream": label, "outcome": outcome}) or 0.0
+        "hms_gateway_upstream_requests_total",
+        {"upstream": label, "origin": origin, "outcome": outcome}) or 0.0
 
 
 def _up(label: str) -> float | None:
     return metrics.REGISTRY.get_sample_value("hms_gateway_upstream_up", {"upstream": label})
 
 
-def _calls(label: str) -> float:
+def _calls(label: str, origin: str = "client") -> float:
     return metrics.REGISTRY.get_sample_value(
-        "hms_gateway_upstream_duration_seconds_count", {"upstream": label}) or 0.0
+        "hms_gateway_upstream_duration_seconds_count", {"upstream": label, "origin": origin}) or 0.0
 
 
 @pytest.mark.parametrize("raised, becomes, outcome, up", [
@@ -74,3 +75,16 @@ def test_up_follows_the_last_call_and_other_setters():
     with AccountedCall(label, 1):
         pass
     assert _up(label) == 1.0
+
+
+def test_the_gateway_s_own_calls_are_counted_apart_from_clients_calls():
+    label = "acct-origin:9083"
+    with AccountedCall(label, 1):
+        pass
+    with AccountedCall(label, 1, metrics.ORIGIN_GATEWAY):
+        pass
+    with pytest.raises(UpstreamTimeout), AccountedCall(label, 1, metrics.ORIGIN_GATEWAY):
+        raise TimeoutError()
+    assert (_count(label, "ok", "client"), _count(label, "ok", "gateway")) == (1, 1)
+    assert (_count(label, "timeout", "client"), _count(label, "timeout", "gateway")) == (0, 1)
+    assert (_calls(label, "client"), _calls(label, "gateway")) == (1, 2)

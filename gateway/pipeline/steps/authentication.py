@@ -6,18 +6,34 @@ a spent budget raises ``Throttled`` (429)."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from aiohttp import hdrs
 
 from gateway.client_address import client_address
+from gateway.config import ConfigError, GatewayConfig, Providers
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Unauthenticated
-from gateway.pipeline.step import Step
+from gateway.pipeline.step import Step, StepContext
 from gateway.providers.authentication.base import AuthenticationProvider, well_formed
 from gateway.providers.authentication.throttle import THROTTLE, AuthFailureThrottle, Throttled
 
 log = logging.getLogger(__name__)
+
+
+def authentication_providers(providers: Providers, gateway: GatewayConfig,
+                             source: Path | str) -> tuple[AuthenticationProvider, ...]:
+    """Each ``providers.authentication`` entry's authenticator, made by its settings model (see
+    the provider registry); ``source`` is the topology file, for errors.
+
+    Raises :class:`ConfigError` when a provider's ``check`` finds the gateway file lacking.
+    """
+    for i, provider in enumerate(providers.authentication):
+        reason = provider.check(gateway)
+        if reason:
+            raise ConfigError(source, f"providers.authentication[{i}]", reason)
+    return tuple(provider.build() for provider in providers.authentication)
 
 
 class Authentication(Step):
@@ -30,6 +46,20 @@ class Authentication(Step):
         self.topology, self.providers, self.throttle = topology, providers, throttle
         self.challenges = [(hdrs.WWW_AUTHENTICATE, c) for p in providers if (c := p.challenge())]
         self._counters: dict[tuple[str, str], object] = {}
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "Authentication":
+        """One per topology: its providers and one failure throttle for all its services.
+        Raises :class:`ConfigError` as :func:`authentication_providers`."""
+        providers = ctx.providers
+        assert providers is not None
+
+        def make() -> "Authentication":
+            built = authentication_providers(providers, ctx.gateway, ctx.source)
+            throttle = AuthFailureThrottle(providers.failure_throttle, topology=ctx.topology)
+            return cls(ctx.topology, built, throttle)
+
+        return ctx.per_topology(cls.name, make)
 
     def _counted(self, provider: str, outcome: str):
         """The ``hms_gateway_authentication_total`` child of (provider, outcome), kept here: one

@@ -1,4 +1,5 @@
-"""Method exposure: a service answers only the methods its topology lists (the rest get a
+"""Method exposure: a service answers only the methods its topology lists in
+``options.methods`` (the rest get a
 ``TApplicationException`` UNKNOWN_METHOD in the client's protocol, as a Thrift server answers
 a method it does not have; nothing goes upstream)."""
 
@@ -8,7 +9,7 @@ import logging
 
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import NotExposed
-from gateway.pipeline.step import Step
+from gateway.pipeline.step import Step, StepContext
 from gateway.thrift.translate import UNKNOWN_METHOD
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,11 @@ class MethodExposure(Step):
 
     def __init__(self, topology: str, service: str, methods: frozenset[str]):
         self.topology, self.service, self.methods = topology, service, methods
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "MethodExposure":
+        """From the kind's options' ``methods`` (a kind asking for this role has that option)."""
+        return cls(ctx.topology, ctx.config.path, frozenset(ctx.options.methods))
 
     def on_call(self, exchange: Exchange) -> None:
         header, codec = exchange.header, exchange.codec

@@ -8,7 +8,7 @@ import logging
 
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Forbidden
-from gateway.pipeline.step import Step
+from gateway.pipeline.step import Step, StepContext
 from gateway.providers.identity import IdentityAsserter
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,13 @@ class IdentityAssertion(Step):
 
     def __init__(self, topology: str, asserter: IdentityAsserter):
         self.topology, self.asserter = topology, asserter
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "IdentityAssertion":
+        """One per topology, from ``providers.identity_assertion``."""
+        assert ctx.providers is not None
+        config = ctx.providers.identity_assertion
+        return ctx.per_topology(cls.name, lambda: cls(ctx.topology, IdentityAsserter(config)))
 
     def on_request(self, exchange: Exchange) -> None:
         principal = exchange.principal

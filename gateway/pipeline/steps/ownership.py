@@ -4,8 +4,9 @@ wrote)."""
 
 from __future__ import annotations
 
+
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.step import Step
+from gateway.pipeline.step import Step, StepContext
 from gateway.providers.ownership import OwnerAssertion
 
 
@@ -17,6 +18,13 @@ class OwnershipAssertion(Step):
     def __init__(self, assertion: OwnerAssertion):
         self.assertion = assertion
 
+    @classmethod
+    def build(cls, ctx: StepContext) -> "OwnershipAssertion":
+        """One per topology: the owner rules depend only on the IDL."""
+        return ctx.per_topology(cls.name, lambda: cls(OwnerAssertion(ctx.schema)))
+
     def on_call(self, exchange: Exchange) -> None:
         assert exchange.header is not None and exchange.identity is not None
-        exchange.call = self.assertion.apply(exchange.call, exchange.header.name, exchange.identity.user)
+        call = self.assertion.apply(exchange.call, exchange.header.name, exchange.identity.user)
+        if call is not exchange.call:
+            exchange.call, exchange.args = call, None  # arguments decoded earlier are the old call's

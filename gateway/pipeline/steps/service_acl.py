@@ -1,4 +1,5 @@
-"""The service ACL (Knox's AclsAuthz: users; groups; ips): who may use the service at all."""
+"""The service ACL (Knox's ``authorization`` provider, AclsAuthz: users; groups; ips): who may
+use the service at all."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 from gateway.client_address import client_address
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Forbidden
-from gateway.pipeline.step import Step
+from gateway.pipeline.step import Step, StepContext
 from gateway.providers.authorization import Authorizer
 
 log = logging.getLogger(__name__)
@@ -16,10 +17,15 @@ log = logging.getLogger(__name__)
 class ServiceAcl(Step):
     """Raises :class:`Forbidden` when the effective identity or client address is not in the ACL."""
 
-    name = "service-acl"
+    name = "authorization"
 
     def __init__(self, topology: str, service: str, authorizer: Authorizer):
         self.topology, self.service, self.authorizer = topology, service, authorizer
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "ServiceAcl":
+        """From the service's ``authorization`` (None lets every authenticated identity in)."""
+        return cls(ctx.topology, ctx.config.path, Authorizer(ctx.config.authorization))
 
     def on_request(self, exchange: Exchange) -> None:
         identity = exchange.identity

@@ -10,7 +10,7 @@ the gateway knows, never the client's arguments. The upstream already acts as th
 (:mod:`gateway.upstream.ugi` binds each connection to it).
 
 It runs after method exposure and the service ACL, so ``set_ugi`` must be among the service's
-``methods``; it runs before the catalog policy, which has no catalog object to judge in it.
+``options.methods``; it runs before the catalog policy, which has no catalog object to judge in it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import logging
 
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Served
-from gateway.pipeline.step import Step
-from gateway.pipeline.thrift_objects import encode_reply
+from gateway.pipeline.step import Step, StepContext
+from gateway.thrift.objects import encode_reply
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.ugi import SET_UGI
 
@@ -46,6 +46,10 @@ class UgiClaim(Step):
     def __init__(self, topology: str, service: str, schema: ServiceSchema):
         self.topology, self.service = topology, service
         self.method = schema.methods.get(SET_UGI)  # None: an IDL without it, nothing to answer
+
+    @classmethod
+    def build(cls, ctx: StepContext) -> "UgiClaim":
+        return cls(ctx.topology, ctx.config.path, ctx.schema)
 
     def on_call(self, exchange: Exchange) -> None:
         header = exchange.header

@@ -1,4 +1,4 @@
-"""What every authentication provider returns, and the interface the dispatch calls."""
+"""What every authentication provider returns, and the interface the authentication step calls."""
 
 from __future__ import annotations
 

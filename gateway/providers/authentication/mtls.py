@@ -7,15 +7,12 @@ subject. A request without a certificate is simply not authenticated by this pro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from aiohttp import web
 
 from gateway.providers.authentication.base import Principal
-from gateway.providers.authentication.settings import ProviderSettings
-
-if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
+from gateway.providers.authentication.settings import GatewayFile, ProviderSettings
 
 
 class MtlsProvider(ProviderSettings):
@@ -29,7 +26,7 @@ class MtlsProvider(ProviderSettings):
     type: Literal["mtls"]
     principal_attribute: str = "commonName"
 
-    def check(self, gateway: GatewayConfig) -> str | None:
+    def check(self, gateway: GatewayFile) -> str | None:
         # Without a CA the listener never asks for a certificate: this provider could never succeed.
         return None if gateway.tls.client_ca else "type mtls needs tls.client_ca in the gateway file"
 

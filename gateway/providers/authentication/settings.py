@@ -12,13 +12,26 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from gateway.config import GatewayConfig
     from gateway.providers.authentication.base import AuthenticationProvider
+
+
+class _TlsFile(Protocol):
+    @property
+    def client_ca(self) -> Path | None: ...
+
+
+class GatewayFile(Protocol):
+    """What a provider's :meth:`ProviderSettings.check` may read of the gateway file
+    (:class:`gateway.config.GatewayConfig` meets it). Stated here, not imported: the
+    configuration module imports this one to build its provider union."""
+
+    @property
+    def tls(self) -> _TlsFile: ...
 
 
 class FrozenModel(BaseModel):
@@ -49,7 +62,7 @@ class ProviderSettings(FrozenModel):
             update[name] = path
         return self.model_copy(update=update)
 
-    def check(self, gateway: GatewayConfig) -> str | None:
+    def check(self, gateway: GatewayFile) -> str | None:
         """Why this provider cannot run under ``gateway`` (the gateway file), or None.
 
         Called once per topology build; the caller raises ``ConfigError`` with the reason.

@@ -30,7 +30,7 @@ from gateway.providers.authentication.settings import FailureThrottle
 
 T = TypeVar("T")
 
-#: Request key: the throttle of the request's topology (the dispatcher sets it).
+#: Request key: the throttle of the request's topology (the authentication step sets it).
 THROTTLE = "gateway.authentication.throttle"
 
 

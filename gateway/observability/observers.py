@@ -1,17 +1,25 @@
-"""The two steps that see every response, routed or not: request metrics and the audit line.
+"""The observers of every response, routed or not: request metrics and the audit line.
 
-They run last, in the dispatcher, after the response was sent, with the request's :class:`~gateway.observability.audit.AuditEvent`,
-the response and its outcome label (:mod:`gateway.pipeline.outcomes`).
+The gateway handler (:mod:`gateway.handler`) calls each ``on_response`` last, after the response
+was sent, with the request's :class:`~gateway.observability.audit.AuditEvent`, the response and
+its outcome label (:mod:`gateway.pipeline.outcomes`).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Protocol
 
 from aiohttp import web
 
 from gateway.observability import metrics
 from gateway.observability.audit import AuditEvent, AuditLog
+
+
+class Observer(Protocol):
+    """What the gateway handler gives every response to, once it was sent."""
+
+    def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None: ...
 
 
 class RequestMetrics:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
 from urllib.parse import urlsplit
 
 from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
@@ -17,8 +16,10 @@ from aiohttp import HttpVersion10, HttpVersion11, hdrs, web
 from gateway.client_address import ClientAddresses
 from gateway.observability.audit import AuditEvent, audit_event
 from gateway.observability.log_format import REQUEST_ID
+from gateway.observability.observers import Observer
 from gateway.pipeline.exchange import Exchange, response_headers
-from gateway.pipeline.outcomes import NotFound, Outcome, Overloaded, VersionNotSupported, response_for
+from gateway.http_checks import repeated_header
+from gateway.pipeline.outcomes import BadRequest, NotFound, Outcome, Overloaded, VersionNotSupported, response_for
 from gateway.providers.authentication.throttle import Throttled
 from gateway.thrift.errors import ProtocolError
 from gateway.topology import Router, Service, Topology
@@ -32,11 +33,7 @@ _HTTP_VERSIONS = frozenset({HttpVersion10, HttpVersion11})
 _ENDINGS = (Outcome, ProtocolError, Throttled, UpstreamError)
 
 
-class Observer(Protocol):
-    def on_response(self, event: AuditEvent, response: web.StreamResponse, outcome: str) -> None: ...
-
-
-class Dispatcher:
+class GatewayHandler:
     """The aiohttp handler of the gateway listener: every request.
 
     ``client_addresses`` resolves each request's client address once (trusted proxies);
@@ -78,6 +75,9 @@ class Dispatcher:
     async def _serve(self, request: web.BaseRequest, event: AuditEvent) -> tuple[web.StreamResponse, str]:
         if request.version not in _HTTP_VERSIONS:
             raise VersionNotSupported("HTTP version not supported: use HTTP/1.1")
+        repeated = repeated_header(request.headers)
+        if repeated is not None:  # readers taking the first or the last would disagree
+            raise BadRequest(f"more than one {repeated} header")
         route = self._route(request.raw_path)
         if route is None:
             raise NotFound("no such topology or service")
@@ -86,7 +86,7 @@ class Dispatcher:
         if not service.limiter.try_acquire():
             raise Overloaded("too many requests in flight", {hdrs.RETRY_AFTER: "1"})
         try:
-            return await service.handler.handle(Exchange(request, topology, service, event))
+            return await service.handler.handle(Exchange(request, event))
         finally:
             service.limiter.release()
 

@@ -1,0 +1,11 @@
+"""The Iceberg REST Catalog over the Hive Metastore (issue 22), served by the ``iceberg-rest``
+service kind (:mod:`gateway.services.iceberg_rest`).
+
+Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
+Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
+piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
+``errors`` (the spec's error model), ``routes`` (``/v1/...`` paths), ``bodies`` (request bodies and
+query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
+``catalog`` (one request's HMS client, policy view and lookups), ``namespaces``, ``tables``,
+``commit`` (the HiveCatalog commit protocol under HMS's lock).
+"""

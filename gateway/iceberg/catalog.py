@@ -1,0 +1,112 @@
+"""What every Iceberg REST operation shares for one request: the caller's HMS client (calls as
+the authenticated user, ``set_ugi``), the caller's catalog view (policy), metadata files, the
+service's options; and the lookups that turn HMS's answers and the policy into the spec's
+errors.
+
+Policy (Ranger's Hive model, :class:`~gateway.policy.view.CatalogView`): what the user cannot
+see at all is 404, as if it did not exist; what the user sees but may not do is 403.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.iceberg import errors
+from gateway.iceberg.files import MetadataFiles
+from gateway.iceberg.hive_tables import is_iceberg, metadata_location
+from gateway.policy.view import CatalogView
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The service's settings the operations use (from the kind's options)."""
+
+    #: Hive 2 column types for the HMS copy of the schema (``timestamp`` for ``timestamptz``).
+    hive2_compatible: bool = True
+    #: Back-off between ``check_lock`` polls: first and largest wait, seconds.
+    lock_check_min_wait: float = 0.05
+    lock_check_max_wait: float = 5.0
+    #: How long a commit waits for HMS's table lock before answering 409, seconds.
+    lock_wait: float = 60.0
+    #: Seconds between ``heartbeat`` calls while a commit holds the lock (Java's 4 minutes).
+    lock_heartbeat: float = 240.0
+    #: Host name sent in lock requests (shown by ``SHOW LOCKS``).
+    hostname: str = "hms-gateway"
+
+
+@dataclass
+class Catalog:
+    """One request's catalog: ``client`` a :class:`~gateway.upstream.metastore.MetastoreClient`
+    acting as ``user``, ``view`` the user's policy view, ``files`` metadata file IO."""
+
+    client: Any
+    view: CatalogView
+    files: MetadataFiles
+    settings: Settings
+    user: str
+    #: (database, table) the request named, for the audit line.
+    objects: tuple[str | None, str | None] = field(default=(None, None))
+
+    @property
+    def idl(self):
+        return self.client.idl
+
+    def named(self, db: str, table: str | None = None) -> None:
+        self.objects = (db, table)
+
+    # --- policy -----------------------------------------------------------------------------
+
+    def require(self, access: str, db: str, table: str | None = None) -> None:
+        """Raise 404 when the user cannot see the object, 403 when ``access`` is denied."""
+        if not self.view.visible(db, table):
+            if table is None:
+                raise errors.NoSuchNamespace(f"Namespace does not exist: {db}")
+            raise errors.NoSuchTable(f"Table does not exist: {db}.{table}")
+        if access and not self.view.may(access, db, table):
+            what = db if table is None else f"{db}.{table}"
+            raise errors.Forbidden(f"{self.user} may not {access} {what}")
+
+    # --- HMS lookups ------------------------------------------------------------------------
+
+    async def database(self, db: str):
+        """The HMS ``Database``. Raises :class:`~errors.NoSuchNamespace`."""
+        try:
+            return await self.client.get_database(db)
+        except self.idl.NoSuchObjectException:
+            raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
+
+    async def hive_table(self, db: str, table: str):
+        """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
+        a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""
+        try:
+            found = await self.client.get_table(db, table)
+        except self.idl.NoSuchObjectException:
+            await self.database(db)  # 404 for the namespace when that is what is missing
+            raise errors.NoSuchTable(f"Table does not exist: {db}.{table}") from None
+        if not is_iceberg(found) or metadata_location(found) is None:
+            raise errors.NoSuchTable(f"Table {db}.{table} is not an Iceberg table "
+                                     f"(table_type {(found.parameters or {}).get('table_type')!r})")
+        return found
+
+    async def metadata(self, hive_table) -> tuple[str, Any]:
+        """``(metadata_location, TableMetadata)`` of an Iceberg HMS table. Raises
+        :class:`~errors.ServiceFailure` when the file cannot be read."""
+        location = metadata_location(hive_table)
+        assert location is not None
+        try:
+            return location, await self.files.read(location)
+        except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
+            raise errors.ServiceFailure(f"cannot read the metadata file of "
+                                        f"{hive_table.dbName}.{hive_table.tableName}: {type(exc).__name__}: "
+                                        f"{str(exc)[:300]}") from None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An operation's success: ``status`` (200, 204, 304), the JSON ``body`` (None: empty),
+    extra ``headers`` (``ETag``)."""
+
+    status: int = 200
+    body: Any = None
+    headers: tuple[tuple[str, str], ...] = ()

@@ -1,0 +1,237 @@
+"""A table commit (``POST /v1/namespaces/{ns}/tables/{table}``) with the protocol of Iceberg's
+``HiveCatalog`` (Java ``HiveTableOperations``/``MetastoreLock``, PyIceberg
+``HiveCatalog.commit_table``), so REST commits and direct HiveCatalog writers share a table:
+
+1. ``lock`` EXCLUSIVE on the table; while ``WAITING``, ``check_lock`` with back-off (from
+   ``lock_check_min_wait`` doubling to ``lock_check_max_wait``) up to ``lock_wait`` → else 409;
+2. re-read the table under the lock; its ``metadata_location`` is the base: the requirements
+   are checked against that file's metadata (409 ``CommitFailedException`` when one fails),
+   the updates applied with PyIceberg's ``update_table_metadata``;
+3. write ``<location>/metadata/<version>-<uuid>.metadata.json``;
+4. ``alter_table_with_environment_context`` with ``metadata_location``,
+   ``previous_metadata_location``, ``table_type=ICEBERG``, ``EXTERNAL=TRUE`` and the
+   properties, ``DO_NOT_UPDATE_STATS=true`` in the environment context;
+5. ``unlock`` in every outcome; ``heartbeat`` every ``lock_heartbeat`` seconds while the lock is held.
+
+A commit with ``assert-create`` on a table that does not exist creates it (a staged create,
+``stage-create``): the updates applied to empty metadata, the first metadata file, HMS's
+``create_table``.
+
+When the alter's outcome is unknown the table is read again: the new location (or a later
+commit whose previous location it is) means committed. A call that was never sent (no
+connection could be opened) and a table still at the base mean not committed (503, the new file
+deleted). Anything else is ``CommitStateUnknownException`` (504 after a timeout, else 502) and
+the new file is kept: a call that was sent may still be applied by HMS after the re-read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from pyiceberg.catalog import MetastoreCatalog
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.update import (
+    AddSnapshotUpdate,
+    AssertCreate,
+    RemovePartitionStatisticsUpdate,
+    RemoveSnapshotRefUpdate,
+    RemoveSnapshotsUpdate,
+    RemoveStatisticsUpdate,
+    SetPartitionStatisticsUpdate,
+    SetSnapshotRefUpdate,
+    SetStatisticsUpdate,
+    update_table_metadata,
+)
+
+from gateway.iceberg import errors
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.files import next_metadata_location
+from gateway.iceberg.hive_tables import (
+    COMMIT_CONTEXT,
+    PREVIOUS_METADATA_LOCATION,
+    committed_table,
+    metadata_location,
+    new_table,
+)
+from gateway.iceberg.bodies import commit_request
+from gateway.iceberg.tables import load_result
+from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
+
+log = logging.getLogger(__name__)
+
+#: Updates that change a table's data (Ranger ``update``); every other update changes its
+#: definition (``alter``).
+DATA_UPDATES = (AddSnapshotUpdate, SetSnapshotRefUpdate, RemoveSnapshotsUpdate, RemoveSnapshotRefUpdate,
+                SetStatisticsUpdate, RemoveStatisticsUpdate, SetPartitionStatisticsUpdate,
+                RemovePartitionStatisticsUpdate)
+_REREADS = 3
+
+
+def accesses(updates) -> list[str]:
+    """The Ranger access types a commit of ``updates`` needs (``update``, ``alter`` or both)."""
+    needed = []
+    if any(isinstance(u, DATA_UPDATES) for u in updates):
+        needed.append("update")
+    if any(not isinstance(u, DATA_UPDATES) for u in updates) or not updates:
+        needed.append("alter")
+    return needed
+
+
+async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Reply:
+    request = commit_request(body)
+    if request.identifier is not None and (request.identifier.namespace != [db] or request.identifier.name != name):
+        raise errors.BadRequest("the body's identifier is not the table of the path")
+    if any(isinstance(r, AssertCreate) for r in request.requirements):
+        try:
+            await catalog.client.get_table(db, name)
+        except catalog.idl.NoSuchObjectException:
+            return await _create(catalog, db, name, request)
+    for access in accesses(request.updates):
+        catalog.require(access, db, name)
+    await catalog.hive_table(db, name)  # 404 before taking a lock
+    lockid = await _lock(catalog, db, name)
+    heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))
+    try:
+        return await _commit_locked(catalog, db, name, request)
+    finally:
+        heartbeat.cancel()
+        try:
+            await catalog.client.unlock(lockid)
+        except Exception:  # HMS expires it (hive.txn.timeout); the commit's answer stands
+            log.warning("unlock of lock %s on %s.%s failed", lockid, db, name, exc_info=True)
+
+
+async def _lock(catalog: Catalog, db: str, name: str) -> int:
+    idl, settings = catalog.idl, catalog.settings
+    component = idl.LockComponent(type=idl.LockType.EXCLUSIVE, level=idl.LockLevel.TABLE,
+                                  dbname=db, tablename=name)
+    request = idl.LockRequest(component=[component], user=catalog.user, hostname=settings.hostname,
+                              agentInfo="hms-gateway iceberg-rest")
+    try:
+        response = await catalog.client.lock(request)
+    except (idl.NoSuchTxnException, idl.TxnAbortedException) as exc:
+        raise errors.CommitFailed(f"HMS refused the table lock of {db}.{name}: {exc.message}") from None
+    wait, waited = settings.lock_check_min_wait, 0.0
+    while response.state == idl.LockState.WAITING:
+        if waited >= settings.lock_wait:
+            await _release(catalog, response.lockid)
+            raise errors.CommitFailed(f"timed out after {waited:.1f} s waiting for the lock on {db}.{name}")
+        await asyncio.sleep(wait)
+        waited += wait
+        wait = min(wait * 2, settings.lock_check_max_wait)
+        try:
+            response = await catalog.client.check_lock(response.lockid)
+        except BaseException:
+            await _release(catalog, response.lockid)
+            raise
+    if response.state != idl.LockState.ACQUIRED:
+        await _release(catalog, response.lockid)
+        raise errors.CommitFailed(f"could not lock {db}.{name}: lock state {response.state}")
+    return response.lockid
+
+
+async def _heartbeat(catalog: Catalog, lockid: int) -> None:
+    """Keep the lock alive while the commit runs (Java's MetastoreLock; HMS aborts a lock not
+    heard of for ``hive.txn.timeout``, 300 s by default)."""
+    while True:
+        await asyncio.sleep(catalog.settings.lock_heartbeat)
+        try:
+            await catalog.client.heartbeat(lockid=lockid)
+        except Exception:  # the commit's own calls will tell whether HMS is gone
+            log.warning("heartbeat of lock %s failed", lockid, exc_info=True)
+
+
+async def _release(catalog: Catalog, lockid: int) -> None:
+    try:
+        await catalog.client.unlock(lockid)
+    except Exception:
+        log.warning("unlock of lock %s failed", lockid, exc_info=True)
+
+
+async def _commit_locked(catalog: Catalog, db: str, name: str, request) -> Reply:
+    hive = await catalog.hive_table(db, name)
+    base_location, base = await catalog.metadata(hive)
+    try:
+        for requirement in request.requirements:
+            requirement.validate(base)
+        new = update_table_metadata(base, request.updates, metadata_location=base_location)
+    except CommitFailedException as exc:
+        raise errors.CommitFailed(str(exc)[:1000]) from None
+    except (ValueError, TypeError, KeyError) as exc:  # PyIceberg's checks of an update
+        raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
+    if new == base:
+        return Reply(body=load_result(base_location, base))
+    new_location = next_metadata_location(new, base_location)
+    await catalog.files.write(new, new_location)
+    table = committed_table(catalog.idl, hive, base, base_location, new, new_location,
+                            catalog.settings.hive2_compatible)
+    try:
+        await catalog.client.alter_table(db, name, table, COMMIT_CONTEXT)
+    except UpstreamError as exc:
+        await _settle_unknown(catalog, db, name, base_location, new_location, exc)
+    except (catalog.idl.InvalidOperationException, catalog.idl.MetaException) as exc:
+        await catalog.files.delete(new_location)
+        raise errors.CommitFailed(f"the Hive Metastore refused the commit of {db}.{name}: {exc.message}") from None
+    return Reply(body=load_result(new_location, new))
+
+
+async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
+    """The commit of a staged create (``assert-create``): the updates applied to empty metadata,
+    the first metadata file written, the HMS table created (no lock: there is no table to lock;
+    a concurrent create loses with 409, as HiveCatalog's)."""
+    catalog.require("create", db)
+    await catalog.database(db)
+    try:
+        for requirement in request.requirements:
+            requirement.validate(None)
+        new = update_table_metadata(MetastoreCatalog._empty_table_metadata(), request.updates,
+                                    enforce_validation=True)
+    except CommitFailedException as exc:
+        raise errors.CommitFailed(str(exc)[:1000]) from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
+    if not new.location:
+        raise errors.BadRequest("a staged create must set the table's location (set-location)")
+    location = next_metadata_location(new, None)
+    await catalog.files.write(new, location)
+    idl = catalog.idl
+    try:
+        await catalog.client.call("create_table", tbl=new_table(idl, db, name, catalog.user, new, location,
+                                                                 catalog.settings.hive2_compatible))
+    except UpstreamError as exc:
+        await _settle_unknown(catalog, db, name, None, location, exc)
+    except idl.AlreadyExistsException:
+        await catalog.files.delete(location)
+        raise errors.CommitFailed(f"Table already exists: {db}.{name}") from None
+    except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
+        await catalog.files.delete(location)
+        raise errors.BadRequest(f"the Hive Metastore refused table {db}.{name}: {exc.message}") from None
+    return Reply(body=load_result(location, new))
+
+
+async def _settle_unknown(catalog: Catalog, db: str, name: str, base_location: str | None,
+                          new_location: str, cause: UpstreamError) -> None:
+    """Return when the alter landed; raise 503 when it surely did not, else CommitStateUnknown."""
+    for attempt in range(_REREADS):
+        try:
+            table = await catalog.client.get_table(db, name)
+        except UpstreamError:
+            await asyncio.sleep(0.2 * (attempt + 1))
+            continue
+        except catalog.idl.NoSuchObjectException:
+            table = None
+        current = None if table is None else metadata_location(table)
+        if table is not None and new_location in (current, (table.parameters or {}).get(PREVIOUS_METADATA_LOCATION)):
+            return
+        if current == base_location and isinstance(cause, UpstreamConnectFailed):
+            # never sent: nothing can land later, so the file is surely unreferenced
+            await catalog.files.delete(new_location)
+            raise errors.ServiceUnavailable(f"the commit of {db}.{name} did not reach the Hive Metastore: "
+                                            f"{cause}") from None
+        # Sent and not (yet) visible: HMS may still apply it, or a third location hides whether
+        # ours landed before it. Either way the state is unknown and the file stays.
+        break
+    status = 504 if isinstance(cause, UpstreamTimeout) else 502
+    raise errors.CommitStateUnknown(f"the commit of {db}.{name} may or may not have landed "
+                                    f"(new metadata file {new_location} kept): {cause}", status)

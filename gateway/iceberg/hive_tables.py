@@ -1,0 +1,80 @@
+"""Iceberg tables as HMS tables, built exactly as Iceberg's ``HiveCatalog`` builds them
+(PyIceberg ``pyiceberg/catalog/hive.py``: ``_convert_iceberg_into_hive``, ``commit_table``),
+as thriftpy2 objects of the gateway's IDL (``MetastoreClient.idl``):
+
+* ``tableType=EXTERNAL_TABLE``, parameters ``EXTERNAL=TRUE``, ``table_type=ICEBERG``,
+  ``metadata_location`` (and ``previous_metadata_location`` after a commit), plus the Iceberg
+  table properties (PyIceberg's ``_construct_parameters``);
+* the storage descriptor: the table location, Hive column types of the current schema
+  (PyIceberg's ``SchemaToHiveConverter``), ``FileInputFormat``/``FileOutputFormat`` and
+  ``LazySimpleSerDe``, as PyIceberg writes them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyiceberg.catalog import ICEBERG, METADATA_LOCATION, TABLE_TYPE
+from pyiceberg.catalog.hive import SchemaToHiveConverter, _construct_parameters
+from pyiceberg.schema import Schema, visit
+from pyiceberg.table.metadata import TableMetadata
+
+#: The ``EnvironmentContext`` of a commit's ``alter_table``: HMS must not scan the location
+#: for statistics (Iceberg's HiveTableOperations, PyIceberg's HiveCatalog).
+COMMIT_CONTEXT = {"DO_NOT_UPDATE_STATS": "true"}
+PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
+
+
+def is_iceberg(table: Any) -> bool:
+    """Whether an HMS ``Table`` is an Iceberg table (``table_type`` ``ICEBERG``, any case)."""
+    return (table.parameters or {}).get(TABLE_TYPE, "").lower() == ICEBERG
+
+
+def metadata_location(table: Any) -> str | None:
+    """The ``metadata_location`` parameter of an HMS ``Table`` (None when it has none)."""
+    return (table.parameters or {}).get(METADATA_LOCATION) or None
+
+
+def storage_descriptor(idl, schema: Schema, location: str, hive2_compatible: bool) -> Any:
+    """The ``StorageDescriptor`` of an Iceberg table with ``schema`` at ``location``."""
+    converter = SchemaToHiveConverter(hive2_compatible)
+    return idl.StorageDescriptor(
+        cols=[idl.FieldSchema(name=f.name, type=visit(f.field_type, converter), comment=f.doc)
+              for f in schema.fields],
+        location=location,
+        inputFormat="org.apache.hadoop.mapred.FileInputFormat",
+        outputFormat="org.apache.hadoop.mapred.FileOutputFormat",
+        compressed=False, numBuckets=-1,
+        serdeInfo=idl.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe",
+                                parameters={}),
+        bucketCols=[], sortCols=[], parameters={},
+    )
+
+
+def new_table(idl, db: str, name: str, owner: str, metadata: TableMetadata, location: str,
+              hive2_compatible: bool) -> Any:
+    """The HMS ``Table`` of a new Iceberg table whose metadata file is ``location``."""
+    now = int(time.time())
+    return idl.Table(
+        tableName=name, dbName=db, owner=owner, createTime=now, lastAccessTime=now, retention=0,
+        sd=storage_descriptor(idl, metadata.schema(), metadata.location, hive2_compatible),
+        partitionKeys=[], tableType="EXTERNAL_TABLE",
+        parameters=_construct_parameters(metadata_location=location, metadata_properties=metadata.properties),
+    )
+
+
+def committed_table(idl, table: Any, base: TableMetadata, base_location: str,
+                    new: TableMetadata, new_location: str, hive2_compatible: bool) -> Any:
+    """``table`` (the HMS ``Table`` read under the lock) after a commit from ``base`` to ``new``:
+    parameters set outside Iceberg are kept, Iceberg properties the commit removed are removed,
+    the new ones and the locations set; the columns follow the new schema."""
+    parameters = dict(table.parameters or {})
+    for key in base.properties.keys() - new.properties.keys():
+        parameters.pop(key, None)
+    parameters.update(_construct_parameters(metadata_location=new_location,
+                                            previous_metadata_location=base_location,
+                                            metadata_properties=new.properties))
+    table.parameters = parameters
+    table.sd = storage_descriptor(idl, new.schema(), new.location, hive2_compatible)
+    return table

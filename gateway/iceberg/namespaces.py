@@ -1,0 +1,126 @@
+"""Namespaces are HMS databases (one level): list, create, load, exists, drop, properties.
+
+Properties map as PyIceberg's ``HiveCatalog`` maps them (``_annotate_namespace``,
+``load_namespace_properties``): ``comment`` is the database's description, ``location`` its
+``locationUri``, every other key a database parameter.
+"""
+
+from __future__ import annotations
+
+from gateway.glue.errors import InvalidInput
+from gateway.glue.pagination import page
+from gateway.iceberg import errors
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.bodies import CreateNamespace, UpdateNamespaceProperties, page_params, parse
+from gateway.iceberg.routes import NAMESPACE_SEPARATOR, namespace_name
+
+COMMENT, LOCATION = "comment", "location"
+
+
+def paged(names: list[str], operation: str, scope: list, query) -> tuple[list[str], str | None]:
+    """``names`` as the page the query asks for (``pageToken``/``pageSize``; neither: all) and
+    the next page's token. Raises :class:`~errors.BadRequest` for a bad size or token."""
+    token, size = page_params(query)
+    if token is None and size is None:
+        return sorted(names), None
+    try:
+        return page(names, lambda n: n, operation=operation, scope=scope, token=token or None,
+                    limit=size or 100)
+    except InvalidInput:
+        raise errors.BadRequest("invalid pageToken") from None
+
+
+def properties_of(database) -> dict[str, str]:
+    """A namespace's properties from its HMS ``Database``."""
+    properties = dict(database.parameters or {})
+    if database.locationUri:
+        properties[LOCATION] = database.locationUri
+    if database.description:
+        properties[COMMENT] = database.description
+    return properties
+
+
+async def list_namespaces(catalog: Catalog, query) -> Reply:
+    parent = query.get("parent")
+    if parent is not None:  # HMS has no nested namespaces: a parent has no children
+        db = namespace_name(parent.split(NAMESPACE_SEPARATOR))
+        catalog.named(db)
+        catalog.require("", db)
+        await catalog.database(db)
+        names: list[str] = []
+    else:
+        names = catalog.view.visible_databases(await catalog.client.get_all_databases())
+    chosen, token = paged(names, "listNamespaces", [parent or ""], query)
+    body = {"namespaces": [[n] for n in chosen]}
+    if token is not None:
+        body["next-page-token"] = token
+    return Reply(body=body)
+
+
+async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
+    request = parse(CreateNamespace, body)
+    db = namespace_name(request.namespace)
+    catalog.named(db)
+    if not catalog.view.may("create", db):
+        raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
+    properties = dict(request.properties)
+    idl = catalog.idl
+    database = idl.Database(
+        name=db, description=properties.pop(COMMENT, None), locationUri=properties.pop(LOCATION, None),
+        parameters=properties, ownerName=catalog.user, ownerType=idl.PrincipalType.USER,
+    )
+    try:
+        await catalog.client.call("create_database", database=database)
+    except idl.AlreadyExistsException:
+        raise errors.AlreadyExists(f"Namespace already exists: {db}") from None
+    except (idl.InvalidObjectException, idl.MetaException) as exc:
+        raise errors.BadRequest(f"the Hive Metastore refused namespace {db}: {exc.message}") from None
+    return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
+
+
+async def load_namespace(catalog: Catalog, db: str) -> Reply:
+    catalog.require("", db)
+    return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
+
+
+async def namespace_exists(catalog: Catalog, db: str) -> Reply:
+    catalog.require("", db)
+    await catalog.database(db)
+    return Reply(status=204)
+
+
+async def drop_namespace(catalog: Catalog, db: str) -> Reply:
+    catalog.require("drop", db)
+    idl = catalog.idl
+    try:
+        await catalog.client.call("drop_database", name=db, deleteData=False, cascade=False)
+    except idl.NoSuchObjectException:
+        raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
+    except idl.InvalidOperationException:
+        raise errors.NamespaceNotEmpty(f"Namespace {db} is not empty") from None
+    return Reply(status=204)
+
+
+async def update_properties(catalog: Catalog, db: str, body: bytes) -> Reply:
+    request = parse(UpdateNamespaceProperties, body)
+    overlap = set(request.removals) & request.updates.keys()
+    if overlap:
+        raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
+    catalog.require("alter", db)
+    database = await catalog.database(db)
+    current = properties_of(database)
+    removed = [key for key in request.removals if key in current]
+    missing = [key for key in request.removals if key not in current]
+    for key in removed:
+        current.pop(key)
+    current.update(request.updates)
+    database.description = current.pop(COMMENT, None)
+    database.locationUri = current.pop(LOCATION, database.locationUri)
+    database.parameters = current
+    try:
+        await catalog.client.call("alter_database", dbname=db, db=database)
+    except catalog.idl.NoSuchObjectException:
+        raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
+    except catalog.idl.MetaException as exc:
+        raise errors.BadRequest(f"the Hive Metastore refused the properties of {db}: {exc.message}") from None
+    return Reply(body={"updated": sorted(request.updates), "removed": removed, "missing": missing})

@@ -1,0 +1,110 @@
+"""The ``/v1/...`` paths of the Iceberg REST Catalog this service answers, and how a request's
+path below the service picks one (the spec's ``paths``; ``{prefix}`` is not used: the service
+path already names the catalog, and ``GET /v1/config`` sets no ``prefix`` override).
+
+A path's segments are percent-decoded one by one after splitting on ``/`` (a name may hold an
+encoded ``/``); a namespace segment is split on the unit separator ``0x1F``, the spec's default
+``namespace-separator``. Names HMS would refuse (``[A-Za-z0-9_]`` only, HMS's
+``MetaStoreUtils.validateName``; at most 128 characters, its column width) are 400 here, before
+anything reaches HMS; HMS has one namespace level, so a nested namespace is 400 too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from gateway.iceberg.errors import BadRequest, MethodNotAllowed, NotFound
+
+NAMESPACE_SEPARATOR = "\x1f"
+_NAME = re.compile(r"[A-Za-z0-9_]{1,128}")
+
+#: (method, path template, operation), the spec's operationIds; GET /v1/config first.
+ROUTES: tuple[tuple[str, str, str], ...] = (
+    ("GET", "/v1/config", "getConfig"),
+    ("GET", "/v1/namespaces", "listNamespaces"),
+    ("POST", "/v1/namespaces", "createNamespace"),
+    ("GET", "/v1/namespaces/{namespace}", "loadNamespaceMetadata"),
+    ("HEAD", "/v1/namespaces/{namespace}", "namespaceExists"),
+    ("DELETE", "/v1/namespaces/{namespace}", "dropNamespace"),
+    ("POST", "/v1/namespaces/{namespace}/properties", "updateProperties"),
+    ("GET", "/v1/namespaces/{namespace}/tables", "listTables"),
+    ("POST", "/v1/namespaces/{namespace}/tables", "createTable"),
+    ("GET", "/v1/namespaces/{namespace}/tables/{table}", "loadTable"),
+    ("HEAD", "/v1/namespaces/{namespace}/tables/{table}", "tableExists"),
+    ("POST", "/v1/namespaces/{namespace}/tables/{table}", "updateTable"),
+    ("DELETE", "/v1/namespaces/{namespace}/tables/{table}", "dropTable"),
+    ("POST", "/v1/tables/rename", "renameTable"),
+)
+
+#: ``GET /v1/config``'s ``endpoints``: every route but config itself, as the spec writes them.
+ENDPOINTS: tuple[str, ...] = tuple(
+    f"{method} {template.replace('/v1/', '/v1/{prefix}/', 1)}" for method, template, _ in ROUTES[1:]
+)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A matched request: ``operation`` (an operationId), ``namespace``/``table`` when the path
+    names them (validated HMS names)."""
+
+    operation: str
+    namespace: str | None = None
+    table: str | None = None
+
+
+def hms_name(value: str, what: str) -> str:
+    """``value`` when HMS accepts it as a database or table name. Raises :class:`BadRequest`."""
+    if not _NAME.fullmatch(value):
+        raise BadRequest(f"invalid {what} name {value[:200]!r}: the Hive Metastore accepts only "
+                         "letters, digits and '_' (1 to 128 characters)")
+    return value
+
+
+def namespace_name(levels: list[str]) -> str:
+    """The HMS database a namespace (its levels) is. Raises :class:`BadRequest` for an empty
+    or nested namespace and for names HMS refuses."""
+    if not levels or levels == [""]:
+        raise BadRequest("the namespace is empty")
+    if len(levels) != 1:
+        raise BadRequest(f"nested namespaces are not supported: the Hive Metastore has one level "
+                         f"(got {len(levels)} levels)")
+    return hms_name(levels[0], "namespace")
+
+
+def _decode(segment: str) -> str:
+    try:
+        return unquote(segment, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("a path segment is not UTF-8 after percent-decoding") from None
+
+
+def match(method: str, path: str) -> Route:
+    """The route of ``method`` on ``path`` (below the service path, starting with ``/``).
+
+    Raises :class:`NotFound` for a path the API does not have, :class:`MethodNotAllowed` (with
+    ``Allow``) for a method the path does not take, :class:`BadRequest` for bad names."""
+    segments = path.split("/")[1:]
+    allowed: list[str] = []
+    for route_method, template, operation in ROUTES:
+        parts = template.split("/")[1:]
+        if len(parts) != len(segments):
+            continue
+        if any(p != s for p, s in zip(parts, segments) if not p.startswith("{")):
+            continue
+        if route_method != method:
+            allowed.append(route_method)
+            continue
+        names = {p[1:-1]: _decode(s) for p, s in zip(parts, segments) if p.startswith("{")}
+        namespace = names.get("namespace")
+        table = names.get("table")
+        return Route(
+            operation,
+            None if namespace is None else namespace_name(namespace.split(NAMESPACE_SEPARATOR)),
+            None if table is None else hms_name(table, "table"),
+        )
+    if allowed:
+        raise MethodNotAllowed(f"{method} is not allowed on {path[:200]}",
+                               [("Allow", ", ".join(sorted(set(allowed))))])
+    raise NotFound(f"no such Iceberg REST endpoint: {path[:200]}")

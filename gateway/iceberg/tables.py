@@ -1,0 +1,178 @@
+"""Tables are HMS tables with ``table_type=ICEBERG`` and ``metadata_location`` (Iceberg's
+HiveCatalog layout, :mod:`gateway.iceberg.hive_tables`): list, create (also ``stage-create``:
+the metadata is answered, nothing is stored), load, exists, drop, rename. Commits, and the
+commit with ``assert-create`` that creates a staged table, are :mod:`gateway.iceberg.commit`. A Hive table that is not Iceberg is not
+listed, and naming it is 404 saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from pyiceberg.catalog.hive import DEFAULT_PROPERTIES
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.table.metadata import TableMetadata, new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+
+from gateway.iceberg import errors
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.files import next_metadata_location
+from gateway.iceberg.hive_tables import is_iceberg, new_table
+from gateway.iceberg.namespaces import paged
+from gateway.iceberg.bodies import CreateTableRequest, RenameTable, parse
+from gateway.iceberg.routes import hms_name, namespace_name
+from gateway.upstream.errors import UpstreamError
+
+log = logging.getLogger(__name__)
+SNAPSHOT_MODES = ("all", "refs")
+
+
+def load_result(location: str | None, metadata: TableMetadata) -> bytes:
+    """The spec's ``LoadTableResult`` as JSON bytes: ``metadata-location`` (left out for a
+    staged table, which has none yet), ``metadata`` (as PyIceberg writes metadata files),
+    ``config``."""
+    head = b"{" if location is None else b'{"metadata-location":' + _json_string(location) + b","
+    return head + b'"metadata":' + metadata.model_dump_json().encode() + b',"config":{}}'
+
+
+def _json_string(value: str) -> bytes:
+    return json.dumps(value).encode()
+
+
+def etag(location: str, snapshots: str) -> str:
+    """A strong ``ETag`` of a load result: it changes with the metadata file and the
+    ``snapshots`` mode (a commit always writes a new file)."""
+    return '"' + hashlib.sha256(f"{location}\n{snapshots}".encode()).hexdigest()[:40] + '"'
+
+
+def _not_modified(if_none_match: str | None, tag: str) -> bool:
+    if not if_none_match:
+        return False
+    candidates = [c.strip().removeprefix("W/") for c in if_none_match.split(",")]
+    return "*" in candidates or tag in candidates
+
+
+async def list_tables(catalog: Catalog, db: str, query) -> Reply:
+    catalog.require("", db)
+    await catalog.database(db)
+    names = await catalog.client.call("get_all_tables", db_name=db)
+    tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
+    iceberg = [t.tableName for t in tables if is_iceberg(t)]
+    chosen, token = paged(catalog.view.visible_tables(db, iceberg), "listTables", [db], query)
+    body = {"identifiers": [{"namespace": [db], "name": n} for n in chosen]}
+    if token is not None:
+        body["next-page-token"] = token
+    return Reply(body=body)
+
+
+async def create_table(catalog: Catalog, db: str, body: bytes) -> Reply:
+    request = parse(CreateTableRequest, body)
+    name = hms_name(request.name, "table")
+    catalog.named(db, name)
+    catalog.require("create", db)
+    database = await catalog.database(db)
+    idl = catalog.idl
+    try:
+        await catalog.client.get_table(db, name)
+        raise errors.AlreadyExists(f"Table already exists: {db}.{name}")
+    except idl.NoSuchObjectException:
+        pass
+    location = (request.location or f"{(database.locationUri or '').rstrip('/')}/{name}").rstrip("/")
+    try:
+        metadata = new_table_metadata(
+            schema=request.table_schema,
+            partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
+            sort_order=request.write_order or UNSORTED_SORT_ORDER,
+            location=location, properties={**DEFAULT_PROPERTIES, **request.properties},
+        )
+    except (ValueError, TypeError) as exc:
+        raise errors.BadRequest(f"invalid table definition: {str(exc)[:500]}") from None
+    if request.stage_create:  # nothing stored: the commit with assert-create creates it
+        return Reply(body=load_result(None, metadata))
+    metadata_location = next_metadata_location(metadata, None)
+    await catalog.files.write(metadata, metadata_location)
+    table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.settings.hive2_compatible)
+    try:
+        await catalog.client.call("create_table", tbl=table)
+    except UpstreamError:
+        raise  # the table may exist now: keep its metadata file
+    except idl.AlreadyExistsException:
+        await catalog.files.delete(metadata_location)
+        raise errors.AlreadyExists(f"Table already exists: {db}.{name}") from None
+    except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
+        await catalog.files.delete(metadata_location)
+        raise errors.BadRequest(f"the Hive Metastore refused table {db}.{name}: {exc.message}") from None
+    return Reply(body=load_result(metadata_location, metadata))
+
+
+async def load_table(catalog: Catalog, db: str, name: str, query, if_none_match: str | None) -> Reply:
+    snapshots = query.get("snapshots", "all")
+    if snapshots not in SNAPSHOT_MODES:
+        raise errors.BadRequest(f"snapshots must be all or refs, got {snapshots[:40]!r}")
+    catalog.require("select", db, name)
+    if not catalog.view.all_columns(db, name):
+        raise errors.Forbidden(f"{catalog.user} may not read every column of {db}.{name}; "
+                               "Iceberg tables load only with every column")
+    hive = await catalog.hive_table(db, name)
+    location = hive.parameters["metadata_location"]
+    tag = etag(location, snapshots)
+    if _not_modified(if_none_match, tag):
+        return Reply(status=304, headers=(("ETag", tag),))
+    location, metadata = await catalog.metadata(hive)
+    if snapshots == "refs":
+        referenced = {ref.snapshot_id for ref in metadata.refs.values()}
+        metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots
+                                                              if s.snapshot_id in referenced]})
+    return Reply(body=load_result(location, metadata), headers=(("ETag", tag),))
+
+
+async def table_exists(catalog: Catalog, db: str, name: str) -> Reply:
+    catalog.require("", db, name)
+    await catalog.hive_table(db, name)
+    return Reply(status=204)
+
+
+async def drop_table(catalog: Catalog, db: str, name: str, query) -> Reply:
+    purge = query.get("purgeRequested", "false").lower()
+    if purge not in ("true", "false"):
+        raise errors.BadRequest("purgeRequested must be true or false")
+    catalog.require("drop", db, name)
+    hive = await catalog.hive_table(db, name)
+    location, metadata = await catalog.metadata(hive) if purge == "true" else (None, None)
+    try:
+        await catalog.client.call("drop_table", dbname=db, name=name, deleteData=False)
+    except catalog.idl.NoSuchObjectException:
+        raise errors.NoSuchTable(f"Table does not exist: {db}.{name}") from None
+    if metadata is not None and location is not None:
+        try:
+            await catalog.files.purge(metadata, location)
+        except Exception:  # the table is gone from HMS; leftover files are not the client's error
+            log.warning("purge of dropped table %s.%s left files behind", db, name, exc_info=True)
+    return Reply(status=204)
+
+
+async def rename_table(catalog: Catalog, body: bytes) -> Reply:
+    request = parse(RenameTable, body)
+    src_db = namespace_name(request.source.namespace)
+    src = hms_name(request.source.name, "table")
+    dst_db = namespace_name(request.destination.namespace)
+    dst = hms_name(request.destination.name, "table")
+    catalog.named(src_db, src)
+    catalog.require("alter", src_db, src)
+    catalog.require("create", dst_db)
+    hive = await catalog.hive_table(src_db, src)
+    await catalog.database(dst_db)
+    idl = catalog.idl
+    try:
+        await catalog.client.get_table(dst_db, dst)
+        raise errors.AlreadyExists(f"Table already exists: {dst_db}.{dst}")
+    except idl.NoSuchObjectException:
+        pass
+    hive.dbName, hive.tableName = dst_db, dst
+    try:
+        await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)
+    except (idl.InvalidOperationException, idl.MetaException) as exc:
+        raise errors.AlreadyExists(f"cannot rename {src_db}.{src} to {dst_db}.{dst}: {exc.message}") from None
+    return Reply(status=204)

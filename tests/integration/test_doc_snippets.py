@@ -1,0 +1,439 @@
+"""Every fenced block of README.md, CONTRIBUTING.md and docs/*.md works as printed (issue 25).
+
+Each block carries a classification (``<!-- snippet: KIND ... -->``, CONTRIBUTING.md); a block
+without one fails :func:`test_every_block_is_classified`. Then, by kind:
+
+* ``topology``, ``provider``, ``gateway`` (whole files, or ``fragment``s merged into a minimal
+  valid file): written into a sandbox laid out as the repository's ``config/`` and checked by
+  ``hms-gateway check-config`` (in-process, :mod:`tests.support.config_check`). Files a block
+  names (users file, policy file, CA, keys, ``file:`` secrets) are created in the sandbox, absolute
+  paths re-rooted there; a block may hold several files under ``# <path>`` header lines.
+* ``policy``: loaded by the policy engine (``gateway.policy.load_policy_file``).
+* ``helm-values``: merged over the chart's values.yaml as Helm merges, validated by the chart's
+  JSON schema, and the configuration the chart would mount checked by check-config.
+* ``run``: shell (one command per line, continuations joined) and Python, run against one real
+  gateway serving the demo's own configuration (config/gateway.yaml and config/topologies, with
+  free ports) in front of the session's real HMS, which holds the demo catalog. ``localhost:8443``
+  and ``9464`` in a block become the test's ports. Output the doc prints (under a shell
+  command ``# [1,...`` or ``# → ...``; in Python ``# → ...`` lines, the whole stdout) is compared
+  exactly, once databases other tests created in the shared metastore are left out of listings.
+* ``not-run``: listed with its reason by :func:`test_not_run_blocks_are_listed`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.support.config_check import check_config, merge_values, write_chart_config
+from tests.support.doc_snippets import (
+    ROOT,
+    MarkerError,
+    Snippet,
+    collect,
+    parse,
+    shell_commands,
+)
+
+SNIPPETS = collect()
+CONFIG_KINDS = {"topology", "provider", "gateway", "policy", "helm-values"}
+CHART = ROOT / "helm" / "hms-gateway"
+DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}
+#: The access key the Python blocks' boto3 finds in its environment (docs/glue.md).
+GLUE_KEY = ("AKIADOCSNIPPETS00001", secrets.token_hex(20))
+
+#: What a fragment is merged into: the smallest valid files.
+MIN_GATEWAY = {"tls": {"certificate": "../certs/server.crt", "private_key": "../certs/server.key"},
+               "topologies_dir": "topologies"}
+MIN_TOPOLOGY = {
+    "providers": {"authentication": [{"type": "htpasswd", "realm": "HMS Gateway", "users_file": "../users.htpasswd"}]},
+    "services": [{"kind": "hms-thrift", "path": "hmshttpthrift/api/hms", "upstream": {"urls": ["thrift://localhost:9083"]}}],
+}
+POLICY_YAML = {"policies": [{"id": 1, "name": "everyone reads", "resources": {"database": ["*"], "table": ["*"], "column": ["*"]},
+                             "allow": [{"groups": ["public"], "accesses": ["select"]}]}]}
+POLICY_RANGER = {"policies": [{"id": 1, "name": "everyone reads", "service": "hive", "policyType": 0, "isEnabled": True,
+                               "resources": {"database": {"values": ["*"]}},
+                               "policyItems": [{"accesses": [{"type": "select", "isAllowed": True}], "groups": ["public"]}]}]}
+
+
+def _id(snippet: Snippet) -> str:
+    return snippet.where
+
+
+def of_kind(*kinds: str) -> list[Snippet]:
+    return [s for s in SNIPPETS if s.kind in kinds]
+
+
+# --- classification ----------------------------------------------------------------------------
+
+
+def test_every_block_is_classified():
+    """A new block without a marker fails here: say what it is, or why it cannot run."""
+    unclassified = [f"{s.where} ({s.lang or 'no language'})" for s in SNIPPETS if s.kind is None]
+    assert not unclassified, ("fenced blocks without a `<!-- snippet: KIND -->` line before them "
+                              "(kinds: CONTRIBUTING.md):\n" + "\n".join(unclassified))
+
+
+def test_kinds_fit_the_blocks():
+    wrong = []
+    for s in SNIPPETS:
+        if s.kind in CONFIG_KINDS and s.lang not in ("yaml", "json"):
+            wrong.append(f"{s.where}: {s.kind} block in {s.lang or 'no language'}")
+        if s.kind == "run" and s.lang not in ("sh", "bash", "python"):
+            wrong.append(f"{s.where}: run block in {s.lang or 'no language'}")
+        if s.kind == "not-run" and s.lang == "yaml":
+            wrong.append(f"{s.where}: YAML is always validated; mark it fragment instead")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_not_run_blocks_are_listed():
+    """The blocks this suite cannot run, with the reason each doc gives."""
+    listed = [f"{s.where}: {s.attrs['reason']}" for s in of_kind("not-run")]
+    print("\nnot run here:\n" + "\n".join(listed))
+    assert listed and all(s.attrs.get("reason") for s in of_kind("not-run"))
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if "file" in s.attrs], ids=_id)
+def test_block_shows_its_file_as_it_is(snippet: Snippet):
+    """``file="config/examples/..."``: the block is that file, which users copy; they must not drift."""
+    assert snippet.body.strip() == (ROOT / snippet.attrs["file"]).read_text().strip(), \
+        f"{snippet.where} differs from {snippet.attrs['file']}"
+
+
+@pytest.mark.parametrize("text,error", [
+    ("<!-- snippet: nonsense -->\n```sh\nls\n```\n", "kind must be one of"),
+    ("<!-- snippet: not-run -->\n```sh\nls\n```\n", "needs reason"),
+    ("<!-- snippet: run -->\n\ntext\n```sh\nls\n```\n", "not followed by a fenced block"),
+    ("<!-- snippet: topology fragmnt -->\n```yaml\na: 1\n```\n", "unknown flag"),
+])
+def test_malformed_markers_are_refused(text, error):
+    with pytest.raises(MarkerError, match=error):
+        parse(text, "x.md")
+
+
+def test_parser_reads_markers_indents_and_output_lines():
+    text = ("1. step\n\n   <!-- snippet: run -->\n   ```sh\n   curl -s \\\n        URL\n"
+            "   # [1,\"x\",2,1,{}]\n   # a comment\n   echo hi\n   ```\n\n```yaml\na: 1\n```\n")
+    first, second = parse(text, "x.md")
+    assert (first.kind, first.line, first.lang) == ("run", 4, "sh")
+    assert second.kind is None and second.body == "a: 1\n"
+    commands = shell_commands(first)
+    assert [(c.command, c.expected) for c in commands] == [("curl -s URL", ['[1,"x",2,1,{}]']), ("echo hi", [])]
+
+
+# --- YAML: check-config ------------------------------------------------------------------------
+
+HEADER = re.compile(r"^#\s+(?:config/)?(?P<path>[\w./-]+\.(?:ya?ml|json))\b")
+#: Keys whose value names a file, and what the sandbox writes there when the block does not.
+FILE_KEYS = {"users_file", "policy_file", "ca_file", "jwks_ca_file", "client_ca", "certificate",
+             "private_key", "public_key_file", "keytab", "passcode_file"}
+
+
+@pytest.fixture(scope="module")
+def materials(tmp_path_factory) -> dict[str, Path]:
+    from cryptography.hazmat.primitives import serialization
+
+    from gateway.certs import write_dev_certificates
+
+    out = tmp_path_factory.mktemp("materials")
+    certs = write_dev_certificates(out)
+    key = serialization.load_pem_private_key(certs.private_key.read_bytes(), None)
+    public = out / "public.pem"
+    public.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                     serialization.PublicFormat.SubjectPublicKeyInfo))
+    return {"ca": certs.ca_certificate, "certificate": certs.certificate, "private_key": certs.private_key,
+            "public_key": public, "users": ROOT / "config" / "users.htpasswd"}
+
+
+def sections(snippet: Snippet) -> list[tuple[str | None, str]]:
+    """(file named by a ``# <path>`` header line or None, text) parts of a block."""
+    parts: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in snippet.body.split("\n"):
+        header = HEADER.match(line)
+        if header:
+            parts.append((header["path"], []))
+        parts[-1][1].append(line)
+    return [(name, "\n".join(lines)) for name, lines in parts if name or "\n".join(lines).strip()]
+
+
+def section_kind(snippet: Snippet, name: str | None) -> str:
+    if name is None:
+        return snippet.kind
+    if "topologies/" in name:
+        return "topology"
+    if name.startswith("polic"):
+        return "policy"
+    if name.endswith("gateway.yaml"):
+        return "gateway"
+    raise AssertionError(f"{snippet.where}: header {name!r} names no known file")
+
+
+def drop_ellipses(node):
+    """``...`` in a fragment stands for what the doc leaves out: list items ``...`` are dropped."""
+    if isinstance(node, dict):
+        return {k: drop_ellipses(v) for k, v in node.items() if v != "..." and v != ["..."]}
+    if isinstance(node, list):
+        return [drop_ellipses(v) for v in node if v != "..."]
+    return node
+
+
+def merge_fragment(base, fragment):
+    """A fragment over a minimal file: mappings merged, lists and scalars replaced."""
+    return merge_values(base, drop_ellipses(fragment))
+
+
+class Sandbox:
+    """A directory laid out as the repository (config/gateway.yaml, config/topologies/, certs/)."""
+
+    def __init__(self, root: Path, materials: dict[str, Path]):
+        self.root, self.materials = root, materials
+        self.config = root / "config"
+        (self.config / "topologies").mkdir(parents=True)
+        self.gateway: dict | None = None
+        self.topologies: dict[str, dict] = {}
+        self.policies: list[Path] = []
+
+    def reroot(self, node, key: str | None = None):
+        """Absolute paths (and ``file:/`` secrets) move below the sandbox."""
+        if isinstance(node, dict):
+            return {k: self.reroot(v, k) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self.reroot(v, key) for v in node]
+        if isinstance(node, str) and key != "path":
+            if node.startswith("file:/"):
+                return "file:" + str(self.root / node[len("file:/"):])
+            if node.startswith("/"):
+                return str(self.root / node.lstrip("/"))
+        return node
+
+    def provide(self, node, base: Path, parent: dict | None = None, key: str | None = None) -> None:
+        """Create each file ``node`` names that the block did not provide."""
+        if isinstance(node, dict):
+            for k, v in node.items():
+                self.provide(v, base, node, k)
+        elif isinstance(node, list):
+            for v in node:
+                self.provide(v, base, parent, key)
+        elif isinstance(node, str) and node.startswith("file:"):
+            path = Path(node[len("file:"):])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                if key == "secret_keys":  # an AWS credentials file for the sibling access_keys
+                    ini = "".join(f"[{user}]\naws_access_key_id = {key_id}\naws_secret_access_key = {secrets.token_hex(20)}\n"
+                                  for key_id, user in (parent or {}).get("access_keys", {}).items())
+                    path.write_text(ini)
+                else:
+                    path.write_text(secrets.token_hex(32) + "\n")
+        elif isinstance(node, str) and key in FILE_KEYS:
+            path = (base / node).resolve() if not Path(node).is_absolute() else Path(node)
+            if path.exists():
+                return
+            path.parent.mkdir(parents=True, exist_ok=True)
+            source = {"users_file": "users", "ca_file": "ca", "jwks_ca_file": "ca", "client_ca": "ca",
+                      "certificate": "certificate", "private_key": "private_key",
+                      "public_key_file": "public_key"}.get(key)
+            if source:
+                shutil.copy(self.materials[source], path)
+            elif key == "keytab":  # a real keytab holding the block's principal (MIT ktutil)
+                principal = (parent or {})["principal"]
+                script = f"addent -password -p {principal} -k 1 -e aes256-cts-hmac-sha1-96\n{secrets.token_hex(8)}\nwkt {path}\nquit\n"
+                subprocess.run(["ktutil"], input=script, text=True, check=True, capture_output=True, timeout=30)
+            elif key == "policy_file":
+                path.write_text(json.dumps(POLICY_RANGER) if path.suffix == ".json" else yaml.safe_dump(POLICY_YAML))
+            else:
+                path.write_bytes(secrets.token_bytes(64))
+
+    def add(self, snippet: Snippet, name: str | None, text: str) -> None:
+        kind = section_kind(snippet, name)
+        data = json.loads(text) if snippet.lang == "json" else yaml.safe_load(text)
+        if kind == "policy":
+            path = self.config / (name or f"policies/snippet.{snippet.lang}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            self.policies.append(path)
+        elif kind == "gateway":
+            self.gateway = merge_fragment(MIN_GATEWAY, data) if snippet.fragment else data
+        elif kind == "provider":
+            assert isinstance(data, list), f"{snippet.where}: a provider block is a list of entries"
+            self.topologies["snippet"] = merge_values(MIN_TOPOLOGY, {"providers": {"authentication": data}})
+        else:
+            topology = merge_fragment(MIN_TOPOLOGY, data) if snippet.fragment else data
+            stem = Path(name).stem if name else "snippet"
+            self.topologies[stem] = topology
+
+    def check(self) -> tuple[int, str]:
+        from gateway.config import ConfigError
+        from gateway.policy import load_policy_file
+
+        for path in self.policies:
+            try:
+                load_policy_file(path)
+            except ConfigError as exc:
+                return 2, f"configuration error: {exc}"
+        if not self.topologies and not self.gateway:
+            return 0, "policies loaded"
+        gateway = self.reroot(self.gateway or MIN_GATEWAY)
+        gateway_file = self.config / "gateway.yaml"
+        self.provide(gateway, self.config)
+        topologies_dir = (self.config / gateway.get("topologies_dir", "topologies")).resolve()
+        topologies_dir.mkdir(parents=True, exist_ok=True)
+        for stem, topology in (self.topologies or {"snippet": MIN_TOPOLOGY}).items():
+            topology = self.reroot(topology)
+            self.provide(topology, topologies_dir)
+            (topologies_dir / f"{stem}.yaml").write_text(yaml.safe_dump(topology))
+        gateway_file.write_text(yaml.safe_dump(gateway))
+        return check_config(gateway_file)
+
+
+@pytest.mark.parametrize("snippet", of_kind("topology", "provider", "gateway", "policy"), ids=_id)
+def test_config_block_passes_check_config(snippet: Snippet, materials, tmp_path):
+    sandbox = Sandbox(tmp_path, materials)
+    for name, text in sections(snippet):
+        sandbox.add(snippet, name, text)
+    status, output = sandbox.check()
+    assert status == 0, f"{snippet.where} ({snippet.kind}) as printed is refused:\n{output}"
+
+
+@pytest.mark.parametrize("snippet", of_kind("helm-values"), ids=_id)
+def test_helm_values_block_passes_schema_and_check_config(snippet: Snippet, materials, tmp_path):
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    values = merge_values(defaults, yaml.safe_load(snippet.body))
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
+              for e in jsonschema.Draft7Validator(schema).iter_errors(values)]
+    assert not errors, f"{snippet.where}: the chart's schema refuses it:\n" + "\n".join(errors)
+    gateway_file = write_chart_config(values, tmp_path / "etc", certificate=materials["certificate"],
+                                      private_key=materials["private_key"], users_file=materials["users"])
+    status, output = check_config(gateway_file)
+    assert status == 0, f"{snippet.where}: the gateway refuses what the chart would mount:\n{output}"
+
+
+# --- run: a real gateway with the demo's configuration ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_gateway(hms, tmp_path_factory):
+    """config/gateway.yaml and config/topologies/*.yaml as `make run` serves them, on free ports,
+    in front of the session HMS (which holds the demo catalog)."""
+    from tests.support.gateway import start_gateway
+
+    demo = yaml.safe_load((ROOT / "config" / "gateway.yaml").read_text())
+    extra = {k: v for k, v in demo.items() if k not in ("listeners", "tls", "topologies_dir")}
+    upstream = f"thrift://{hms.host}:{hms.port}"
+    topologies = {}
+    for path in sorted((ROOT / "config" / "topologies").glob("*.yaml")):
+        text = path.read_text().replace("thrift://localhost:9083", upstream)
+        topologies[path.stem] = yaml.safe_load(text)
+    # docs/glue.md's boto3 example: the sigv4 provider it tells readers to add to the demo's topology
+    credentials = tmp_path_factory.mktemp("glue-keys") / "credentials"
+    credentials.write_text(f"[admin]\naws_access_key_id = {GLUE_KEY[0]}\naws_secret_access_key = {GLUE_KEY[1]}\n")
+    topologies["glue"]["providers"]["authentication"].append(
+        {"type": "sigv4", "access_keys": {GLUE_KEY[0]: "admin"}, "secret_keys": f"file:{credentials}"})
+    gw = start_gateway(tmp_path_factory.mktemp("doc-gateway"), topologies, DEMO_USERS, gateway_extra=extra)
+    assert gw.ca_file == gw.workdir / "certs" / "ca.crt"  # what the blocks pass as --cacert / ca=
+    try:
+        yield gw
+    finally:
+        gw.stop()
+
+
+#: The demo pipeline's databases (gateway/demo/pipeline.py), what the docs print.
+DEMO_DATABASES = {"default", "hmshttptestdatabase", "sales"}
+
+
+@pytest.fixture
+def foreign_databases(hms) -> frozenset[str]:
+    """Databases other tests created in the session metastore: left out of printed listings."""
+    from tests.support.thrift_gen import hive_metastore_client
+
+    client, transport = hive_metastore_client(hms.host, hms.port)
+    try:
+        names = set(client.get_all_databases())
+    finally:
+        transport.close()
+    assert DEMO_DATABASES <= names, "the session metastore lacks the demo catalog"
+    return frozenset(names - DEMO_DATABASES)
+
+
+def localize(text: str, gw) -> str:
+    """The demo's ports in a block become the test gateway's."""
+    text = text.replace("localhost:8443", f"localhost:{gw.port}")
+    return re.sub(r"(localhost|127\.0\.0\.1):9464", f"127.0.0.1:{gw.management_port}", text)
+
+
+def tjson_list(node) -> bool:
+    return (isinstance(node, list) and len(node) >= 2 and isinstance(node[0], str)
+            and isinstance(node[1], int) and node[1] == len(node) - 2)
+
+
+def matches(printed, actual, foreign: frozenset[str]) -> bool:
+    """``printed`` (the doc) equals ``actual``, once the names in ``foreign`` (databases other
+    tests created in the shared metastore) are taken out of ``actual``'s TJSON string lists."""
+    if tjson_list(actual) and actual[0] == "str":
+        kept = [x for x in actual[2:] if x not in foreign]
+        actual = ["str", len(kept), *kept]
+    if isinstance(printed, dict) and isinstance(actual, dict):
+        return printed.keys() == actual.keys() and all(matches(printed[k], actual[k], foreign) for k in printed)
+    if isinstance(printed, list) and isinstance(actual, list):
+        return len(printed) == len(actual) and all(matches(p, a, foreign) for p, a in zip(printed, actual))
+    return printed == actual
+
+
+def python_line_matches(printed: str, actual: str, foreign: frozenset[str]) -> bool:
+    """A line a Python block prints (``# → ...``) equals the program's, once the names in
+    ``foreign`` are taken out of a printed list of strings."""
+    if printed == actual.strip():
+        return True
+    try:
+        p, a = ast.literal_eval(printed), ast.literal_eval(actual.strip())
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(a, list) and p == [x for x in a if not (isinstance(x, str) and x in foreign)]
+
+
+def run_env(gw) -> dict[str, str]:
+    return {**os.environ, "HMS_PASSWORD": DEMO_USERS["admin"], "PYTHONPATH": str(ROOT),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "AWS_ACCESS_KEY_ID": GLUE_KEY[0], "AWS_SECRET_ACCESS_KEY": GLUE_KEY[1],
+            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+
+@pytest.mark.parametrize("snippet", of_kind("run"), ids=_id)
+def test_run_block_works_as_printed(snippet: Snippet, demo_gateway, foreign_databases, tmp_path):
+    gw, foreign = demo_gateway, foreign_databases
+    if snippet.lang == "python":
+        script = tmp_path / "snippet.py"
+        script.write_text(localize(snippet.body, gw))
+        proc = subprocess.run([sys.executable, str(script)], cwd=gw.workdir, env=run_env(gw),
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{snippet.where}:\n{proc.stdout}\n{proc.stderr}"
+        printed = [line.strip()[len("# →"):].strip() for line in snippet.body.split("\n")
+                   if line.strip().startswith("# →")]
+        if printed:
+            assert len(printed) == len(proc.stdout.splitlines()) and all(
+                python_line_matches(p, a, foreign) for p, a in zip(printed, proc.stdout.splitlines())), \
+                f"{snippet.where}: the doc prints\n" + "\n".join(printed) + f"\nthe program printed\n{proc.stdout}"
+        return
+    for command in shell_commands(snippet):
+        proc = subprocess.run(["bash", "-o", "pipefail", "-c", localize(command.command, gw)], cwd=gw.workdir,
+                              env=run_env(gw), capture_output=True, text=True, timeout=60)
+        where = f"{snippet.file}:{command.line}"
+        assert proc.returncode == 0, f"{where}: {command.command}\n{proc.stdout}\n{proc.stderr}"
+        if command.expected:
+            printed = "\n".join(command.expected)
+            try:
+                ok = matches(json.loads(printed), json.loads(proc.stdout), foreign)
+            except json.JSONDecodeError:
+                ok = printed.strip() == proc.stdout.strip()
+            assert ok, f"{where}: the doc prints\n{printed}\nthe gateway answered\n{proc.stdout}"

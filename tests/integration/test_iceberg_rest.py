@@ -1,0 +1,443 @@
+"""The ``iceberg-rest`` service against the real gateway, a real HMS (with lock support) and a
+local warehouse, driven by PyIceberg's ``RestCatalog`` (auth type basic), PyIceberg's
+``HiveCatalog`` directly on the same HMS, and raw HTTP for what PyIceberg does not send.
+Every answer body is read back with PyIceberg's own response models or checked against the
+spec's error model."""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.hive import HiveCatalog
+from pyiceberg.catalog.rest import (
+    ConfigResponse,
+    ListNamespaceResponse,
+    ListTablesResponse,
+    RestCatalog,
+    TableResponse,
+)
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    ForbiddenError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from tests.support.gateway import RunningGateway, in_workdir
+from tests.support.hms import RunningHMS, start_hms
+from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
+
+pytestmark = pytest.mark.integration
+
+PATH = "iceberg"
+USER, PASSWORD = "etl", "etl-password"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_ca_bundle_env() -> Iterator[None]:
+    """requests prefers REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE over the session's CA bundle, which
+    is where PyIceberg puts ``ssl.cabundle``: unset them so that the gateway's CA is used."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+        patch.delenv("CURL_CA_BUNDLE", raising=False)
+        yield
+
+
+@pytest.fixture(scope="module")
+def ice_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    """An empty HMS of this module's own (the embedded HMS has lock support)."""
+    running = start_hms(tmp_path_factory.mktemp("hms-iceberg"))
+    yield running
+    running.server.stop()
+
+
+MAX_BODY = 64 * 1024  # small, so that an oversized body fits the socket buffers (no reset)
+POLICY_PATH = "iceberg-policy"
+POLICY = """
+policies:
+  - id: 1
+    name: etl does everything
+    resources: {database: ["*"], table: ["*"], column: ["*"]}
+    allow: [{users: [etl], accesses: [all]}]
+  - id: 2
+    name: analyst reads sales
+    resources: {database: [sales], table: ["*"], column: ["*"]}
+    allow: [{users: [analyst], accesses: [select]}]
+"""
+
+
+@pytest.fixture(scope="module")
+def gw(ice_hms, module_gateway_factory) -> RunningGateway:
+    """Two services on one HMS: ``PATH`` without a catalog policy, ``POLICY_PATH`` with one."""
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [ice_hms.uri]},
+               "options": {"lock_check_min_wait_seconds": 0.02}}
+    guarded = {**service, "path": POLICY_PATH, "policy_file": in_workdir("policy.yaml")}
+    return module_gateway_factory(services=[service, guarded], files={"policy.yaml": POLICY},
+                                  users={USER: PASSWORD, "analyst": "analyst-password"},
+                                  limits={"max_request_bytes": MAX_BODY})
+
+
+def _rest(gw: RunningGateway, user: str = USER, password: str = PASSWORD, path: str = PATH) -> RestCatalog:
+    return RestCatalog("gw", **{
+        "uri": gw.url(path=path),
+        "auth": {"type": "basic", "basic": {"username": user, "password": password}},
+        "ssl": {"cabundle": str(gw.ca_file)},
+    })
+
+
+@pytest.fixture(scope="module")
+def rest(gw) -> RestCatalog:
+    return _rest(gw)
+
+
+@pytest.fixture(scope="module")
+def hive(ice_hms) -> HiveCatalog:
+    return HiveCatalog("hms", uri=ice_hms.uri, warehouse=ice_hms.warehouse_dir.as_uri())
+
+
+def _http(gw: RunningGateway, method: str, path: str, body: dict | bytes | None = None,
+          auth: tuple[str, str] | None = (USER, PASSWORD), headers: dict | None = None):
+    """``(status, headers, body bytes)`` of one raw request below the service."""
+    import base64
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    request = urllib.request.Request(gw.url(path=PATH) + path, data=data, method=method)
+    if auth:
+        request.add_header("Authorization", "Basic " + base64.b64encode(":".join(auth).encode()).decode())
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, context=ssl.create_default_context(cafile=str(gw.ca_file)),
+                                    timeout=30) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers, err.read()
+
+
+def _error(body: bytes) -> dict:
+    """The spec's error model, checked: exactly message, type, code."""
+    error = json.loads(body)["error"]
+    assert set(error) == {"message", "type", "code"} and isinstance(error["message"], str)
+    return error
+
+
+def _rows(start: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(start, start + n)], pa.string())})
+
+
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
+
+
+def test_config_lists_exactly_the_implemented_endpoints(gw):
+    status, _, body = _http(gw, "GET", "/v1/config")
+    assert status == 200
+    config = ConfigResponse.model_validate_json(body)
+    assert config.defaults == {} and config.overrides == {}
+    assert {str(e) for e in config.endpoints} == {
+        "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces",
+        "GET /v1/{prefix}/namespaces/{namespace}", "HEAD /v1/{prefix}/namespaces/{namespace}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}", "POST /v1/{prefix}/namespaces/{namespace}/properties",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables", "POST /v1/{prefix}/namespaces/{namespace}/tables",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/tables/rename",
+    }
+
+
+def test_create_append_twice_read_back_and_hms_sees_an_iceberg_table(rest, hive, ice_hms):
+    rest.create_namespace("sales", {"comment": "Sales data", "team": "etl"})
+    table = rest.create_table("sales.orders", schema=SCHEMA)
+    table.append(_rows(0, 3))
+    table.append(_rows(3, 2))
+
+    loaded = rest.load_table("sales.orders")
+    assert sorted(loaded.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 3, 4]
+    assert [s.summary.operation.value for s in loaded.snapshots()] == ["append", "append"]
+    # HiveCatalog, reading HMS directly, sees the same table at the same metadata file
+    direct = hive.load_table("sales.orders")
+    assert direct.metadata_location == loaded.metadata_location
+    assert direct.metadata_location.rsplit("/", 1)[1].startswith("00002-")
+    client, transport = hive_metastore_client(ice_hms.host, ice_hms.port)
+    try:
+        raw = client.get_table("sales", "orders")
+    finally:
+        transport.close()
+    assert raw.tableType == "EXTERNAL_TABLE" and raw.owner == USER
+    assert raw.parameters["table_type"] == "ICEBERG" and raw.parameters["EXTERNAL"] == "TRUE"
+    assert raw.parameters["previous_metadata_location"].rsplit("/", 1)[1].startswith("00001-")
+    assert [(c.name, c.type) for c in raw.sd.cols] == [("id", "bigint"), ("name", "string")]
+    assert rest.load_namespace_properties("sales")["comment"] == "Sales data"
+    # HMS acted as the user (set_ugi), not as the gateway's account: its own audit log says so
+    audit = ice_hms.server.log_path.read_text()
+    assert re.search(r"HiveMetaStore\.audit: ugi=etl\s.*cmd=source:\S+ create_table: Table\(tableName:orders", audit)
+    assert re.search(r"HiveMetaStore\.audit: ugi=etl\s.*cmd=source:\S+ alter_table: db=sales tbl=orders", audit)
+
+
+def test_schema_evolution_and_properties_reach_hms(rest, hive):
+    rest.create_namespace("evolve")
+    table = rest.create_table("evolve.t", schema=SCHEMA)
+    table.append(_rows(0, 1))
+    with table.update_schema() as update:
+        update.add_column("price", LongType())
+    with table.transaction() as tx:
+        tx.set_properties({"owner_team": "etl"})
+    loaded = rest.load_table("evolve.t")
+    assert [f.name for f in loaded.schema().fields] == ["id", "name", "price"]
+    assert loaded.properties["owner_team"] == "etl"
+    assert [f.name for f in hive.load_table("evolve.t").schema().fields] == ["id", "name", "price"]
+
+
+def test_rest_and_direct_hive_catalog_commits_interleave_without_loss(rest, hive):
+    rest.create_namespace("shared")
+    rest.create_table("shared.t", schema=SCHEMA)
+    errors: list[BaseException] = []
+
+    def append(catalog, start: int) -> None:
+        try:
+            for i in range(4):
+                for attempt in range(20):
+                    try:
+                        catalog.load_table("shared.t").append(_rows(start + i, 1))
+                        break
+                    except CommitFailedException:
+                        continue  # the loser of a race reloads and retries
+                else:
+                    raise AssertionError("no commit in 20 attempts")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=append, args=(rest, 0)), threading.Thread(target=append, args=(hive, 100))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    table = rest.load_table("shared.t")
+    assert len(table.snapshots()) == 8
+    assert sorted(table.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 3, 100, 101, 102, 103]
+
+
+def test_rename_and_drop(rest):
+    rest.create_namespace("moves")
+    rest.create_namespace("moved")
+    rest.create_table("moves.a", schema=SCHEMA).append(_rows(0, 2))
+    rest.rename_table("moves.a", "moved.b")
+    assert not rest.table_exists("moves.a") and rest.table_exists("moved.b")
+    assert rest.load_table("moved.b").scan().to_arrow().num_rows == 2
+    with pytest.raises(NoSuchTableError):
+        rest.rename_table("moves.a", "moved.c")
+    rest.create_table("moves.d", schema=SCHEMA)
+    with pytest.raises(TableAlreadyExistsError):
+        rest.rename_table("moves.d", "moved.b")
+    rest.drop_table("moved.b")
+    assert not rest.table_exists("moved.b")
+    with pytest.raises(NoSuchTableError):
+        rest.drop_table("moved.b")
+
+
+def test_drop_with_purge_deletes_the_files(rest, ice_hms):
+    rest.create_namespace("purged")
+    table = rest.create_table("purged.t", schema=SCHEMA)
+    table.append(_rows(0, 2))
+    location = table.location().removeprefix("file:").removeprefix("//")
+    from pathlib import Path
+    files = [p for p in Path(location).rglob("*") if p.is_file()]
+    assert any(p.suffix == ".parquet" for p in files)
+    rest.purge_table("purged.t")
+    assert not rest.table_exists("purged.t")
+    assert [p for p in Path(location).rglob("*") if p.is_file()] == []
+
+
+def test_namespace_errors(rest, gw):
+    rest.create_namespace("ns_errors")
+    with pytest.raises(NamespaceAlreadyExistsError):
+        rest.create_namespace("ns_errors")
+    with pytest.raises(NoSuchNamespaceError):
+        rest.load_namespace_properties("no_such_ns")
+    rest.create_table("ns_errors.t", schema=SCHEMA)
+    with pytest.raises(NamespaceNotEmptyError):
+        rest.drop_namespace("ns_errors")
+    status, _, body = _http(gw, "POST", "/v1/namespaces/ns_errors/properties",
+                            {"removals": ["a"], "updates": {"a": "1"}})
+    assert status == 422 and _error(body)["type"] == "UnprocessableEntityException"
+    summary = rest.update_namespace_properties("ns_errors", removals={"gone"}, updates={"k": "v"})
+    assert summary.updated == ["k"] and summary.missing == ["gone"]
+    assert rest.load_namespace_properties("ns_errors")["k"] == "v"
+    status, _, body = _http(gw, "GET", "/v1/namespaces/a%1Fb")
+    assert status == 400 and "nested namespaces" in _error(body)["message"]
+
+
+def test_names_hms_refuses_are_400_before_hms(rest, gw):
+    status, _, body = _http(gw, "POST", "/v1/namespaces", {"namespace": ["bad-name"]})
+    error = _error(body)
+    assert status == 400 and error["type"] == "BadRequestException" and "bad-name" in error["message"]
+    rest.create_namespace("names")
+    status, _, body = _http(gw, "GET", "/v1/namespaces/names/tables/bad%20table")
+    assert status == 400 and _error(body)["code"] == 400
+    assert "bad_name" not in [n[0] for n in rest.list_namespaces()]
+
+
+def test_a_hive_table_that_is_not_iceberg_is_not_listed_and_is_404(rest, gw, ice_hms):
+    rest.create_namespace("mixed")
+    rest.create_table("mixed.ice", schema=SCHEMA)
+    _, ttypes = hive_metastore_modules()
+    client, transport = hive_metastore_client(ice_hms.host, ice_hms.port)
+    try:
+        sd = ttypes.StorageDescriptor(cols=[ttypes.FieldSchema("c", "int", None)], location=None,
+                                      inputFormat="org.apache.hadoop.mapred.TextInputFormat",
+                                      outputFormat="org.apache.hadoop.hive.ql.io.HiveIgnoreKeyTextOutputFormat",
+                                      serdeInfo=ttypes.SerDeInfo(serializationLib="org.apache.hadoop.hive.serde2.lazy.LazySimpleSerDe"))
+        client.create_table(ttypes.Table(tableName="plain", dbName="mixed", sd=sd, tableType="MANAGED_TABLE",
+                                         parameters={}, partitionKeys=[]))
+    finally:
+        transport.close()
+    assert rest.list_tables("mixed") == [("mixed", "ice")]
+    status, _, body = _http(gw, "GET", "/v1/namespaces/mixed/tables/plain")
+    error = _error(body)
+    assert status == 404 and error["type"] == "NoSuchTableException" and "not an Iceberg table" in error["message"]
+
+
+def test_listings_page(gw, rest):
+    rest.create_namespace("paged")
+    for i in range(5):
+        rest.create_table(f"paged.t{i}", schema=SCHEMA)
+    seen, token, pages = [], "", 0
+    while token is not None:
+        status, _, body = _http(gw, "GET", f"/v1/namespaces/paged/tables?pageSize=2&pageToken={token}")
+        assert status == 200
+        page = ListTablesResponse.model_validate_json(body)
+        assert len(page.identifiers) <= 2
+        seen += [t.name for t in page.identifiers]
+        token, pages = page.next_page_token, pages + 1
+    assert seen == [f"t{i}" for i in range(5)] and pages == 3
+    status, _, body = _http(gw, "GET", "/v1/namespaces?pageSize=1&pageToken=")
+    first = ListNamespaceResponse.model_validate_json(body)
+    assert len(first.namespaces) == 1 and first.next_page_token
+    status, _, body = _http(gw, "GET", "/v1/namespaces?pageToken=not-a-token")
+    assert status == 400 and _error(body)["type"] == "BadRequestException"
+
+
+def test_load_table_etag_and_not_modified(gw, rest):
+    rest.create_namespace("etags")
+    rest.create_table("etags.t", schema=SCHEMA)
+    status, headers, _ = _http(gw, "GET", "/v1/namespaces/etags/tables/t")
+    assert status == 200 and headers["ETag"]
+    status, _, body = _http(gw, "GET", "/v1/namespaces/etags/tables/t", headers={"If-None-Match": headers["ETag"]})
+    assert status == 304 and body == b""
+    rest.load_table("etags.t").append(_rows(0, 1))
+    status, again, _ = _http(gw, "GET", "/v1/namespaces/etags/tables/t", headers={"If-None-Match": headers["ETag"]})
+    assert status == 200 and again["ETag"] != headers["ETag"]
+
+
+def test_load_table_snapshots_refs_leaves_out_unreferenced_snapshots(gw, rest):
+    rest.create_namespace("refs")
+    table = rest.create_table("refs.t", schema=SCHEMA)
+    table.append(_rows(0, 1))
+    table.append(_rows(1, 1))
+    status, _, body = _http(gw, "GET", "/v1/namespaces/refs/tables/t?snapshots=all")
+    every = TableResponse.model_validate_json(body).metadata
+    status, refs_headers, body = _http(gw, "GET", "/v1/namespaces/refs/tables/t?snapshots=refs")
+    referenced = TableResponse.model_validate_json(body).metadata
+    assert status == 200 and len(every.snapshots) == 2
+    assert [s.snapshot_id for s in referenced.snapshots] == [every.current_snapshot_id]
+    status, _, body = _http(gw, "GET", "/v1/namespaces/refs/tables/t?snapshots=some")
+    assert status == 400 and _error(body)["type"] == "BadRequestException"
+
+
+def test_stale_requirement_is_409_commit_failed(gw, rest):
+    rest.create_namespace("stale")
+    table = rest.create_table("stale.t", schema=SCHEMA)
+    table.append(_rows(0, 1))
+    body = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}],
+            "updates": [{"action": "set-properties", "updates": {"x": "y"}}]}
+    status, _, answer = _http(gw, "POST", "/v1/namespaces/stale/tables/t", body)
+    assert status == 409 and _error(answer)["type"] == "CommitFailedException"
+    assert "x" not in rest.load_table("stale.t").properties
+
+
+def test_hostile_bodies_are_400_in_the_error_model(gw, rest):
+    rest.create_namespace("hostile")
+    rest.create_table("hostile.t", schema=SCHEMA)
+    for body in (b"{", b"[]", b"[" * 60000, json.dumps({"updates": [{"action": "no-such-update"}]}).encode(),
+                 json.dumps({"requirements": [{"type": "no-such-requirement"}]}).encode(),
+                 json.dumps({"updates": "not a list"}).encode()):
+        status, _, answer = _http(gw, "POST", "/v1/namespaces/hostile/tables/t", body)
+        assert status == 400 and _error(answer)["type"] == "BadRequestException", body[:60]
+    status, _, answer = _http(gw, "POST", "/v1/namespaces/hostile/tables/t", b" " * (MAX_BODY + 4096))
+    assert status == 413 and _error(answer)["code"] == 413
+    assert rest.load_table("hostile.t").metadata_location.rsplit("/", 1)[1].startswith("00000-")
+
+
+def test_unknown_paths_methods_and_credentials(gw):
+    status, _, body = _http(gw, "GET", "/v1/nothing-here")
+    assert status == 404 and _error(body)["type"] == "NotFoundException"
+    status, headers, body = _http(gw, "PUT", "/v1/namespaces")
+    assert status == 405 and set(headers["Allow"].split(", ")) == {"GET", "POST"}
+    status, headers, body = _http(gw, "GET", "/v1/config", auth=None)
+    assert status == 401 and _error(body)["type"] == "NotAuthorizedException"
+    assert headers["WWW-Authenticate"].startswith("Basic")
+    status, _, body = _http(gw, "GET", "/v1/config", auth=(USER, "wrong"))
+    assert status == 401
+
+
+def test_policy_filters_listings_hides_with_404_and_denies_with_403(gw, rest):
+    rest.create_namespace("secret")
+    rest.create_table("secret.t", schema=SCHEMA)
+    if not rest.namespace_exists("sales"):  # also made by another test of this module
+        rest.create_namespace("sales")
+    if not rest.table_exists("sales.orders"):
+        rest.create_table("sales.orders", schema=SCHEMA)
+    analyst = _rest(gw, "analyst", "analyst-password", path=POLICY_PATH)
+    assert analyst.list_namespaces() == [("sales",)]
+    assert ("sales", "orders") in analyst.list_tables("sales")
+    assert analyst.load_table("sales.orders").schema().find_field("id")
+    with pytest.raises(NoSuchTableError):
+        analyst.load_table("secret.t")
+    with pytest.raises(NoSuchNamespaceError):
+        analyst.list_tables("secret")
+    with pytest.raises(ForbiddenError, match="analyst may not alter sales.orders"):
+        with analyst.load_table("sales.orders").transaction() as tx:
+            tx.set_properties({"x": "y"})
+    with pytest.raises(ForbiddenError):
+        analyst.create_namespace("mine")
+    with pytest.raises(ForbiddenError):
+        analyst.drop_table("sales.orders")
+    etl = _rest(gw, path=POLICY_PATH)
+    assert ("secret",) in etl.list_namespaces() and etl.table_exists("secret.t")
+
+
+def test_a_staged_create_stores_nothing_until_its_commit(rest, hive):
+    rest.create_namespace("staged")
+    tx = rest.create_table_transaction("staged.t", schema=SCHEMA)
+    assert not rest.table_exists("staged.t")
+    tx.append(_rows(0, 3))
+    tx.commit_transaction()
+    table = rest.load_table("staged.t")
+    assert table.scan().to_arrow().num_rows == 3
+    assert hive.load_table("staged.t").metadata_location == table.metadata_location
+    assert table.metadata_location.rsplit("/", 1)[1].startswith("00000-")
+    with pytest.raises(TableAlreadyExistsError):
+        rest.create_table_transaction("staged.t", schema=SCHEMA)
+
+
+def test_a_create_commit_on_an_existing_table_is_409(gw, rest):
+    if not rest.namespace_exists("staged"):
+        rest.create_namespace("staged")
+    rest.create_table("staged.taken", schema=SCHEMA)
+    status, _, body = _http(gw, "POST", "/v1/namespaces/staged/tables/taken",
+                            {"requirements": [{"type": "assert-create"}], "updates": []})
+    assert status == 409 and _error(body)["type"] == "CommitFailedException"
