@@ -1,5 +1,6 @@
-"""Gateway vs direct binary Thrift, side by side against one real HMS (``make bench``:
-``python bench/run.py``, or ``python bench/calls.py``).
+"""Gateway vs direct binary Thrift, side by side against one real HMS (``make bench``).
+
+Run by ``python bench/run.py`` (or ``python bench/calls.py``).
 
 Starts its own Hive Metastore (Derby, from PySpark's jars) with a table of 5,000 partitions,
 and the real gateway (``hms-gateway serve``, HTTPS, Basic auth). Then, alternating the two

@@ -12,11 +12,9 @@ as :class:`ConfigError` naming the file, the key and the reason.
 
 from __future__ import annotations
 
-import difflib
 import ipaddress
 from pathlib import Path
-from types import UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union
 from urllib.parse import urlsplit
 
 import yaml
@@ -25,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.providers.authentication.registry import PROVIDERS, settings_models
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
+from gateway.validation_errors import reported_error
 
 class ConfigError(Exception):
     """A configuration file is unreadable or invalid; ``str()`` is ``"<file>: <key>: <reason>"``."""
@@ -372,65 +371,6 @@ def _key(loc: tuple[Any, ...]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
-
-
-def _closest_key(model: type[BaseModel], err: Any) -> str:
-    """For an unknown key (``extra_forbidden``): ``"; did you mean 'x'?"`` naming the closest
-    key the model at that location accepts, else ``""``."""
-    if err["type"] != "extra_forbidden":
-        return ""
-    fields = _fields_at(model, err["loc"][:-1])
-    close = difflib.get_close_matches(str(err["loc"][-1]), fields, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
-    """The field names of the model a pydantic error location leads to from ``model`` (through
-    fields, list indexes, dict keys and discriminated-union tags); [] when it leads elsewhere."""
-    annotation: Any = model
-    for part in loc:
-        annotation = _step(annotation, part)
-        if annotation is None:
-            return []
-    models = [m for m in _members(annotation) if isinstance(m, type) and issubclass(m, BaseModel)]
-    return list(models[0].model_fields) if len(models) == 1 else []
-
-
-def _members(annotation: Any) -> list[Any]:
-    """``annotation`` without ``Annotated``, ``Optional`` and ``Union`` wrappers: its alternatives."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _members(get_args(annotation)[0])
-    if origin in (Union, UnionType):
-        return [m for arg in get_args(annotation) if arg is not type(None) for m in _members(arg)]
-    return [annotation]
-
-
-def _step(annotation: Any, part: Any) -> Any:
-    members = _members(annotation)
-    for member in members:
-        if isinstance(member, type) and issubclass(member, BaseModel):
-            if part in member.model_fields:
-                return member.model_fields[part].annotation
-            tag = member.model_fields.get("type")
-            if tag is not None and part in get_args(tag.annotation):  # the union tag in the location
-                return member
-        elif get_origin(member) is list and isinstance(part, int):
-            return get_args(member)[0]
-        elif get_origin(member) is dict and isinstance(part, str):
-            return get_args(member)[1]
-    return None
-
-
-def reported_error(model: type[BaseModel], exc: ValidationError) -> tuple[tuple[Any, ...], str]:
-    """The one error of ``exc`` a :class:`ConfigError` reports, as (pydantic location, reason).
-
-    A misspelt key is also a missing one: the unknown key with a close match is preferred, its
-    reason ending ``"; did you mean 'x'?"``; else the first error.
-    """
-    errors = exc.errors()
-    err = next((e for e in errors if _closest_key(model, e)), errors[0])
-    return err["loc"], err["msg"].removeprefix("Value error, ") + _closest_key(model, err)
 
 
 def _validate(model: type[_M], data: dict[str, Any], path: Path) -> _M:
