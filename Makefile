@@ -47,6 +47,7 @@ bench: install
 	$(PY) bench/run.py --datasource
 	$(PY) bench/run.py --tunnel
 	$(PY) bench/run.py --feed
+	$(PY) bench/run.py --iceberg
 
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install

@@ -1,5 +1,5 @@
 """The benchmarks' command line (``make bench``): ``python bench/run.py [--policy | --datasource |
---tunnel | --feed] [the benchmark's own options]``.
+--tunnel | --feed | --iceberg] [the benchmark's own options]``.
 
 Without a choice it runs the gateway against direct binary Thrift (``bench/calls.py``: the small
 calls, the floor, handshakes, 5,000 partitions, 32 clients, translation alone; its options
@@ -8,7 +8,9 @@ runs the catalog-policy benchmark instead (``bench/policy.py``, issue 11), ``--d
 PySpark data source benchmark (``bench/datasource.py``, issue 13), ``--tunnel``
 ``bench/tunnel.py`` (``hms-gateway tunnel`` plus the gateway against direct calls, and Spark
 through it, issue 13), ``--feed`` the change-feed benchmark (``bench/feed.py``, issue 12: delay
-from an HMS call to an SSE client, 1,000 subscribers on one gateway process). The options that
+from an HMS call to an SSE client, 1,000 subscribers on one gateway process), ``--iceberg``
+``bench/iceberg.py`` (the ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly,
+issue 22). The options that
 follow go to the chosen benchmark (``--help`` after the choice lists them). Each benchmark
 starts its own HMS and gateway (``bench/harness.py``) and sets the exit status: 1 when a
 target is missed.
@@ -26,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 #: Command-line choice → the module whose ``main(argv)`` runs that benchmark.
 BENCHMARKS = {"calls": "bench.calls", "policy": "bench.policy", "datasource": "bench.datasource",
-              "tunnel": "bench.tunnel", "feed": "bench.feed"}
+              "tunnel": "bench.tunnel", "feed": "bench.feed", "iceberg": "bench.iceberg"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,11 +75,15 @@ def _check(path: Path) -> tuple[GatewayConfig, dict[str, TopologyConfig]]:
 
 
 def cmd_check_config(args: argparse.Namespace) -> int:
+    from gateway.replicas import replica_warnings
+
     config, topologies = _check(_config_path(args))
     for name, topology in topologies.items():
         for service in topology.services:
             target = ", ".join(service.upstream.urls) if service.upstream else service.kind
             print(f"ok: /gateway/{name}/{service.path} -> {target}")
+    for warning in replica_warnings(topologies, args.replicas):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -204,8 +208,11 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     command("serve", "serve the gateway until SIGTERM or SIGINT (SIGHUP re-reads the topologies)", cmd_serve)
-    command("check-config", "validate the gateway file, its topologies and TLS files, print the services, "
-            "and exit (status 2 with the file, key and reason on an error)", cmd_check_config)
+    p = command("check-config", "validate the gateway file, its topologies and TLS files, print the services, "
+                "and exit (status 2 with the file, key and reason on an error)", cmd_check_config)
+    p.add_argument("--replicas", type=int, default=1, metavar="N",
+                   help="warn about per-replica state when N gateways run (the chart's replicaCount or "
+                        "autoscaling.maxReplicas; default 1)")
 
     p = command("certs", "write a development CA and server certificate", cmd_certs, config=False)
     p.add_argument("--out", type=Path, default=Path("certs"), metavar="DIR",

@@ -24,7 +24,10 @@ With ``workers`` above 1 the ``serve`` process becomes the supervisor. It
 
 Everything else is per worker: credential caches (a worker verifies a password once for itself),
 upstream pools (N × ``pool_size`` connections to each HMS at most), policy engines and their
-caches, admission limits (``max_concurrent_requests`` applies per worker), the audit writer.
+caches, admission limits (``max_concurrent_requests`` applies per worker), the audit writer,
+the metadata caches' replies. The metadata caches' generation counters are shared: the supervisor
+creates them (a file in its runtime directory that every worker maps, :mod:`gateway.cache.generations`),
+so a write through one worker drops the entries it touches in all.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import uvloop
 from aiohttp import web
 from pydantic import ValidationError
 
+from gateway.cache.generations import FILE_NAME as CACHE_GENERATIONS, attach_shared, create_shared
 from gateway.config import ConfigError, GatewayConfig, load_gateway_config, load_topologies
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.authentication.throttle import AuthFailureThrottle, Throttled
@@ -201,6 +205,7 @@ class Supervisor:
         self.runtime_dir = Path(tempfile.mkdtemp(prefix="hms-gateway-"))
         self.metrics_dir = self.runtime_dir / "metrics"
         self.metrics_dir.mkdir()
+        create_shared(self.runtime_dir)  # the metadata caches' generation counters, before any worker
         self.budgets = BudgetKeeper()
         self.draining = False
         self.port = 0
@@ -455,6 +460,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     global _current_worker
     _current_worker = role.index
     share_budgets(SupervisorBudgets(role))
+    attach_shared(role.runtime_dir / CACHE_GENERATIONS)
     tasks: set[asyncio.Task] = set()
 
     def started(gateway: Gateway) -> None:

@@ -26,6 +26,7 @@ case "$set_name" in
       [npm]=npm
       [wrk]=wrk  # bench/workers.py's load
       [activemq]=activemq
+      [haproxy]=haproxy  # tests/integration/test_replicas.py: the balancer in front of the replicas
       [chromium]=chromium
     ) ;;
   *) echo "usage: $0 [demo|all]" >&2; exit 2 ;;

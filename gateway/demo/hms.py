@@ -200,14 +200,16 @@ class EmbeddedHMS:
     the CPU to start and less to add partitions, but slower calls once warm (C2 compiles what a
     long-lived metastore runs often), so benchmarks and the demo keep the full JIT. Every change is written to HMS's notification log by
     ``listener_jar()``'s listener; ``event_ttl_seconds`` is ``hive.metastore.event.db.listener.timetolive``
-    and ``event_cleaner_interval_seconds`` how often expired entries are deleted. Use as a context manager or call start()/stop(); the
-    JVM runs in its own process group and is also stopped when the Python interpreter exits.
+    and ``event_cleaner_interval_seconds`` how often expired entries are deleted. ``site`` adds or
+    overrides ``hive-site.xml`` properties (name → value), such as a short ``hive.txn.timeout``.
+    Use as a context manager or call start()/stop(); the JVM runs in its own process group and is
+    also stopped when the Python interpreter exits.
     """
 
     def __init__(
         self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False,
         durable: bool = True, short_lived: bool = False, event_ttl_seconds: int = 86400,
-        event_cleaner_interval_seconds: int = 60,
+        event_cleaner_interval_seconds: int = 60, site: dict[str, str] | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.port = int(port)
@@ -219,6 +221,7 @@ class EmbeddedHMS:
         self.short_lived = short_lived
         self.event_ttl_seconds = event_ttl_seconds
         self.event_cleaner_interval_seconds = event_cleaner_interval_seconds
+        self.site = dict(site or {})
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -278,6 +281,7 @@ class EmbeddedHMS:
             # it, but HMS's AcidEventListener (TxnHandler) does not, so drop_database failed with
             # NoClassDefFoundError com/jolbox/bonecp/BoneCPConfig. commons-dbcp is there.
             "datanucleus.connectionPoolingType": "DBCP",
+            **self.site,
         }
         body = "".join(
             f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()

@@ -1,9 +1,11 @@
-"""``hms-gateway demo``: embedded HMS, PySpark sample catalog, development certificates, gateway."""
+"""``hms-gateway demo``: embedded HMS, development certificates, gateway, then through the gateway
+the demo's Iceberg table (PyIceberg) and the PySpark sample catalog."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -16,6 +18,13 @@ log = logging.getLogger(__name__)
 #: The demo pipeline's account and service (demo only: config/users.htpasswd, the default topology).
 PIPELINE_USER, PIPELINE_PASSWORD = "etl", "etl-password"
 PIPELINE_SERVICE = "hive/spark-rw"
+#: The default topology's ``iceberg-rest`` service (config/topologies/default.yaml).
+ICEBERG_SERVICE = "iceberg"
+
+
+def iceberg_url(port: int) -> str:
+    """The demo's Iceberg REST catalog URL (PyIceberg's ``uri``)."""
+    return f"https://localhost:{port}/gateway/default/{ICEBERG_SERVICE}"
 
 
 def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None) -> str:
@@ -25,6 +34,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 
   endpoint     {url}
   explorer     https://localhost:{port}/gateway/catalog/explorer   (in a browser, same credentials)
+  iceberg      {iceberg_url(port)}   (Iceberg REST catalog, docs/iceberg.md)
   credentials  admin / admin-password   (demo only: config/users.htpasswd)
   pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
                through hms-gateway tunnel (docs/spark.md)
@@ -72,8 +82,11 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
         def started(gw) -> None:
             print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path), flush=True)
             # The pipeline is a client of the gateway like any other: it runs beside the server.
-            threading.Thread(target=_pipeline_through_gateway, name="demo-pipeline", daemon=True,
-                             args=(gw.gateway_port, ca, hms.warehouse_dir, workdir / "pipeline.log")).start()
+            def pipelines() -> None:
+                _iceberg_through_gateway(gw.gateway_port, ca, workdir / "pipeline.log")
+                _pipeline_through_gateway(gw.gateway_port, ca, hms.warehouse_dir, workdir / "pipeline.log")
+
+            threading.Thread(target=pipelines, name="demo-pipeline", daemon=True).start()
 
         run(Gateway(config, topologies), started)
     return 0
@@ -85,6 +98,36 @@ def with_audit_file(config: GatewayConfig, path: Path) -> GatewayConfig:
     if not config.audit.enabled or config.audit.path is not None:
         return config
     return config.model_copy(update={"audit": config.audit.model_copy(update={"path": path})})
+
+
+def _iceberg_through_gateway(port: int, ca: Path, log_path: Path) -> None:
+    """Write the demo's Iceberg table through the ``iceberg-rest`` service as user ``etl``
+    (PyIceberg ``RestCatalog``, in a child process), then print the program that reads it back.
+    A failure is printed, never raised (the gateway stays up)."""
+    from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet, write_demo_table_in_subprocess
+
+    url = iceberg_url(port)
+    print(f"demo iceberg: PyIceberg RestCatalog as user {PIPELINE_USER} -> {url}: namespace {NAMESPACE}, "
+          f"table {NAMESPACE}.{TABLE}, {len(BATCHES)} appends ...", flush=True)
+    started = time.monotonic()
+    try:
+        result = write_demo_table_in_subprocess(url, ca, PIPELINE_USER, PIPELINE_PASSWORD, log_path=log_path)
+    except (RuntimeError, OSError, ValueError) as exc:  # the child failed, did not start, or answered nonsense
+        print(f"demo iceberg failed: {exc}", flush=True)
+        return
+    done = (f"created, {result['appended']} appends" if result["created"] else
+            f"already there, {result['appended']} appends added")
+    print(f"demo iceberg: {result['table']} {done}, {result['snapshots']} snapshots, in "
+          f"{time.monotonic() - started:.0f} s. Read it back (from the repository, with .venv/bin/python):\n\n"
+          + textwrap.indent(read_back_snippet(url, _shown_path(ca)), "    "), flush=True)
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (as the docs print it)."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path: Path) -> None:

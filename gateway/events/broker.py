@@ -10,16 +10,25 @@ envelope: the body the HTTP feed sends (:func:`gateway.events.hcat.event_body`).
 are ``persistent``, so JMS durable subscribers get what was sent while they were away.
 
 Delivery is **at least once**. A batch is sent in one STOMP transaction whose ``COMMIT`` asks
-for a receipt; only after the receipt is the batch's last event id written to
-``offset_file`` (write to a temporary file, fsync, rename). After a restart, publishing resumes
-after that id, so nothing is lost as long as the feed still holds it (the feed refills its ring
-from HMS's log at start-up, ``ring_size`` events back); a batch that reached the broker but whose id was not yet
-written (crash, lost receipt) is sent again: **consumers may see duplicates** and should
-de-duplicate on ``eventId``. Events already trimmed when the publisher gets to them (HMS's
-time-to-live, the ring's size) cannot be sent: that is logged as an error naming the lost ids,
-and publishing goes on from the oldest event the feed holds; after an HMS reset (ids went
-back), from the start of the new log. Two publishers on one offset file (a topology reload
-overlaps the old service and the new) only add duplicates.
+for a receipt; only after the receipt is the batch's last event id stored as the offset. After
+a restart or a takeover, publishing resumes after that id, so nothing is lost as long as the
+feed still holds it (the feed refills its ring from HMS's log at start-up, ``ring_size`` events
+back); a batch that reached the broker but whose id was not yet stored (crash, lost receipt) is
+sent again: **consumers may see duplicates** and should de-duplicate on ``eventId``. Events
+already trimmed when the publisher gets to them (HMS's time-to-live, the ring's size) cannot be
+sent: that is logged as an error naming the lost ids, and publishing goes on from the oldest
+event the feed holds; after an HMS reset (ids went back), from the start of the new log.
+
+Where the offset lives, and who publishes (see ``docs/change-feed.md`` and the Replicas section
+of ``docs/operations.md``):
+
+* by default, in HMS, and only the replica holding the service's HMS lock publishes
+  (:mod:`gateway.events.leader`): exactly one publisher across every replica and every process,
+  which stops before its lock can have passed to another;
+* with ``offset_file``, in that file (write to a temporary file, fsync, rename), with no lock:
+  for one replica, or an HMS without transactions. Two publishers on one file (a topology
+  reload overlaps the old service and the new) only add duplicates; two replicas each with
+  their own file publish every event twice.
 
 stomp.py is a threaded client; its blocking calls run in a worker thread.
 """
@@ -40,10 +49,13 @@ from urllib.parse import urlsplit
 
 import stomp
 import stomp.exception
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from gateway.events import hcat
 from gateway.events.feed import FeedUnavailable, Resync
+from gateway.observability import metrics
+from gateway.events.leader import LockLost, OffsetStore, PublisherLock, lock_name
+from gateway.upstream.errors import UpstreamError
 
 if TYPE_CHECKING:
     from gateway.events.feed import ChangeFeed
@@ -62,7 +74,13 @@ class BrokerSettings(BaseModel):
 
     ``url``: ``stomp://host:port`` or ``stomp+ssl://host:port`` (TLS with the system's CAs).
     ``login`` and ``passcode_file`` (a file holding the STOMP passcode, one line): optional.
-    ``offset_file``: where the last published event id is kept (created with its directory).
+    ``offset_file``: where the last published event id is kept (created with its directory),
+    without any lock: for a single replica. Without it (the default) the offset is a parameter
+    of the HMS database ``state_database`` (default ``hms_gateway``) and only the holder of the
+    service's HMS lock publishes (:mod:`gateway.events.leader`): ``lock_heartbeat_seconds``
+    between heartbeats, ``lock_lease_seconds`` the holder's own lease after a heartbeat (keep it
+    below HMS's ``hive.txn.timeout``, 300 s by default), ``lock_check_seconds`` between a
+    standby's checks.
     ``topic_prefix``: HCatalog's ``hcat.msgbus.topic.prefix`` (default ``hcat``).
     ``batch_size``: events per STOMP transaction. ``receipt_timeout_seconds``: how long a
     ``COMMIT`` may wait for its receipt. ``retry_seconds``: pause after a broker failure.
@@ -76,7 +94,11 @@ class BrokerSettings(BaseModel):
     url: str
     login: str | None = None
     passcode_file: Path | None = None
-    offset_file: Path
+    offset_file: Path | None = None
+    state_database: str = Field("hms_gateway", pattern=r"^[a-z0-9_]+$", max_length=128)
+    lock_heartbeat_seconds: float = Field(60.0, gt=0)
+    lock_lease_seconds: float = Field(240.0, gt=0)
+    lock_check_seconds: float = Field(5.0, gt=0)
     topic_prefix: str = Field(hcat.DEFAULT_TOPIC_PREFIX, min_length=1)
     batch_size: int = Field(100, ge=1, le=1000)
     receipt_timeout_seconds: float = Field(10.0, gt=0)
@@ -95,6 +117,13 @@ class BrokerSettings(BaseModel):
         if not parts.hostname or port is None:
             raise ValueError("needs a host and a port, e.g. stomp://broker:61613")
         return value
+
+    @model_validator(mode="after")
+    def _lease(self) -> "BrokerSettings":
+        if self.lock_heartbeat_seconds * 2 > self.lock_lease_seconds:
+            raise ValueError("lock_lease_seconds must be at least twice lock_heartbeat_seconds "
+                             "(one lost heartbeat must not end the lease)")
+        return self
 
     @field_validator("passcode_file", "offset_file")
     @classmethod
@@ -239,33 +268,55 @@ class _Receipts(stomp.ConnectionListener):
 class BrokerPublisher:
     """Publishes every event of ``feed`` to ActiveMQ, at least once, in id order.
 
-    ``feed`` is the service's :class:`~gateway.events.feed.ChangeFeed`. Without an offset file,
-    publishing starts after the feed's newest id once the feed has read HMS (what happened
-    before is not replayed). :attr:`published_id` is the last id the broker acknowledged (None
-    before the first run knows where to start).
+    ``feed`` is the service's :class:`~gateway.events.feed.ChangeFeed`. ``client`` (a
+    :class:`~gateway.upstream.metastore.MetastoreClient`) and ``name`` (``topology/path``) are
+    needed unless ``settings.offset_file`` is set: the lock and the offset are then HMS's
+    (:mod:`gateway.events.leader`). Without a stored offset, publishing starts after the feed's
+    newest id once the feed has read HMS (what happened before is not replayed).
+    :attr:`published_id` is the last id the broker acknowledged (None before a run knows where
+    to start); :attr:`leading` whether this publisher holds the lock (always, with a file).
     """
 
-    def __init__(self, feed: ChangeFeed, settings: BrokerSettings, *, wait_seconds: float = 5.0):
+    def __init__(self, feed: ChangeFeed, settings: BrokerSettings, *, client=None, name: str = "",
+                 wait_seconds: float = 5.0):
         self.feed = feed
         self.settings = settings
         self.published_id: int | None = None
+        self.lock: PublisherLock | None = None
+        self._offsets: OffsetStore | None = None
+        if settings.offset_file is None:
+            if client is None:
+                raise ValueError("a publisher without offset_file needs an HMS client")
+            topology, _, path = name.partition("/")
+            self.lock = PublisherLock(
+                client, settings.state_database, lock_name(topology, path),
+                heartbeat_seconds=settings.lock_heartbeat_seconds, lease_seconds=settings.lock_lease_seconds,
+                check_seconds=settings.lock_check_seconds)
+            self._offsets = OffsetStore(client, settings.state_database, f"hms-gateway.publisher.{name}.offset")
+        self._leading = metrics.child(metrics.BROKER_PUBLISHER_LEADING, *name.split("/", 1)) if "/" in name else None
         self._wait_seconds = wait_seconds
         self._task: asyncio.Task[None] | None = None
         self._connection: stomp.Connection12 | None = None
         self._receipts = _Receipts()
         self._ids = itertools.count(1)
 
+    @property
+    def leading(self) -> bool:
+        return self.lock is None or self.lock.valid()
+
     async def start(self) -> None:
-        """Read the offset file and begin publishing in a background task.
+        """Begin publishing in a background task (with the HMS lock: once acquired).
 
         Raises ``ValueError`` when the offset file is corrupt (the operator decides, rather
-        than the publisher guessing where to resume), OSError when it is unreadable.
+        than the publisher guessing where to resume), OSError when it is unreadable. A corrupt
+        offset in HMS is logged and retried (another replica may be the one to fix).
         """
-        self.published_id = await asyncio.to_thread(read_offset, self.settings.offset_file)
+        if self.settings.offset_file is not None:
+            self.published_id = await asyncio.to_thread(read_offset, self.settings.offset_file)
         self._task = asyncio.create_task(self._run(), name="broker-publisher")
 
     async def close(self) -> None:
-        """Stop publishing and disconnect; the offset file keeps the last acknowledged id."""
+        """Stop publishing, release the lock and disconnect; the last acknowledged id stays stored."""
         if self._task is not None:
             self._task.cancel()
             try:
@@ -276,9 +327,54 @@ class BrokerPublisher:
         await asyncio.to_thread(self._disconnect)
 
     async def _run(self) -> None:
+        if self.lock is None:
+            self._show_leading(1)
+            try:
+                return await self._publish()
+            finally:
+                self._show_leading(0)
+        while True:
+            await self.lock.acquire()
+            self._show_leading(1)
+            try:
+                self.published_id = await self._offsets.read()  # type: ignore[union-attr]
+                await self._lead()
+            except LockLost as exc:
+                log.warning("broker %s: publishing stopped: %s", self.settings.url, exc)
+            except Exception as exc:  # noqa: BLE001 - HMS unreachable, HMS's exceptions, a corrupt offset
+                log.error("broker %s: publisher state in HMS: %s; retrying in %g s",
+                          self.settings.url, exc, self.settings.retry_seconds)
+                await asyncio.sleep(self.settings.retry_seconds)
+            finally:
+                self._show_leading(0)
+                await asyncio.to_thread(self._disconnect)
+                await self.lock.release()
+
+    def _show_leading(self, value: int) -> None:
+        if self._leading is not None:
+            self._leading.set(value)
+
+    async def _lead(self) -> None:
+        """Publish while heartbeating the lock; whichever ends first ends the other."""
+        assert self.lock is not None
+        keeper = asyncio.create_task(self.lock.keep(), name="broker-publisher-lock")
+        publisher = asyncio.create_task(self._publish(), name="broker-publisher-batches")
+        try:
+            done, _ = await asyncio.wait({keeper, publisher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (keeper, publisher):
+                task.cancel()
+            await asyncio.gather(keeper, publisher, return_exceptions=True)
+        for task in done:
+            task.result()  # LockLost, or what made publishing fail
+
+    async def _publish(self) -> None:
         if self.published_id is None:  # first run: from the feed's newest id once it has one
             await self._ready()
             await self._acknowledge(self.feed.latest_id)
+        else:  # an offset stored by another replica may be ahead of this feed's last poll
+            await self._ready()
+            await self.feed.reach(self.published_id)
         while True:
             after = self.published_id or 0
             try:
@@ -291,8 +387,17 @@ class BrokerPublisher:
             size = self.settings.batch_size
             for start in range(0, len(events), size):
                 batch = events[start : start + size]
-                await self._deliver(batch)
+                sent = [event for event in batch if not self._own(event)]
+                if not sent:  # only the publisher's own offset writes: nothing to store either
+                    self.published_id = batch[-1].event_id
+                    continue
+                await self._deliver(sent)
                 await self._acknowledge(batch[-1].event_id)
+
+    def _own(self, event: MetastoreEvent) -> bool:
+        """An offset write of this gateway (Hive 3+ logs ``alter_database``): not published."""
+        return (self._offsets is not None and event.event_type == "ALTER_DATABASE"
+                and (event.db or "").lower() == self.settings.state_database)
 
     async def _ready(self) -> None:
         while True:
@@ -312,9 +417,15 @@ class BrokerPublisher:
         )
         await self._acknowledge(resume)
 
+    def _check_lease(self) -> None:
+        if not self.leading:
+            raise LockLost("the lock's lease ran out")
+
     async def _deliver(self, batch: Sequence[MetastoreEvent]) -> None:
-        """Send ``batch`` until the broker acknowledges it, reconnecting after failures."""
+        """Send ``batch`` until the broker acknowledges it, reconnecting after failures.
+        Raises :class:`LockLost` when the lock's lease runs out first."""
         while True:
+            self._check_lease()
             try:
                 return await asyncio.to_thread(self._send, batch)
             except (BrokerError, stomp.exception.StompException, OSError) as exc:
@@ -323,7 +434,20 @@ class BrokerPublisher:
                 await asyncio.sleep(self.settings.retry_seconds)
 
     async def _acknowledge(self, event_id: int) -> None:
-        await asyncio.to_thread(write_offset, self.settings.offset_file, event_id)
+        """Store ``event_id`` as the offset (in HMS: retried until stored or the lease runs out)."""
+        if self._offsets is None:
+            await asyncio.to_thread(write_offset, self.settings.offset_file, event_id)  # type: ignore[arg-type]
+        else:
+            while True:
+                self._check_lease()
+                try:
+                    await self._offsets.write(event_id)
+                    break
+                except (UpstreamError, self._offsets.client.idl.MetaException,
+                        self._offsets.client.idl.InvalidOperationException) as exc:
+                    log.warning("broker %s: storing offset %d in HMS: %s; retrying in %g s",
+                                self.settings.url, event_id, exc, self.settings.retry_seconds)
+                    await asyncio.sleep(self.settings.retry_seconds)
         self.published_id = event_id
 
     def _connect(self) -> stomp.Connection12:
@@ -348,6 +472,9 @@ class BrokerPublisher:
         for event in batch:
             destination, headers, body = broker_frame(event, self.settings.topic_prefix)
             connection.send(destination, body, headers={**headers, "transaction": transaction})
+        if not self.leading:  # the lease ran out while sending: another replica may lead now
+            connection.abort(transaction=transaction)
+            raise LockLost("the lock's lease ran out before COMMIT")
         arrived = self._receipts.expect(receipt)
         connection.commit(transaction=transaction, headers={"receipt": receipt})
         self._receipts.wait(receipt, arrived, self.settings.receipt_timeout_seconds)

@@ -87,6 +87,7 @@ class ChangeFeed:
         self._changed: asyncio.Future | None = None
         self._last_error: str | None = None
         self._seen_types: set[str] = set()
+        self._polling = asyncio.Lock()  # the background poll and reach()'s never interleave
 
     def known_types(self) -> frozenset[str]:
         """:data:`EVENT_TYPES` and every other event type this feed has read from HMS."""
@@ -138,8 +139,25 @@ class ChangeFeed:
                     self._last_error = repr(exc)
             await asyncio.sleep(self.poll_interval)
 
+    async def reach(self, after: int) -> None:
+        """Poll HMS once now if ``after`` is ahead of what this feed has read.
+
+        Another replica may have handed out the position (an SSE ``Last-Event-ID``, a long
+        poll's ``next``, the broker publisher's offset) before this one polled. Without this,
+        :meth:`events_after` would call such a position a reset. After the poll only a position
+        ahead of HMS itself is one. An HMS that cannot be reached is left to
+        :meth:`events_after`'s verdict.
+        """
+        if self.ready and after > self.ring.newest_id:
+            with contextlib.suppress(UpstreamError):
+                await self.poll_once()
+
     async def poll_once(self) -> None:
         """One poll: current id, then the new events in batches. Raises UpstreamError."""
+        async with self._polling:
+            await self._poll()
+
+    async def _poll(self) -> None:
         self.polls += 1
         current = await self.poller.current_id()
         if not self.ready or current < self.ring.newest_id:

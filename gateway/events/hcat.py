@@ -100,15 +100,19 @@ def event_body(event: MetastoreEvent, message: dict | None = None) -> dict[str, 
 
     The six HCatalog types: :func:`hcat_message`. Others: ``{"eventId", "eventTime",
     "eventType", "db", "table", "messageFormat", "message"}`` with HMS's decoded message, or
-    ``message`` when given (e.g. with the user's denied columns removed).
+    ``message`` when given (e.g. with the user's denied columns removed), plus ``"iceberg"``
+    when the event is an Iceberg commit (:func:`gateway.events.iceberg.commit_body`).
     """
     if event.event_type in HCAT_TYPES:
         return hcat_message(event)
-    return {
+    body = {
         "eventId": event.event_id, "eventTime": event.event_time, "eventType": event.event_type,
         "db": event.db, "table": event.table, "messageFormat": event.message_format,
         "message": event.message if message is None else message,
     }
+    if event.iceberg is not None:
+        body["iceberg"] = event.iceberg
+    return body
 
 
 def topics(
@@ -150,15 +154,20 @@ def _str_or_none(value: Any) -> str | None:
 
 
 def _embedded_table_params(message: Any) -> dict[str, str] | None:
-    """Table.parameters of the message's ``tableObjJson`` (or ``tableObjAfterJson``), or None.
+    """Table.parameters of the message's ``tableObjJson`` (or ``tableObjAfterJson``), or None."""
+    if not isinstance(message, dict):
+        return None
+    return table_parameters(message.get("tableObjJson") or message.get("tableObjAfterJson"))
+
+
+def table_parameters(table: Any) -> dict[str, str] | None:
+    """``Table.parameters`` of a table embedded in an HMS message (``tableObjJson``,
+    ``tableObjBeforeJson``, ``tableObjAfterJson``), or None.
 
     HMS writes the table with Thrift's TJSONProtocol (``JSONMessageFactory.createTableObjJson``):
     ``{"9":{"map":["str","str",n,{k:v…}]}}``. A decoded form (a dict with ``parameters``) is
     accepted too. Anything else, including unparsable text, gives None.
     """
-    if not isinstance(message, dict):
-        return None
-    table = message.get("tableObjJson") or message.get("tableObjAfterJson")
     if isinstance(table, str):
         try:
             table = json.loads(table)

@@ -19,7 +19,7 @@ import gzip
 import json
 import zlib
 
-__all__ = ["MAX_MESSAGE_BYTES", "MessageFormatError", "decode_message"]
+__all__ = ["MAX_MESSAGE_BYTES", "MessageFormatError", "decode_message", "gunzip"]
 
 #: A decompressed message larger than this (bytes) is refused: a gzip bomb stops here.
 MAX_MESSAGE_BYTES = 64 << 20
@@ -29,14 +29,20 @@ class MessageFormatError(ValueError):
     """The message cannot be decoded as its ``messageFormat`` says (or the format is unknown)."""
 
 
-def _gunzip(data: bytes) -> bytes:
+def gunzip(data: bytes, limit: int | None = None) -> bytes:
+    """The gzip member ``data`` inflated, at most ``limit`` bytes (default
+    :data:`MAX_MESSAGE_BYTES`; a gzip bomb stops there).
+
+    Raises :class:`MessageFormatError` when ``data`` is not gzip or inflates beyond ``limit``.
+    """
+    limit = MAX_MESSAGE_BYTES if limit is None else limit
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip header and trailer
     try:
-        out = inflater.decompress(data, MAX_MESSAGE_BYTES + 1)
+        out = inflater.decompress(data, limit + 1)
     except zlib.error as exc:
         raise MessageFormatError(f"not gzip data: {exc}") from None
-    if len(out) > MAX_MESSAGE_BYTES:
-        raise MessageFormatError(f"message inflates beyond {MAX_MESSAGE_BYTES} bytes")
+    if len(out) > limit:
+        raise MessageFormatError(f"data inflates beyond {limit} bytes")
     return out
 
 
@@ -61,7 +67,7 @@ def decode_message(message: str, message_format: str | None) -> dict:
             raw = base64.b64decode(message, validate=False)
         except (binascii.Error, ValueError) as exc:
             raise MessageFormatError(f"{fmt} message is not Base64: {exc}") from None
-        return _json_object(_gunzip(raw), fmt)
+        return _json_object(gunzip(raw), fmt)
     return _json_object(message, fmt or "unlabelled")
 
 

@@ -14,7 +14,8 @@ class MetastoreEvent:
     type name, e.g. ``"CREATE_TABLE"``; ``db``/``table`` are ``dbName``/``tableName`` (None
     when HMS leaves them unset); ``message`` is HMS's message decoded to JSON
     (``json-0.2`` text, or Hive 4's ``gzip(json-2.0)``), never raw bytes; ``message_format``
-    is HMS's ``messageFormat``, e.g. ``"json-0.2"``.
+    is HMS's ``messageFormat``, e.g. ``"json-0.2"``; ``iceberg`` is the Iceberg commit an
+    ``ALTER_TABLE`` event records (:func:`gateway.events.iceberg.commit_body`), else None.
     """
 
     event_id: int
@@ -24,3 +25,4 @@ class MetastoreEvent:
     table: str | None
     message: dict
     message_format: str
+    iceberg: dict | None = None

@@ -4,8 +4,13 @@ service kind (:mod:`gateway.services.iceberg_rest`).
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
-``errors`` (the spec's error model), ``routes`` (``/v1/...`` paths), ``bodies`` (request bodies and
+``errors`` (the spec's error model), ``routes`` (``/v1/...`` paths), ``operations`` (operationId →
+handler), ``bodies`` (request bodies and
 query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
 ``catalog`` (one request's HMS client, policy view and lookups), ``namespaces``, ``tables``,
-``commit`` (the HiveCatalog commit protocol under HMS's lock).
+``commit`` (the HiveCatalog commit protocol under HMS's lock), ``transactions`` (multi-table
+commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage
+access on S3 (issue 23): ``storage`` (the gateway's key and S3 settings), ``vending`` (STS
+credentials scoped to a table), ``delegation`` (``X-Iceberg-Access-Delegation`` and the
+credentials endpoint), ``signer`` (remote signing).
 """

@@ -33,6 +33,8 @@ class Settings:
     lock_heartbeat: float = 240.0
     #: Host name sent in lock requests (shown by ``SHOW LOCKS``).
     hostname: str = "hms-gateway"
+    #: Principals that may load tables with columns denied to the user (:mod:`gateway.iceberg.trusted`).
+    trusted_engines: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -47,6 +49,9 @@ class Catalog:
     user: str
     #: (database, table) the request named, for the audit line.
     objects: tuple[str | None, str | None] = field(default=(None, None))
+    #: The serving :class:`~gateway.services.iceberg_rest.IcebergRestService` (topology, options,
+    #: service-wide parts such as the token issuer), for operations that need more than HMS.
+    service: Any = None
 
     @property
     def idl(self):

@@ -44,7 +44,7 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
-from gateway.iceberg import errors
+from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import (
@@ -89,6 +89,8 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
             return await _create(catalog, db, name, request)
     for access in accesses(request.updates):
         catalog.require(access, db, name)
+    # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
+    trusted.restricted(catalog, db, name)
     await catalog.hive_table(db, name)  # 404 before taking a lock
     lockid = await _lock(catalog, db, name)
     heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))

@@ -20,9 +20,11 @@ from gateway.iceberg.errors import BadRequest, MethodNotAllowed, NotFound
 NAMESPACE_SEPARATOR = "\x1f"
 _NAME = re.compile(r"[A-Za-z0-9_]{1,128}")
 
-#: (method, path template, operation), the spec's operationIds; GET /v1/config first.
+#: (method, path template, operation), the spec's operationIds; each operation's handler is
+#: registered in :data:`gateway.iceberg.operations.OPERATIONS`.
 ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", "/v1/config", "getConfig"),
+    ("POST", "/v1/oauth/tokens", "getToken"),
     ("GET", "/v1/namespaces", "listNamespaces"),
     ("POST", "/v1/namespaces", "createNamespace"),
     ("GET", "/v1/namespaces/{namespace}", "loadNamespaceMetadata"),
@@ -31,16 +33,25 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("POST", "/v1/namespaces/{namespace}/properties", "updateProperties"),
     ("GET", "/v1/namespaces/{namespace}/tables", "listTables"),
     ("POST", "/v1/namespaces/{namespace}/tables", "createTable"),
+    ("POST", "/v1/namespaces/{namespace}/register", "registerTable"),
     ("GET", "/v1/namespaces/{namespace}/tables/{table}", "loadTable"),
     ("HEAD", "/v1/namespaces/{namespace}/tables/{table}", "tableExists"),
     ("POST", "/v1/namespaces/{namespace}/tables/{table}", "updateTable"),
     ("DELETE", "/v1/namespaces/{namespace}/tables/{table}", "dropTable"),
     ("POST", "/v1/tables/rename", "renameTable"),
+    ("POST", "/v1/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics"),
+    ("GET", "/v1/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials"),
+    ("POST", "/v1/namespaces/{namespace}/tables/{table}/s3-sign", "signS3Request"),  # Polaris-style, per table
+    ("POST", "/v1/transactions/commit", "commitTransaction"),
 )
 
-#: ``GET /v1/config``'s ``endpoints``: every route but config itself, as the spec writes them.
+#: Routes outside the catalog's ``{prefix}``, which ``endpoints`` does not list.
+_UNPREFIXED = ("getConfig", "getToken", "signS3Request")  # the signer is not a catalog endpoint
+
+#: ``GET /v1/config``'s ``endpoints``: every catalog route, as the spec writes them.
 ENDPOINTS: tuple[str, ...] = tuple(
-    f"{method} {template.replace('/v1/', '/v1/{prefix}/', 1)}" for method, template, _ in ROUTES[1:]
+    f"{method} {template.replace('/v1/', '/v1/{prefix}/', 1)}"
+    for method, template, operation in ROUTES if operation not in _UNPREFIXED
 )
 
 

@@ -16,8 +16,9 @@ from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 
-from gateway.iceberg import errors
+from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import is_iceberg, new_table
 from gateway.iceberg.namespaces import paged
@@ -29,12 +30,15 @@ log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("all", "refs")
 
 
-def load_result(location: str | None, metadata: TableMetadata) -> bytes:
+def load_result(location: str | None, metadata: TableMetadata, delegation: tuple[dict, list] = ({}, [])) -> bytes:
     """The spec's ``LoadTableResult`` as JSON bytes: ``metadata-location`` (left out for a
     staged table, which has none yet), ``metadata`` (as PyIceberg writes metadata files),
-    ``config``."""
+    ``config`` and ``storage-credentials`` (``delegation``, :mod:`gateway.iceberg.delegation`)."""
     head = b"{" if location is None else b'{"metadata-location":' + _json_string(location) + b","
-    return head + b'"metadata":' + metadata.model_dump_json().encode() + b',"config":{}}'
+    config, credentials = delegation
+    tail = b',"storage-credentials":' + json.dumps(credentials).encode() if credentials else b""
+    return (head + b'"metadata":' + metadata.model_dump_json().encode() + b',"config":'
+            + json.dumps(config).encode() + tail + b"}")
 
 
 def _json_string(value: str) -> bytes:
@@ -67,7 +71,9 @@ async def list_tables(catalog: Catalog, db: str, query) -> Reply:
     return Reply(body=body)
 
 
-async def create_table(catalog: Catalog, db: str, body: bytes) -> Reply:
+async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Reply:
+    """Create ``db.<name>``; with ``http`` (the HTTP request), storage access as its delegation
+    header asks."""
     request = parse(CreateTableRequest, body)
     name = hms_name(request.name, "table")
     catalog.named(db, name)
@@ -104,28 +110,37 @@ async def create_table(catalog: Catalog, db: str, body: bytes) -> Reply:
     except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
         await catalog.files.delete(metadata_location)
         raise errors.BadRequest(f"the Hive Metastore refused table {db}.{name}: {exc.message}") from None
-    return Reply(body=load_result(metadata_location, metadata))
+    delegation = await delegated(catalog, http, db, name, location) if http is not None else ({}, [])
+    return Reply(body=load_result(metadata_location, metadata, delegation))
 
 
-async def load_table(catalog: Catalog, db: str, name: str, query, if_none_match: str | None) -> Reply:
+async def load_table(catalog: Catalog, db: str, name: str, query, if_none_match: str | None,
+                     request=None) -> Reply:
+    """Load ``db.name``; with ``request``, storage access as its delegation header asks."""
     snapshots = query.get("snapshots", "all")
     if snapshots not in SNAPSHOT_MODES:
         raise errors.BadRequest(f"snapshots must be all or refs, got {snapshots[:40]!r}")
     catalog.require("select", db, name)
-    if not catalog.view.all_columns(db, name):
-        raise errors.Forbidden(f"{catalog.user} may not read every column of {db}.{name}; "
-                               "Iceberg tables load only with every column")
+    columns_denied = trusted.restricted(catalog, db, name)  # 403 unless a trusted engine asks
     hive = await catalog.hive_table(db, name)
     location = hive.parameters["metadata_location"]
     tag = etag(location, snapshots)
-    if _not_modified(if_none_match, tag):
+    if not columns_denied and _not_modified(if_none_match, tag):
         return Reply(status=304, headers=(("ETag", tag),))
     location, metadata = await catalog.metadata(hive)
+    columns = trusted.authorized_columns(catalog, db, name, metadata) if columns_denied else {}
+    if columns:  # the answer also changes with the policy
+        tag = etag(location, f"{snapshots}\n{columns[trusted.AUTHORIZED_COLUMNS]}")
+        if _not_modified(if_none_match, tag):
+            return Reply(status=304, headers=(("ETag", tag),))
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots
                                                               if s.snapshot_id in referenced]})
-    return Reply(body=load_result(location, metadata), headers=(("ETag", tag),))
+    delegation = (await delegated(catalog, request, db, name, metadata.location)
+                  if request is not None else ({}, []))
+    delegation = ({**delegation[0], **columns}, delegation[1])
+    return Reply(body=load_result(location, metadata, delegation), headers=(("ETag", tag),))
 
 
 async def table_exists(catalog: Catalog, db: str, name: str) -> Reply:

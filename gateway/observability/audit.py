@@ -164,8 +164,11 @@ class AuditEvent:
     policy_id: int | None = None
     policy_hidden: int | None = None
     policy_columns_hidden: int | None = None
+    cache: str | None = None
     started: float = field(default_factory=time.perf_counter)
     objects: Callable[[], tuple[str | None, str | None]] | None = None
+    #: True: no line for this request (a service summarizes such requests in a later line).
+    summarized: bool = False
 
     def _resolve_objects(self) -> None:
         if self.objects is not None:
@@ -177,7 +180,9 @@ class AuditEvent:
         outcome): compact JSON with the keys in the order docs/security.md lists them, ASCII
         with ``\\u`` escapes, the same text ``json.dumps(..., separators=(",", ":"))`` gives for
         them, written without building a dict: this runs once per request. Names are clipped
-        to 256 characters; the policy keys come only on a service with a catalog policy."""
+        to 256 characters; the policy keys come only on a service with a catalog policy, and
+        ``cache`` (its ``Cache-Status`` result: ``hit``, ``miss``, ``stale``, ``bypass``,
+        ``method``) only on a service with a metadata cache."""
         self._resolve_objects()
         text = (
             f'{{"time":"{_clock.now()}","request_id":{_json_string(self.request_id)},'
@@ -190,6 +195,8 @@ class AuditEvent:
             f'"duration_ms":{round((time.perf_counter() - self.started) * 1000, 3)!r},'
             f'"reason":{_json_clip(self.reason)}'
         )
+        if self.cache is not None:  # only on a service with a metadata cache
+            text += f',"cache":"{self.cache}"'
         if self.policy_decision is None:
             return text + "}"
         return (
@@ -238,7 +245,7 @@ class AuditLog:
 
     def write(self, event: AuditEvent, detail: str, status: int) -> None:
         """Buffer one line for ``event``, which ended with ``status`` (metrics outcome ``detail``)."""
-        if not self.enabled:
+        if not self.enabled or event.summarized:
             return
         line = event.line(detail, status)
         self._lines.append(line)

@@ -74,6 +74,11 @@ POLICY_DECISIONS = Counter(
     "cannot judge the method.",
     ["topology", "service", "outcome"], registry=REGISTRY,
 )
+S3_SIGNINGS = Counter(
+    "hms_gateway_s3_signings", "Remote-signing requests of the iceberg-rest kind, by decision: "
+    "allowed (signed), denied (403) or invalid (400).",
+    ["topology", "service", "decision"], registry=REGISTRY,
+)
 CONFIG_RELOADS = Counter(
     "hms_gateway_config_reloads", "Topology reloads by outcome.", ["outcome"], registry=REGISTRY,
 )
@@ -101,6 +106,40 @@ FEED_EVENTS_DELIVERED = Counter(
 FEED_SUBSCRIBERS = Gauge(
     "hms_gateway_feed_subscribers", "Change-feed clients currently waiting or streaming.",
     ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
+)
+BROKER_PUBLISHER_LEADING = Gauge(
+    "hms_gateway_broker_publisher_leading", "1 while this gateway publishes the service's change "
+    "feed to the broker (it holds the HMS lock, or has an offset_file), else 0.",
+    ["topology", "service"], multiprocess_mode="livemax", registry=REGISTRY,
+)
+CACHE_LOOKUPS = Counter(
+    "hms_gateway_cache_lookups", "Metadata-cache lookups of cached read methods, by result: hit, "
+    "miss (no entry), stale (an entry whose table changed since) or bypass (the cache is not "
+    "following HMS's notification log right now).", ["topology", "service", "result"], registry=REGISTRY,
+)
+CACHE_EVICTIONS = Counter(
+    "hms_gateway_cache_evictions", "Metadata-cache entries removed, by reason: size (least "
+    "recently used, over max_bytes), expired (ttl_seconds), stale (found changed).",
+    ["topology", "service", "reason"], registry=REGISTRY,
+)
+CACHE_INVALIDATIONS = Counter(
+    "hms_gateway_cache_invalidations", "Metadata-cache invalidations, by source: event (a "
+    "notification-log event), write (a write through the gateway), resync (everything dropped: "
+    "a trimmed log, an id that went back).", ["source"], registry=REGISTRY,
+)
+CACHE_BYTES = Gauge(
+    "hms_gateway_cache_bytes", "Bytes of HMS replies the metadata cache holds.",
+    ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
+)
+CACHE_ENTRIES = Gauge(
+    "hms_gateway_cache_entries", "Replies the metadata cache holds.",
+    ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
+)
+#: ``report``: ``scan-report`` or ``commit-report`` (the spec's ``report-type``; others are refused).
+ICEBERG_METRICS_REPORTS = Counter(
+    "hms_gateway_iceberg_metrics_reports", "Iceberg REST metrics reports received "
+    "(POST .../tables/{table}/metrics), by report type.",
+    ["topology", "service", "report"], registry=REGISTRY,
 )
 BUILD_INFO = Gauge(
     "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],

@@ -21,6 +21,9 @@ from it. Requests (GET, after the service's authentication, identity assertion a
   "eventType", "db", "table", "messageFormat", "message"}`` with HMS's message decoded.
   ``Accept: application/cloudevents+json`` (or ``format=cloudevents``): each event as a
   CloudEvents 1.0 structured JSON object (``cloudevents`` library), the body as ``data``.
+  An ``ALTER_TABLE`` that commits an Iceberg table also has ``"iceberg"``
+  (:mod:`gateway.events.iceberg`: snapshot id, operation, summary, metadata locations, user);
+  ``types=ICEBERG_COMMIT`` selects those events.
 - **Per-user delivery**: with a catalog policy (``policy_file``), a user gets only events on
   databases/tables their :class:`~gateway.policy.view.CatalogView` shows, and Thrift tables/partitions
   embedded in HMS messages (``tableObjJson``…) lose columns the user may not ``select``;
@@ -49,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.events import hcat
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
+from gateway.events.iceberg import ICEBERG_COMMIT, IcebergCommitOptions, IcebergCommits, for_viewer
 from gateway.events.model import MetastoreEvent
 from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.observability import metrics
@@ -75,7 +79,8 @@ class EventStreamOptions(BaseModel):
     ``ring_size``: events kept in memory, the window clients can resume in;
     ``topic_prefix``: the seed's ``hcat.msgbus.topic.prefix``; ``service_user``/``service_groups``:
     who the poller is to HMS (``set_ugi``; default the gateway's own connection, no ``set_ugi``);
-    ``broker``: :class:`gateway.events.broker.BrokerSettings`, to also publish to ActiveMQ.
+    ``broker``: :class:`gateway.events.broker.BrokerSettings`, to also publish to ActiveMQ;
+    ``iceberg``: Iceberg commits on ``ALTER_TABLE`` events (:class:`IcebergCommitOptions`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -88,6 +93,7 @@ class EventStreamOptions(BaseModel):
     service_user: str | None = Field(None, min_length=1)
     service_groups: list[str] = Field(default_factory=list)
     broker: dict[str, Any] | None = None
+    iceberg: IcebergCommitOptions = Field(default_factory=IcebergCommitOptions)
 
 
 class BadQuery(ValueError):
@@ -147,7 +153,8 @@ class _Query:
             raise BadQuery("format must be json or cloudevents")
 
     def matches(self, event: MetastoreEvent, prefix: str) -> bool:
-        if self.types is not None and event.event_type not in self.types:
+        if self.types is not None and event.event_type not in self.types and not (
+                event.iceberg is not None and ICEBERG_COMMIT in self.types):
             return False
         if self.db is not None and (event.db or "").lower() != self.db:
             return False
@@ -250,8 +257,11 @@ class EventStreamService:
         # (hive.metastore.event.db.notification.api.auth, Hive 3+); no principal: the gateway's own.
         identity = (Identity(options.service_user, None, frozenset(options.service_groups))
                     if options.service_user else None)
+        poller = NotificationPoller(self.upstream, ctx.schema, identity)
+        if options.iceberg.enabled:
+            poller = IcebergCommits(poller, options.iceberg)
         self.feed = ChangeFeed(
-            NotificationPoller(self.upstream, ctx.schema, identity),
+            poller,
             poll_interval=options.poll_interval_seconds, ring_size=options.ring_size,
             labels=(ctx.topology, ctx.config.path),
         )
@@ -259,14 +269,18 @@ class EventStreamService:
         self.publisher = None
         if options.broker is not None:
             from gateway.events.broker import BrokerPublisher, BrokerSettings
+            from gateway.upstream.metastore import MetastoreClient
 
             try:
                 settings = BrokerSettings.model_validate(
                     options.broker, context={"base_dir": Path(ctx.source).parent})
             except ValidationError as exc:
                 first = exc.errors()[0]
-                raise ctx.error("options.broker." + ".".join(str(p) for p in first["loc"]), first["msg"]) from None
-            self.publisher = BrokerPublisher(self.feed, settings)
+                raise ctx.error(".".join(["options.broker", *(str(p) for p in first["loc"])]), first["msg"]) from None
+            # Without offset_file, the offset and the one-publisher lock are HMS's (leader.py).
+            self.publisher = BrokerPublisher(
+                self.feed, settings, client=MetastoreClient(self.upstream, ctx.schema, identity=identity),
+                name=f"{ctx.topology}/{ctx.config.path}")
         self._delivered = metrics.child(metrics.FEED_EVENTS_DELIVERED, ctx.topology, ctx.config.path)
         self._streams: set[asyncio.Task] = set()
 
@@ -277,8 +291,8 @@ class EventStreamService:
         return cls(ctx)
 
     async def start(self) -> None:
-        """Start the poller (and the broker publisher, when configured: in one process only,
-        worker 0 with ``workers`` > 1, so each event reaches the broker once per gateway)."""
+        """Start the poller (and the broker publisher, when configured: in worker 0 only; across
+        replicas, only the holder of the service's HMS lock publishes, see gateway/events/leader.py)."""
         from gateway.workers import current_worker
 
         await self.feed.start()
@@ -304,7 +318,8 @@ class EventStreamService:
         await self.chain.on_request(exchange)
         sse = SSE_TYPE in request.headers.get(hdrs.ACCEPT, "")
         try:
-            query = _Query(request, self.options.max_wait_seconds, sse, self.feed.known_types())
+            query = _Query(request, self.options.max_wait_seconds, sse,
+                           self.feed.known_types() | {ICEBERG_COMMIT})
         except BadQuery as exc:
             exchange.event.reason = str(exc)
             return _json(400, {"error": "bad_request", "detail": str(exc)}), "bad_request"
@@ -317,6 +332,7 @@ class EventStreamService:
                     await self.feed.wait_ready(timeout=_READY_WAIT)
                 if query.after is None:
                     query.after = self.feed.latest_id
+                await self.feed.reach(query.after)  # a position from a replica that polled sooner
                 if sse:
                     self.feed.events_after(query.after, 1)  # a position already gone: 410, no stream
                     return await self._stream(exchange, query, viewer), "ok"
@@ -350,19 +366,13 @@ class EventStreamService:
     def body(self, event: MetastoreEvent, viewer: CatalogView | None = None, cloudevents: bool = False) -> dict:
         """An event as sent to a client (see the module docstring)."""
         keep = _keep(viewer, event)
-        if hcat.is_hcat_type(event.event_type):
-            data = hcat.hcat_message(event)
-            if keep is not None and "partitions" in data:
-                data["partitions"] = _filter_partition_values(data["partitions"], keep)
-        else:
-            message = event.message
-            if keep is not None:
-                message = _filter_message(message, keep)
-            data = {
-                "eventId": event.event_id, "eventTime": event.event_time, "eventType": event.event_type,
-                "db": event.db, "table": event.table, "messageFormat": event.message_format,
-                "message": message,
-            }
+        hcat_type = hcat.is_hcat_type(event.event_type)
+        data = hcat.event_body(event, _filter_message(event.message, keep)
+                               if keep is not None and not hcat_type else None)
+        if keep is not None and "partitions" in data:
+            data["partitions"] = _filter_partition_values(data["partitions"], keep)
+        if keep is not None and "iceberg" in data:
+            data["iceberg"] = for_viewer(data["iceberg"], keep)
         if not cloudevents:
             return data
         attributes = {

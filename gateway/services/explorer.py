@@ -60,10 +60,13 @@ class ExplorerOptions(BaseModel):
     #: Path of the topology's ``event-stream`` service (the change feed) for the live panel of
     #: recent changes; None: no panel.
     events_service: str | None = None
+    #: Path of the topology's ``iceberg-rest`` service; with it an Iceberg table's page also
+    #: shows its Iceberg schema, partition spec, properties and snapshot history (loadTable).
+    iceberg_service: str | None = None
     #: Partition names shown per page.
     page_size: int = Field(default=100, ge=10, le=1000)
 
-    @field_validator("thrift_service", "events_service")
+    @field_validator("thrift_service", "events_service", "iceberg_service")
     @classmethod
     def _relative_path(cls, path: str | None) -> str | None:
         if path is None:
@@ -92,6 +95,11 @@ def _check_targets(ctx: ServiceContext, options: "ExplorerOptions") -> None:
         if events is None or events.kind != "event-stream":
             raise ctx.error("options.events_service",
                             f"no event-stream service {options.events_service!r} in topology {ctx.topology!r}")
+    if options.iceberg_service is not None:
+        iceberg = ctx.siblings.get(options.iceberg_service)
+        if iceberg is None or iceberg.kind != "iceberg-rest":
+            raise ctx.error("options.iceberg_service",
+                            f"no iceberg-rest service {options.iceberg_service!r} in topology {ctx.topology!r}")
 
 
 class ExplorerService:
@@ -118,6 +126,7 @@ class ExplorerService:
             "topology": ctx.topology,
             "page-size": str(options.page_size),
             "events-url": f"/gateway/{ctx.topology}/{options.events_service}" if options.events_service else "",
+            "iceberg-url": f"/gateway/{ctx.topology}/{options.iceberg_service}" if options.iceberg_service else "",
         }
         for name, value in settings.items():  # the page reads these <meta> tags (CSP: no inline script)
             page = page.replace(f'name="hms-{name}" content=""',

@@ -2,10 +2,12 @@
 ``open-api/rest-catalog-open-api.yaml``) over the service's Hive Metastore, at
 ``/gateway/{topology}/{service path}/v1/...`` (:mod:`gateway.iceberg`).
 
-One request: the body read whole (413, 408); the request-side steps (authentication, identity
-assertion, service ACL); the path below the service picks the operation
-(:mod:`gateway.iceberg.routes`: 404 for a path the API lacks, 405 with ``Allow``); HMS is called
-as the effective user (``set_ugi``); the catalog policy decides what the user sees (404) and may
+One request: the body read whole (400 over the size limit, as the spec lists no 413; 408); the
+request-side steps (authentication, identity assertion, service ACL; the token endpoint
+authenticates its client itself, :mod:`gateway.iceberg.oauth`); the path below the service
+picks the operation (:mod:`gateway.iceberg.routes`: 404 for a path the API lacks, 405 with
+``Allow``) and its handler (:mod:`gateway.iceberg.operations`); HMS is called as the effective
+user (``set_ugi``); the catalog policy decides what the user sees (404) and may
 do (403). Every refusal is the spec's error model ``{"error": {"message", "type", "code"}}``:
 401 ``NotAuthorizedException`` with the topology's challenges, 403 ``ForbiddenException``, 429
 with ``Retry-After`` from the failure throttle, 503 ``ServiceUnavailableException`` when HMS is
@@ -16,7 +18,13 @@ Options (``options:`` of the service entry): ``hive2_compatible`` (Hive 2 column
 HMS copy of the schema, default true), ``lock_wait_seconds`` (a commit's wait for HMS's table
 lock before 409, default 60), ``lock_check_min_wait_seconds``/``lock_check_max_wait_seconds``
 (``check_lock`` back-off, 0.05 and 5), ``file_io`` (PyIceberg FileIO properties for the
-metadata files, such as ``s3.endpoint``; values are never logged).
+metadata files, such as ``s3.endpoint``; values are never logged), ``s3`` (an S3 warehouse: the
+gateway's key from a credentials file or the environment, vended credentials and remote
+signing, :mod:`gateway.iceberg.storage`), ``register_prefixes``
+(locations below which ``register`` may take metadata files besides the namespace's own),
+``trusted_engines`` (the principals, a ``doAs`` impersonator or else the effective user, that
+may load a table with columns denied to the user, with ``authorized-columns`` in the load
+result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
@@ -31,17 +40,21 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from thriftpy2.thrift import TException
 
 from gateway.config import Limits
-from gateway.iceberg import commit, errors, namespaces, tables
+from gateway.iceberg import errors, operations
 from gateway.iceberg.catalog import Catalog, Reply, Settings
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.files import MetadataFiles
-from gateway.iceberg.routes import ENDPOINTS, Route, match
+from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED, Summaries
+from gateway.iceberg.storage import S3Options, S3Storage, load_storage
+from gateway.iceberg.vending import Vendor
+from gateway.iceberg.routes import Route, match
 from gateway.pipeline.body import read_body
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.policy.view import CatalogView
+from gateway.providers.authentication.sigv4 import SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
 from gateway.thrift.schema import ServiceSchema
@@ -62,6 +75,14 @@ class IcebergRestOptions(BaseModel):
     lock_check_min_wait_seconds: float = Field(default=0.05, gt=0, le=60)
     lock_check_max_wait_seconds: float = Field(default=5.0, gt=0, le=60)
     file_io: dict[str, str] = Field(default_factory=dict, repr=False)
+    #: Principals that may load tables with columns denied to the user (as the glue kind's).
+    trusted_engines: list[str] = Field(default_factory=list)
+    #: S3 warehouse: the gateway's key, endpoint, and the role for vended credentials and
+    #: remote signing (:mod:`gateway.iceberg.storage`).
+    s3: S3Options | None = None
+    #: Locations (URIs) below which ``register`` may take metadata files, besides the
+    #: namespace's own location (:mod:`gateway.iceberg.register`).
+    register_prefixes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _back_off(self) -> "IcebergRestOptions":
@@ -82,24 +103,43 @@ class IcebergRestService:
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, policy: PolicyEngine | None, limits: Limits,
-                 options: IcebergRestOptions):
+                 options: IcebergRestOptions, storage: S3Storage | None = None):
         self.topology, self.path = topology, path
         self.upstream, self.chain, self.schema, self.policy = upstream, chain, schema, policy
-        self.limits = limits
+        self.limits, self.options = limits, options
         self.prefix = f"/gateway/{topology}/{path}"
-        self.files = MetadataFiles(options.file_io)
+        # The gateway's own S3 key for metadata files; explicit file_io properties win.
+        self.storage = storage
+        self.files = MetadataFiles({**(storage.file_io() if storage else {}), **options.file_io})
+        self.vendor = Vendor(storage) if storage is not None and storage.options.role_arn else None
+        self.signing_summaries = Summaries()
         self.settings = Settings(
             hive2_compatible=options.hive2_compatible, lock_wait=options.lock_wait_seconds,
             lock_check_min_wait=options.lock_check_min_wait_seconds,
             lock_check_max_wait=options.lock_check_max_wait_seconds,
             hostname=socket.gethostname(),
+            trusted_engines=frozenset(options.trusted_engines),
         )
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> IcebergRestService:
         """The handler of one ``iceberg-rest`` service. Raises ``ConfigError`` without ``upstream``."""
+        options = ctx.options or IcebergRestOptions()
+        storage = None
+        if options.s3 is not None:
+            try:
+                storage = load_storage(options.s3, Path(ctx.source).parent if ctx.source else Path.cwd())
+            except ValueError as exc:
+                key, reason = exc.args
+                raise ctx.error(f"options.{key}", reason) from None
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
-                   ctx.policy, ctx.gateway.limits, ctx.options or IcebergRestOptions())
+                   ctx.policy, ctx.gateway.limits, options, storage)
+
+    @property
+    def authentication(self):
+        """The topology's authentication step in this service's chain (its providers and failure
+        throttle), for operations that check credentials themselves."""
+        return next(step for step in self.chain.steps if step.name == "authentication")
 
     async def start(self) -> None:
         pass
@@ -112,21 +152,32 @@ class IcebergRestService:
         request, event = exchange.request, exchange.event
         head = request.method == hdrs.METH_HEAD
         try:
-            body = await self._admit(exchange)
-            route = match(request.method, self._subpath(request))
+            body, route = await self._admit(exchange)
             event.method = route.operation
             event.database, event.table = route.namespace, route.table
             identity = exchange.identity
-            assert identity is not None  # the identity step ran
-            catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity),
-                              CatalogView(self.policy, identity.user, identity.groups),
-                              self.files, self.settings, identity.user)
+            if identity is None:  # a public operation (operations.PUBLIC): no caller yet
+                catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
+                                  service=self)
+            else:
+                catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity),
+                                  CatalogView(self.policy, identity.user, identity.groups),
+                                  self.files, self.settings, identity.user, service=self)
             try:
-                reply = await self._dispatch(route, catalog, request, body)
+                reply = await operations.handler(route.operation)(catalog, route, request, body)
+            except Throttled as exc:  # an operation's own password check (the token endpoint)
+                raise errors.TooManyRequests("too many failed authentications",
+                                             [(hdrs.RETRY_AFTER, str(exc.retry_after))]) from None
             finally:
                 if catalog.objects != (None, None):
                     event.database, event.table = catalog.objects
+                if request.get(SUMMARIZED) is not None:  # remote signing: one line per many
+                    event.summarized = request[SUMMARIZED]
+                    event.reason = request.get(SIGNING_REASON)
+                if identity is None and catalog.user:
+                    event.user = catalog.user
         except IcebergError as error:
+            error = operations.error_model(event.method)(error)
             event.reason = error.message
             return error.response(head), _label(error)
         except UpstreamError as exc:
@@ -146,39 +197,6 @@ class IcebergRestService:
             return errors.ServiceFailure(f"storage failed: {exc}").response(head), "upstream_unavailable"
         return self._response(reply, head), "ok"
 
-    async def _dispatch(self, route: Route, catalog: Catalog, request: web.BaseRequest, body: bytes) -> Reply:
-        db, table, query = route.namespace, route.table, request.query
-        match route.operation:
-            case "getConfig":
-                return Reply(body={"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)})
-            case "listNamespaces":
-                return await namespaces.list_namespaces(catalog, query)
-            case "createNamespace":
-                return await namespaces.create_namespace(catalog, body)
-            case "loadNamespaceMetadata":
-                return await namespaces.load_namespace(catalog, db)
-            case "namespaceExists":
-                return await namespaces.namespace_exists(catalog, db)
-            case "dropNamespace":
-                return await namespaces.drop_namespace(catalog, db)
-            case "updateProperties":
-                return await namespaces.update_properties(catalog, db, body)
-            case "listTables":
-                return await tables.list_tables(catalog, db, query)
-            case "createTable":
-                return await tables.create_table(catalog, db, body)
-            case "loadTable":
-                return await tables.load_table(catalog, db, table, query, request.headers.get(hdrs.IF_NONE_MATCH))
-            case "tableExists":
-                return await tables.table_exists(catalog, db, table)
-            case "updateTable":
-                return await commit.commit_table(catalog, db, table, body)
-            case "dropTable":
-                return await tables.drop_table(catalog, db, table, query)
-            case "renameTable":
-                return await tables.rename_table(catalog, body)
-        raise AssertionError(f"route without an operation: {route.operation}")  # pragma: no cover
-
     @staticmethod
     def _response(reply: Reply, head: bool) -> web.Response:
         if reply.status in (204, 304) or reply.body is None:
@@ -197,12 +215,20 @@ class IcebergRestService:
             target = urlsplit(target).path  # absolute form
         return target.partition("?")[0][len(self.prefix):]
 
-    async def _admit(self, exchange: Exchange) -> bytes:
-        """The body, then the request-side steps; their refusals in the error model."""
+    async def _admit(self, exchange: Exchange) -> tuple[bytes, Route]:
+        """The body and the route, after the request-side steps (but for a public operation,
+        which authenticates its caller itself); refusals in the error model. A path the API
+        lacks is refused only after authentication."""
         request = exchange.request
         try:
             body = await read_body(request, self.limits)
-            await self.chain.on_request(exchange)
+            request[SIGNED_BODY] = body  # the sigv4 provider signs over the body
+            try:
+                route, refused = match(request.method, self._subpath(request)), None
+            except IcebergError as error:
+                route, refused = None, error
+            if route is None or route.operation not in operations.PUBLIC:
+                await self.chain.on_request(exchange)
         except Unauthenticated as exc:
             headers = exc.headers.items() if isinstance(exc.headers, dict) else exc.headers
             raise errors.NotAuthorized("authentication required", headers) from None
@@ -211,11 +237,15 @@ class IcebergRestService:
         except Throttled as exc:
             raise errors.TooManyRequests("too many failed authentications",
                                          [(hdrs.RETRY_AFTER, str(exc.retry_after))]) from None
-        except TooLarge as exc:
-            raise errors.PayloadTooLarge(exc.reason) from None
+        except TooLarge as exc:  # the spec lists no 413: an oversized body is a bad request
+            raise errors.BadRequest(exc.reason) from None
         except BodyTimeout as exc:
             raise errors.RequestTimeout(exc.reason) from None
-        return body
+        if route is None:
+            assert refused is not None
+            raise refused
+        return body, route
+
 
 def _label(error: IcebergError) -> str:
     """The outcome label of an error answer (``hms_gateway_requests_total``)."""

@@ -22,6 +22,8 @@ from aiohttp import hdrs, web
 from aiohttp.payload import BytesPayload
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
 
+from gateway.cache.reads import MetadataCache
+from gateway.cache.settings import CacheOptions
 from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.observability import metrics
@@ -71,12 +73,14 @@ def _idl_method(name: str, info: ValidationInfo) -> str:
 
 class ThriftRpcOptions(BaseModel):
     """``options:`` of an ``hms-thrift`` service. ``methods``: the IDL methods it exposes
-    (default :data:`SPEC_METHODS`); the rest are answered UNKNOWN_METHOD (method exposure)."""
+    (default :data:`SPEC_METHODS`); the rest are answered UNKNOWN_METHOD (method exposure).
+    ``cache``: the metadata cache (:mod:`gateway.cache`), off by default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     methods: list[Annotated[str, AfterValidator(_idl_method)]] = Field(
         default_factory=lambda: list(SPEC_METHODS), min_length=1)
+    cache: CacheOptions = Field(default_factory=CacheOptions)
 
 
 def reply_outcome(message: bytes) -> str:
@@ -122,16 +126,23 @@ class ThriftRpcService:
     Options = ThriftRpcOptions
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
-                 schema: ServiceSchema, limits: Limits):
+                 schema: ServiceSchema, limits: Limits, cache: MetadataCache | None = None):
         self.topology, self.path = topology, path
         self.upstream, self.chain, self.schema = upstream, chain, schema
         self.limits = limits
+        self.cache = cache
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
         """The handler of one ``hms-thrift`` service. Raises ``ConfigError`` without ``upstream``."""
-        return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
-                   ctx.gateway.limits)
+        upstream = ctx.upstream()
+        options = ctx.options or ThriftRpcOptions()
+        cache = None
+        if options.cache.enabled:
+            cache = MetadataCache(options.cache, upstream, ctx.schema, (ctx.topology, ctx.config.path),
+                                  lambda reason: ctx.error("options.cache", reason))
+        return cls(ctx.topology, ctx.config.path, upstream, ctx.chain, ctx.schema,
+                   ctx.gateway.limits, cache)
 
     @cached_property
     def _request_bytes(self):
@@ -142,10 +153,15 @@ class ThriftRpcService:
         return metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path)
 
     async def start(self) -> None:
-        pass
+        """Start the metadata cache's follower; raises ``ConfigError`` as
+        :meth:`MetadataCache.start`."""
+        if self.cache is not None:
+            await self.cache.start()
 
     async def close(self) -> None:
         """Close the upstream pools gracefully (calls in flight finish)."""
+        if self.cache is not None:
+            await self.cache.close()
         await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
@@ -187,14 +203,22 @@ class ThriftRpcService:
         assert header is not None and codec is not None
         oneway = header.type == ONEWAY  # the codec checked it against the IDL
         reply_steps = self.chain.reply_steps(header.name, exchange)
-        streams = codec.name in _STREAMED and not (oneway or reply_steps)
+        read_only = is_read_only(header.name)
+        lookup = self.cache.lookup(exchange) if self.cache is not None else None
+        # A cached read is read whole (to keep it); a write's reply waits for its invalidation.
+        streams = codec.name in _STREAMED and not (oneway or reply_steps) and lookup is None and read_only
         sink = self._sink(exchange) if streams else None
         identity = exchange.identity
         try:
-            reply = await self.upstream.call(
-                exchange.call, expect_reply=not oneway, identity=identity,
-                read_only=is_read_only(header.name), sink=sink,
-            )
+            if lookup is not None and lookup.reply is not None:
+                reply = lookup.reply
+            else:
+                reply = await self.upstream.call(
+                    exchange.call, expect_reply=not oneway, identity=identity,
+                    read_only=read_only, sink=sink,
+                )
+                if lookup is not None and reply is not None:
+                    self.cache.stored(exchange, lookup, reply)  # type: ignore[union-attr]
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, header.name, exc)
             event.reason = str(exc)

@@ -15,6 +15,7 @@ import itertools
 import logging
 from typing import Protocol
 
+from gateway.cache.writes import note_write
 from gateway.observability.metrics import ORIGIN_CLIENT, ORIGIN_GATEWAY
 from gateway.upstream.ugi import Identity
 from gateway.thrift.translate import encode_binary_call
@@ -91,7 +92,18 @@ class Upstream:
         origin: str = ORIGIN_CLIENT,
     ) -> bytes | None:
         """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
-        was sent. Raises the last upstream's error when every attempt failed."""
+        was sent. Raises the last upstream's error when every attempt failed.
+
+        A write drops the metadata cache's entries it touches before it returns or raises
+        (:func:`gateway.cache.writes.note_write`): its writer then reads it, on any worker."""
+        try:
+            return await self._call(request, expect_reply=expect_reply, identity=identity,
+                                    read_only=read_only, sink=sink, origin=origin)
+        finally:
+            note_write(request)
+
+    async def _call(self, request: bytes, *, expect_reply: bool, identity: Identity | None,
+                    read_only: bool, sink: ReplySink | None, origin: str) -> bytes | None:
         last: UpstreamError | None = None
         for attempt, pool in enumerate(self._order()[: self.max_attempts]):
             if attempt and self.failover_sleep:

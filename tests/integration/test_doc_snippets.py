@@ -326,6 +326,7 @@ def test_helm_values_block_passes_schema_and_check_config(snippet: Snippet, mate
 def demo_gateway(hms, tmp_path_factory):
     """config/gateway.yaml and config/topologies/*.yaml as `make run` serves them, on free ports,
     in front of the session HMS (which holds the demo catalog)."""
+    from gateway.demo.iceberg import write_demo_table_in_subprocess
     from tests.support.gateway import start_gateway
 
     demo = yaml.safe_load((ROOT / "config" / "gateway.yaml").read_text())
@@ -343,17 +344,19 @@ def demo_gateway(hms, tmp_path_factory):
     gw = start_gateway(tmp_path_factory.mktemp("doc-gateway"), topologies, DEMO_USERS, gateway_extra=extra)
     assert gw.ca_file == gw.workdir / "certs" / "ca.crt"  # what the blocks pass as --cacert / ca=
     try:
+        # the Iceberg table `make run` writes through the gateway, written the same way (docs/iceberg.md reads it)
+        write_demo_table_in_subprocess(gw.url(path="iceberg"), gw.ca_file, "etl", DEMO_USERS["etl"])
         yield gw
     finally:
         gw.stop()
 
 
-#: The demo pipeline's databases (gateway/demo/pipeline.py), what the docs print.
-DEMO_DATABASES = {"default", "hmshttptestdatabase", "sales"}
+#: The demo's databases (gateway/demo/pipeline.py; lakehouse: gateway/demo/iceberg.py), what the docs print.
+DEMO_DATABASES = {"default", "hmshttptestdatabase", "lakehouse", "sales"}
 
 
 @pytest.fixture
-def foreign_databases(hms) -> frozenset[str]:
+def foreign_databases(hms, demo_gateway) -> frozenset[str]:
     """Databases other tests created in the session metastore: left out of printed listings."""
     from tests.support.thrift_gen import hive_metastore_client
 

@@ -8,6 +8,8 @@ Playwright, against the real gateway and real Hive Metastores.
 * A Spark data-source table shows the schema and statistics Spark keeps in table properties.
 * Wrong or missing credentials: 401 with the Basic challenge, and nothing is shown.
 * axe-core finds no violation of serious or critical impact.
+* An Iceberg table shows its schema, partition spec, properties and snapshot history, loaded
+  through the topology's ``iceberg-rest`` service.
 
 ``HMS_EXPLORER_SCREENSHOTS=docs`` also writes the screenshots linked from the README.
 """
@@ -49,15 +51,18 @@ WAIT_MS = 120_000  # generous: the machine is shared
 expect.set_options(timeout=WAIT_MS)
 
 
-def _topology(uri: str, events: bool = False) -> dict:
-    """The Thrift service the explorer calls, the explorer, and with ``events`` the change feed
-    (kind ``event-stream``) for its live panel."""
+def _topology(uri: str, events: bool = False, iceberg: bool = False) -> dict:
+    """The Thrift service the explorer calls, the explorer, with ``events`` the change feed
+    (kind ``event-stream``) for its live panel, with ``iceberg`` an ``iceberg-rest`` service."""
     explorer = {"thrift_service": "hmshttpthrift/api/hms", "page_size": 100}
     feed = []
+    if iceberg:
+        explorer["iceberg_service"] = "iceberg"
+        feed.append({"kind": "iceberg-rest", "path": "iceberg", "upstream": {"urls": [uri]}})
     if events:
         explorer["events_service"] = "events"
-        feed = [{"kind": "event-stream", "path": "events", "upstream": {"urls": [uri]},
-                 "options": {"poll_interval_seconds": 0.2, "heartbeat_seconds": 5}}]
+        feed.append({"kind": "event-stream", "path": "events", "upstream": {"urls": [uri]},
+                     "options": {"poll_interval_seconds": 0.2, "heartbeat_seconds": 5}})
     return {"services": [
         {"path": "hmshttpthrift/api/hms", "upstream": {"urls": [uri]},
          "options": {"methods": sorted(set(SPEC_METHODS) | set(METHODS))}},
@@ -409,7 +414,7 @@ def test_hostile_catalog_values_render_as_text_and_nothing_executes(gw_lab, brow
         assert row[0] == metastore_client.partition_name(["p"], [IMG]) and row[3] == SCRIPT
         assert page.evaluate("window.__pwned") is None
         assert page.locator("img").count() == 0
-        assert page.locator("script").count() == 3  # the page's own: tjson.js, spark.js, app.js
+        assert page.locator("script").count() == 4  # the page's own: tjson.js, spark.js, iceberg.js, app.js
         assert dialogs == []
     finally:
         page.context.close()
@@ -466,3 +471,63 @@ def test_live_panel_lists_changes_and_refreshes_the_page_that_shows_them(gw, hms
         with metastore_client.connect(hms.uri) as client:
             with contextlib.suppress(Exception):
                 client.drop_table(db, fresh, True)
+
+
+@pytest.fixture(scope="module")
+def gw_iceberg(tmp_path_factory, module_gateway_factory):
+    """Topology ``ice``: an HMS of its own with an Iceberg table made through the gateway's REST
+    catalog (partitioned by region, two appends), and the explorer with ``iceberg_service``."""
+    running = start_hms(tmp_path_factory.mktemp("hms-explorer-iceberg"))
+    try:
+        gw = module_gateway_factory({"ice": _topology(running.uri, iceberg=True)}, {USER: PASSWORD})
+        yield gw
+    finally:
+        running.server.stop()
+
+
+def test_iceberg_table_shows_schema_spec_properties_and_snapshot_history(gw_iceberg, browser, tmp_path, monkeypatch):
+    import pyarrow as pa
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)  # PyIceberg's ssl.cabundle must count
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    rest = RestCatalog("gw", **{"uri": f"https://localhost:{gw_iceberg.port}/gateway/ice/iceberg",
+                                "ssl": {"cabundle": str(gw_iceberg.ca_file)},
+                                "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}}})
+    schema = Schema(NestedField(1, "id", LongType(), required=True, doc="order id"),
+                    NestedField(2, "customer", StringType(), required=False),
+                    NestedField(3, "region", StringType(), required=False), identifier_field_ids=[1])
+    rest.create_namespace("shop")
+    t = rest.create_table("shop.orders", schema=schema, properties={"write.format.default": "parquet"},
+                          partition_spec=PartitionSpec(PartitionField(3, 1000, IdentityTransform(), "region")))
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "customer": ["ann", "bo"], "region": ["eu", "us"]},
+                    schema=schema.as_arrow())
+    t.append(rows)
+    t.append(rows)
+    t = rest.load_table("shop.orders")
+
+    page = _page(browser, viewport={"width": 1280, "height": 1000})
+    try:
+        page.goto(_url(gw_iceberg, "ice", "db/shop/table/orders"))
+        expect(page.locator("#iceberg-snapshots")).to_be_visible()
+        assert _rows(page, "iceberg-schema") == [["1", "id", "long", "yes", "order id"],
+                                                 ["2", "customer", "string", "no", ""],
+                                                 ["3", "region", "string", "no", ""]]
+        assert _rows(page, "iceberg-spec") == [["region", "region", "identity", "1000"]]
+        assert ["write.format.default", "parquet"] in _rows(page, "iceberg-properties")
+        history = _rows(page, "iceberg-snapshots")
+        newest_first = sorted(t.snapshots(), key=lambda s: s.sequence_number, reverse=True)
+        assert [r[0] for r in history] == [str(s.snapshot_id) for s in newest_first]
+        assert [r[2] for r in history] == ["append", "append"]
+        assert history[0][3] == str(newest_first[1].snapshot_id)  # the parent
+        assert "added-records=2" in history[0][4]
+        assert _facts(page, "Iceberg table")["Current snapshot"] == str(t.current_snapshot().snapshot_id)
+        assert _facts(page, "Overview")["Format"] == "iceberg"
+        page.evaluate("document.getElementById('iceberg-schema-heading').scrollIntoView()")
+        _screenshot(page, "iceberg", tmp_path)
+    finally:
+        page.context.close()

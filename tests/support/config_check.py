@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 
 
-def check_config(gateway_file: Path) -> tuple[int, str]:
-    """``hms-gateway check-config --config gateway_file``: (exit status, stdout + stderr)."""
+def check_config(gateway_file: Path, *options: str) -> tuple[int, str]:
+    """``hms-gateway check-config --config gateway_file [options]``: (exit status, stdout + stderr)."""
     from gateway.cli import main
 
     root = logging.getLogger()
@@ -25,7 +25,7 @@ def check_config(gateway_file: Path) -> tuple[int, str]:
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            status = main(["check-config", "--config", str(gateway_file)])
+            status = main(["check-config", "--config", str(gateway_file), *options])
     finally:
         for handler in list(root.handlers):
             root.removeHandler(handler)

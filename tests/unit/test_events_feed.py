@@ -251,3 +251,24 @@ def test_subscribed_counts_clients(apache_hms, schema, hms_log):
     with feed.subscribed(), feed.subscribed():
         assert feed.subscribers == 2
     assert feed.subscribers == 0
+
+
+async def test_a_position_another_replica_handed_out_is_reached_not_called_a_reset(apache_hms, schema, hms_log):
+    """Issue 26: a client resuming on a replica that has not polled yet (its SSE Last-Event-ID,
+    the broker offset) gets the events, not a 410; only an id ahead of HMS itself is a reset."""
+    log, fake = hms_log
+    log += [notification(apache_hms.ttypes, i) for i in range(1, 4)]
+    feed = ChangeFeed(NotificationPoller(fake, schema))
+    await feed.poll_once()
+    log += [notification(apache_hms.ttypes, i) for i in range(4, 7)]  # another replica read these
+    with pytest.raises(Resync):
+        feed.events_after(5, 10)
+    await feed.reach(5)
+    assert [e.event_id for e in feed.events_after(5, 10)] == [6]
+    polls = fake.calls.count("get_current_notificationEventId")
+    await feed.reach(5)  # already read: no call
+    assert fake.calls.count("get_current_notificationEventId") == polls
+    await feed.reach(9)  # ahead of HMS: still a reset
+    with pytest.raises(Resync) as info:
+        feed.events_after(9, 10)
+    assert info.value.reason == "reset" and info.value.latest_id == 6

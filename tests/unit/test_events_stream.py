@@ -125,6 +125,9 @@ class ScriptedFeed:
     def events_after(self, after, limit):
         return []
 
+    async def reach(self, after):
+        return None
+
     def known_types(self):
         from gateway.events.feed import EVENT_TYPES
 

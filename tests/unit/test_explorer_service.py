@@ -37,6 +37,7 @@ def _siblings(methods=METHODS) -> dict[str, ServiceConfig]:
     return {
         "hmshttpthrift/api/hms": ServiceConfig(path="hmshttpthrift/api/hms", options={"methods": list(methods)}),
         "events": ServiceConfig(kind="event-stream", path="events"),
+        "iceberg": ServiceConfig(kind="iceberg-rest", path="iceberg"),
     }
 
 
@@ -57,6 +58,7 @@ def _service(chain=None, topology="sandbox", siblings=None, **options) -> Explor
     (_siblings(METHODS[:-1]), {}, "thrift_service", f"does not expose {METHODS[-1]}"),
     (_siblings(), {"events_service": "feed"}, "events_service", "no event-stream service 'feed'"),
     (_siblings(), {"events_service": "hmshttpthrift/api/hms"}, "events_service", "no event-stream service"),
+    (_siblings(), {"iceberg_service": "events"}, "iceberg_service", "no iceberg-rest service 'events'"),
 ])
 def test_services_the_page_calls_are_checked_at_start_up(siblings, options, key, reason):
     with pytest.raises(ConfigError) as caught:
@@ -91,10 +93,17 @@ async def test_the_live_panel_follows_the_events_service_only_when_configured():
     assert '<meta name="hms-events-url" content="">' in response.body.decode()
 
 
+async def test_iceberg_tables_are_loaded_through_the_iceberg_service_only_when_configured():
+    response, _ = await _get(_service(iceberg_service="iceberg"), "/gateway/sandbox/explorer")
+    assert '<meta name="hms-iceberg-url" content="/gateway/sandbox/iceberg">' in response.body.decode()
+    response, _ = await _get(_service(), "/gateway/sandbox/explorer")
+    assert '<meta name="hms-iceberg-url" content="">' in response.body.decode()
+
+
 async def test_every_static_file_is_served_with_its_type_and_nothing_from_elsewhere():
     service = _service()
     for name, expected in [("app.js", "text/javascript"), ("tjson.js", "text/javascript"),
-                           ("spark.js", "text/javascript"), ("explorer.css", "text/css")]:
+                           ("spark.js", "text/javascript"), ("iceberg.js", "text/javascript"), ("explorer.css", "text/css")]:
         response, _ = await _get(service, f"/gateway/sandbox/explorer?asset={name}")
         assert response.content_type == expected
         assert response.body == load_assets()[name].body
@@ -197,3 +206,25 @@ def test_spark_restoration_follows_hive_external_catalog(tmp_path):
     assert out["createVersion"] == "3.5.1"
     assert out["properties"] == [["owner_team", "x"]]  # spark.sql.* are Spark's, not the user's
     assert out["error"] == "CorruptedMetadata: 3 parts of 'spark.sql.sources.schema' expected, part 1 is missing"
+
+
+def test_iceberg_metadata_keeps_64_bit_snapshot_ids_exact_and_writes_types_as_text(tmp_path):
+    """iceberg.js in node: both ways of parsing (the reviver's source text, and quoting big
+    integers outside strings) give the same exact values; nested types print as one line."""
+    iceberg_js = SPARK_JS.with_name("iceberg.js")
+    text = ('{"s": "x\\\\\\"9007199254740993 -1", "id": 1460364180338279891, "small": 12, '
+            '"min": -9223372036854775808, "f": 1.5e3, "l": [9007199254740993]}')
+    script = tmp_path / "iceberg.js"
+    script.write_text(
+        f"const I = require({json.dumps(str(iceberg_js))});\n"
+        f"const text = {json.dumps(text)};\n"
+        "const type = {type: 'struct', fields: [{name: 'a', type: {type: 'list', element: 'long'}},"
+        " {name: 'm', type: {type: 'map', key: 'string', value: 'decimal(9,2)'}}]};\n"
+        "console.log(JSON.stringify({quoted: I.parse(text, false), revived: I.REVIVER_SOURCE ? I.parse(text, true) : null,"
+        " type: I.typeText(type)}));\n")
+    out = json.loads(subprocess.run(["node", str(script)], capture_output=True, text=True, check=True, timeout=60).stdout)
+    expected = {"s": 'x\\"9007199254740993 -1', "id": "1460364180338279891", "small": 12,
+                "min": "-9223372036854775808", "f": 1500, "l": ["9007199254740993"]}
+    assert out["quoted"] == expected
+    assert out["revived"] in (None, expected)
+    assert out["type"] == "struct<a: list<long>, m: map<string, decimal(9,2)>>"

@@ -5,6 +5,8 @@
  *
  * Routes (location hash): #/ databases; #/db/<db> tables; #/db/<db>/table/<t> one table;
  * #/db/<db>/table/<t>/partitions/<page> partitions, names first, details per page on demand.
+ * An Iceberg table (parameter table_type=ICEBERG) is also loaded through the topology's
+ * iceberg-rest service when there is one (Iceberg REST loadTable, same credentials).
  */
 (function () {
   "use strict";
@@ -12,6 +14,7 @@
   const meta = (name) => document.querySelector(`meta[name="hms-${name}"]`).getAttribute("content");
   const THRIFT_URL = meta("thrift-url");
   const PAGE_SIZE = Number(meta("page-size")) || 100;
+  const ICEBERG_URL = meta("iceberg-url");
   const view = document.getElementById("view");
   const status = document.getElementById("status");
   const errorBox = document.getElementById("error");
@@ -101,6 +104,7 @@
   function format(t, spark) {
     if (t.tableType === "VIRTUAL_VIEW") return "view";
     if (spark.dataSource) return spark.provider;
+    if (text(t.parameters && t.parameters.get("table_type")).toLowerCase() === "iceberg") return "iceberg";
     const input = (t.sd && t.sd.inputFormat) || "";
     const simple = input.slice(input.lastIndexOf(".") + 1);
     return FORMATS[simple] || simple;
@@ -121,6 +125,53 @@
   const escapePath = (s) => (s === "" ? "__HIVE_DEFAULT_PARTITION__"
     : s.replace(ESCAPED, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")));
   const partName = (keys, values) => keys.map((k, i) => `${escapePath(k.name)}=${escapePath(values[i])}`).join("/");
+
+  // ---- Iceberg tables: the REST catalog's loadTable, shown as text ----
+
+  /** The table's metadata (Iceberg REST LoadTableResult.metadata) from the iceberg-rest service. */
+  async function loadIceberg(db, name) {
+    const url = `${ICEBERG_URL}/v1/namespaces/${encodeURIComponent(db)}/tables/${encodeURIComponent(name)}`;
+    const response = await fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } });
+    const body = await response.text();
+    if (!response.ok) {
+      let message = body;
+      try { message = JSON.parse(body).error.message; } catch (e) { /* not the error model */ }
+      throw new HttpError(response.status, message);
+    }
+    return IcebergMeta.parse(body).metadata;
+  }
+
+  function icebergSections(m) {
+    const schema = (m.schemas || []).find((s) => s["schema-id"] === m["current-schema-id"]) || { fields: [] };
+    const names = new Map(schema.fields.map((f) => [f.id, f.name]));
+    const spec = (m["partition-specs"] || []).find((s) => s["spec-id"] === m["default-spec-id"]) || { fields: [] };
+    const when = (ms) => (Number.isFinite(ms) ? epoch(ms / 1000) : "");
+    const snapshots = [...(m.snapshots || [])].sort((a, b) => // newest first: sequence number (v2+), then time
+      (b["sequence-number"] || 0) - (a["sequence-number"] || 0) || b["timestamp-ms"] - a["timestamp-ms"]);
+    const summary = (s) => Object.entries(s.summary || {}).filter(([k]) => k !== "operation")
+      .map(([k, v]) => `${k}=${v}`).join(", ");
+    return [
+      section("Iceberg schema", "iceberg-schema-heading",
+        table(`Schema ${schema["schema-id"]} (current)`, ["Id", "Name", "Type", "Required", "Doc"],
+          schema.fields.map((f) => [f.id, f.name, IcebergMeta.typeText(f.type), f.required ? "yes" : "no", f.doc]),
+          { id: "iceberg-schema" })),
+      section("Partition spec", "iceberg-spec-heading",
+        spec.fields.length
+          ? table(`Partition spec ${spec["spec-id"]} (default)`, ["Field", "Source column", "Transform", "Field id"],
+            spec.fields.map((f) => [f.name, names.get(f["source-id"]) || f["source-id"], f.transform, f["field-id"]]),
+            { id: "iceberg-spec" })
+          : el("p", { id: "iceberg-spec", text: "Unpartitioned." })),
+      section("Snapshot history", "iceberg-snapshots-heading",
+        table("Snapshots, newest first", ["Snapshot id", "Committed", "Operation", "Parent", "Summary"],
+          snapshots.map((s) => [s["snapshot-id"], when(s["timestamp-ms"]), s.summary && s.summary.operation,
+            s["parent-snapshot-id"], summary(s)]), { id: "iceberg-snapshots" })),
+      section("Iceberg properties", "iceberg-properties-heading",
+        facts("Iceberg table", [["Format version", m["format-version"]], ["Table UUID", m["table-uuid"]],
+          ["Location", m.location], ["Current snapshot", m["current-snapshot-id"]], ["Last updated", when(m["last-updated-ms"])]]),
+        table("Iceberg properties", ["Key", "Value"], mapRows(new Map(Object.entries(m.properties || {}))),
+          { id: "iceberg-properties" })),
+    ];
+  }
 
   // ---- views ----
 
@@ -239,6 +290,13 @@
       }
     }
     if (stats.length) out.push(section("Statistics", "statistics-heading", ...stats));
+    if (ICEBERG_URL && text(params.get("table_type")).toLowerCase() === "iceberg") {
+      try {
+        out.push(...icebergSections(await loadIceberg(db, name)));
+      } catch (e) { // the Hive view stays useful: say why the Iceberg one is missing
+        out.push(el("p", { class: "warning", id: "iceberg-error", text: `Iceberg metadata not shown: ${e.message}` }));
+      }
+    }
     out.push(section("Parameters", "parameters-heading",
       table("Table parameters", ["Key", "Value"], mapRows(params), { id: "parameters" })));
     if (t.viewOriginalText || t.viewExpandedText) {

@@ -28,3 +28,18 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
     if not sep or not user or _CTL.search(decoded):
         return None
     return user, password
+
+
+#: Request key: ``(user, password)`` a service took from the request body, checked by the password
+#: providers in place of the ``Authorization`` header (OAuth2 client credentials sent in the form,
+#: RFC 6749 §2.3.1; :mod:`gateway.iceberg.oauth`).
+CLIENT_CREDENTIALS = "gateway.authentication.client_credentials"
+
+
+def password_credentials(request) -> tuple[str, str] | None:
+    """The ``(user, password)`` a password provider checks: the body's client credentials when a
+    service put them in the request (:data:`CLIENT_CREDENTIALS`), else the Basic header's."""
+    given = request.get(CLIENT_CREDENTIALS)
+    if given is not None:
+        return given
+    return basic_credentials(request.headers.get("Authorization"))

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from aiohttp import hdrs, web
+from aiohttp import web
 from passlib.apache import HtpasswdFile
 from passlib.hash import bcrypt
 
 from gateway.providers.authentication.base import Principal
-from gateway.providers.authentication.basic import basic_credentials
+from gateway.providers.authentication.basic import password_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
 from gateway.providers.authentication.settings import ProviderSettings
 from gateway.providers.authentication.throttle import password_check
@@ -48,6 +48,8 @@ class HtpasswdAuthenticator:
     """Basic (RFC 7617) against ``users_file``; 401 challenge ``Basic realm="<realm>"``."""
 
     name = "htpasswd"
+    #: Checks user and password (Basic, or a form's client credentials: basic.password_credentials).
+    checks_passwords = True
 
     def __init__(self, config: HtpasswdProvider, cache: CredentialCache | None = None):
         self.realm = config.realm
@@ -82,7 +84,7 @@ class HtpasswdAuthenticator:
         return bool(ok)
 
     async def authenticate(self, request: web.Request) -> Principal | None:
-        creds = basic_credentials(request.headers.get(hdrs.AUTHORIZATION))
+        creds = password_credentials(request)
         if creds is None:
             return None
         user, password = creds

@@ -24,14 +24,14 @@ from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
 import ldap3
-from aiohttp import hdrs, web
+from aiohttp import web
 from ldap3.core.exceptions import LDAPException
 from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import escape_rdn, parse_dn
 from pydantic import Field, field_validator, model_validator
 
 from gateway.providers.authentication.base import Principal
-from gateway.providers.authentication.basic import basic_credentials
+from gateway.providers.authentication.basic import password_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
 from gateway.providers.authentication.secrets import Secret
 from gateway.providers.authentication.settings import ProviderSettings
@@ -102,6 +102,8 @@ class LdapAuthenticator:
     """Basic (RFC 7617) against LDAP; 401 challenge ``Basic realm="<realm>"``."""
 
     name = "ldap"
+    #: Checks user and password (Basic, or a form's client credentials: basic.password_credentials).
+    checks_passwords = True
 
     def __init__(self, config: LdapProvider, cache: CredentialCache | None = None):
         self.config = config
@@ -195,7 +197,7 @@ class LdapAuthenticator:
         return Principal(name=user, provider=self.name, groups=groups)
 
     async def authenticate(self, request: web.Request) -> Principal | None:
-        creds = basic_credentials(request.headers.get(hdrs.AUTHORIZATION))
+        creds = password_credentials(request)
         if creds is None:
             return None
         user, password = creds

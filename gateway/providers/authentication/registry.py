@@ -23,6 +23,7 @@ PROVIDERS: dict[str, str] = {
     "kerberos": "gateway.providers.authentication.kerberos:KerberosProvider",
     "mtls": "gateway.providers.authentication.mtls:MtlsProvider",
     "sigv4": "gateway.providers.authentication.sigv4:SigV4Provider",
+    "gateway-token": "gateway.providers.authentication.gateway_token:GatewayTokenProvider",
 }
 
 

@@ -14,11 +14,17 @@
  * key and default); it runs every hms.gateway.listener.cleaner.interval seconds (default 60,
  * as DbNotificationListener's cleaner; tests set 1).
  *
- * Difference from DbNotificationListener: file lists (CREATE_TABLE/ADD_PARTITION "files")
- * are left empty; the gateway's change feed does not use them.
+ * Differences from DbNotificationListener: file lists (CREATE_TABLE/ADD_PARTITION "files")
+ * are left empty (the gateway's change feed does not use them); each message gets a "user"
+ * member: the short name of the user HMS acted as for the call (UserGroupInformation's current
+ * user in the handler thread: the set_ugi user under TUGIBasedProcessor's doAs, the Kerberos
+ * or proxy user under SASL, HMS's own user when the client asserted none; the user HMS's audit
+ * log names as ugi=). Hive's JSONMessageDeserializer ignores unknown members, so Hive's own
+ * readers of the log are unaffected.
  */
 package io.hmsgateway.listener;
 
+import java.io.IOException;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.concurrent.TimeUnit;
@@ -48,8 +54,13 @@ import org.apache.hadoop.hive.metastore.events.InsertEvent;
 import org.apache.hadoop.hive.metastore.events.ListenerEvent;
 import org.apache.hadoop.hive.metastore.messaging.MessageFactory;
 import org.apache.hadoop.hive.metastore.messaging.PartitionFiles;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 public class NotificationLogListener extends MetaStoreEventListener {
   private static final Logger LOG = LoggerFactory.getLogger(NotificationLogListener.class);
@@ -57,6 +68,8 @@ public class NotificationLogListener extends MetaStoreEventListener {
   // One cleaner per JVM, however many handlers HMS builds listeners for.
   private static final Object CLEANER_LOCK = new Object();
   private static Thread cleaner;
+
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   private final MessageFactory messages = MessageFactory.getInstance();
 
@@ -101,7 +114,7 @@ public class NotificationLogListener extends MetaStoreEventListener {
     if (!source.getStatus()) {
       return; // the change failed: nothing happened to log
     }
-    NotificationEvent event = new NotificationEvent(0, now(), type, message);
+    NotificationEvent event = new NotificationEvent(0, now(), type, withUser(message));
     event.setMessageFormat(messages.getMessageFormat());
     if (db != null) {
       event.setDbName(db);
@@ -114,6 +127,27 @@ public class NotificationLogListener extends MetaStoreEventListener {
     if (event.isSetEventId()) {
       source.putParameter(MetaStoreEventListenerConstants.DB_NOTIFICATION_EVENT_ID_KEY_NAME,
           Long.toString(event.getEventId()));
+    }
+  }
+
+  /** The message with a "user" member added (the acting user's short name, or null when the
+   *  handler thread has none); a message that is not a JSON object is left as it is. */
+  static String withUser(String message) {
+    String user;
+    try {
+      user = UserGroupInformation.getCurrentUser().getShortUserName();
+    } catch (IOException e) {
+      user = null;
+    }
+    try {
+      JsonNode tree = JSON.readTree(message);
+      if (!(tree instanceof ObjectNode)) {
+        return message;
+      }
+      ((ObjectNode) tree).put("user", user);
+      return JSON.writeValueAsString(tree);
+    } catch (IOException e) {
+      return message;
     }
   }
 

@@ -1,0 +1,211 @@
+"""The ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly on the same HMS
+(issue 22's performance targets). Run by ``bench/run.py --iceberg`` (``make bench``) or alone:
+``python bench/iceberg.py [--loads N] [--appends N] [--writers N] [--commits N]``.
+
+Starts its own Hive Metastore (with lock support, full JIT) and the real gateway (HTTPS, Basic,
+one ``iceberg-rest`` service). Both sides are PyIceberg 0.12 in this process: ``RestCatalog``
+through the gateway, ``HiveCatalog`` on HMS's Thrift port (it opens one connection per catalog
+call, as it always does). Both write data and metadata files to the same local warehouse.
+
+* ``load_table``: ``catalog.load_table`` of a table with 20 snapshots, median of ``--loads``
+  calls per side, interleaved in random order (``bench.clients.interleaved``); target
+  gateway/direct ≤ 1.2;
+* a small append (one row): median of ``--appends`` appends per side, interleaved, each side on
+  its own table. Timed twice: the catalog's ``commit_table`` alone (the commit: for the gateway
+  one HTTPS request, for HiveCatalog lock, get_table, metadata write, alter_table, unlock; the
+  target, ≤ 1.2) and the whole ``Table.append`` (the data and manifest files written by the
+  client are the same work on both sides);
+* ``--writers`` threads appending ``--commits`` rows each to one table, per side: a loser of a
+  race (``CommitFailedException``, after PyIceberg's own retries) reloads the table and tries
+  again. Reported: commits per second (wall time), attempts (``commit_table`` calls), and lost
+  commits = successful commits − new snapshots (must be 0).
+
+Prints the medians, ratios and the load average; exits 1 when a target is missed or a commit
+was lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
+from bench.harness import Bench, load, machine  # noqa: E402
+
+NAMESPACE, PATH = "benchice", "iceberg"
+TARGETS = {"load_table gateway/direct": 1.2, "append commit gateway/direct": 1.2}
+HISTORY = 20  # snapshots of the load_table table: a realistic metadata file, not a trivial one
+
+
+def _schema():
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+    return Schema(NestedField(1, "id", LongType(), required=False),
+                  NestedField(2, "name", StringType(), required=False),
+                  NestedField(3, "value", DoubleType(), required=False))
+
+
+def _rows(start: int, n: int = 1):
+    import pyarrow as pa
+
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                     "name": pa.array([f"row-{i}" for i in range(start, start + n)], pa.string()),
+                     "value": pa.array([i / 4 for i in range(start, start + n)], pa.float64())})
+
+
+class CommitTimer:
+    """Wraps a catalog's ``commit_table`` and keeps the seconds of each call (``samples``)."""
+
+    def __init__(self, catalog):
+        self.samples: list[float] = []
+        self._commit = catalog.commit_table
+        catalog.commit_table = self
+
+    def __call__(self, *args, **kwargs):
+        t0 = time.perf_counter()
+        try:
+            return self._commit(*args, **kwargs)
+        finally:
+            self.samples.append(time.perf_counter() - t0)
+
+
+def concurrent_appends(catalog_factory, identifier: str, writers: int, commits: int) -> dict:
+    """``writers`` threads, each with its own catalog, append ``commits`` one-row batches to
+    ``identifier``; a ``CommitFailedException`` reloads and retries. Returns successes,
+    attempts (``commit_table`` calls, PyIceberg's own retries included), the table's new
+    snapshots, lost commits, seconds and commits per second."""
+    from pyiceberg.exceptions import CommitFailedException
+
+    before = len(catalog_factory().load_table(identifier).snapshots())
+    successes, timers, errors = [0] * writers, [], []
+    start = threading.Barrier(writers + 1)
+
+    def writer(w: int) -> None:
+        catalog = catalog_factory()
+        timers.append(timer := CommitTimer(catalog))  # counts PyIceberg's own retries too
+        try:
+            start.wait()
+            for i in range(commits):
+                while True:
+                    try:
+                        catalog.load_table(identifier).append(_rows(1_000_000 * (w + 1) + i))
+                        successes[w] += 1
+                        break
+                    except CommitFailedException:
+                        if len(timer.samples) > 50 * commits:
+                            raise
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+            start.abort()  # a writer that never reached the start must not hold up the others
+
+    threads = [threading.Thread(target=writer, args=(w,), name=f"appender-{w}") for w in range(writers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    seconds = time.perf_counter() - t0
+    if errors:
+        raise RuntimeError(f"{len(errors)} appenders failed: {errors[0]!r}")
+    snapshots = len(catalog_factory().load_table(identifier).snapshots()) - before
+    return {"successes": sum(successes), "attempts": sum(len(t.samples) for t in timers), "snapshots": snapshots,
+            "lost": sum(successes) - snapshots, "seconds": seconds, "per_second": sum(successes) / seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loads", type=int, default=200, help="load_table calls per side (default %(default)s)")
+    parser.add_argument("--appends", type=int, default=40, help="small appends per side (default %(default)s)")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent appenders per side (default %(default)s)")
+    parser.add_argument("--commits", type=int, default=1, help="commits of each appender (default %(default)s)")
+    opts = parser.parse_args(argv)
+
+    from pyiceberg.catalog.hive import HiveCatalog
+    from pyiceberg.catalog.rest import RestCatalog
+
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)  # each lock wait and retry is a warning
+    # requests prefers these to the catalog's ssl.cabundle (docs/iceberg.md)
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        os.environ.pop(name, None)
+    print(" ".join(f"{k}={v}" for k, v in machine().items()), f"load={load()}", flush=True)
+    ratios: dict[str, float] = {}
+    lost: dict[str, int] = {}
+    with Bench("iceberg") as bench:
+        hms = bench.hms
+        # Each side with its defaults, lock waits included (the gateway's check_lock back-off is Java
+        # HiveCatalog's: 0.05 s doubling to 5 s, for up to 60 s; PyIceberg's HiveCatalog waits 2, 4
+        # and 8 s over its 4 tries, then fails the commit).
+        gw = bench.gateway(services=[{"kind": "iceberg-rest", "path": PATH, "upstream": {"urls": [bench.upstream]}}])
+        warehouse = hms.warehouse_dir.as_uri()
+
+        def rest() -> RestCatalog:
+            return RestCatalog("gw", **{"uri": gw.url(path=PATH), "ssl": {"cabundle": str(gw.ca_file)},
+                                        "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}}})
+
+        def hive() -> HiveCatalog:
+            return HiveCatalog("hms", uri=hms.uri, warehouse=warehouse)
+
+        gateway, direct = rest(), hive()
+        gateway.create_namespace(NAMESPACE)
+        bench.say(f"HMS {hms.uri}, gateway {gw.url(path=PATH)}; writing the tables")
+        for name in ("loaded", "rest_appends", "hive_appends", "rest_race", "hive_race"):
+            gateway.create_table(f"{NAMESPACE}.{name}", schema=_schema())
+        loaded = gateway.load_table(f"{NAMESPACE}.loaded")
+        for i in range(HISTORY):
+            loaded.append(_rows(i * 10, 10))
+
+        # load_table, both sides reading the same table
+        ident = f"{NAMESPACE}.loaded"
+        assert gateway.load_table(ident).metadata == direct.load_table(ident).metadata
+        g, d = interleaved([(gateway.load_table, ident), (direct.load_table, ident)], opts.loads)
+        ratios["load_table gateway/direct"] = g / d
+        print(f"load_table ({HISTORY} snapshots)   direct {d:7.2f} ms  gateway {g:7.2f} ms  ratio {g / d:5.2f}  "
+              f"(median of {opts.loads})  load {load()}", flush=True)
+
+        # small appends, interleaved; the commit timed apart from the whole append
+        tables = {"gateway": gateway.load_table(f"{NAMESPACE}.rest_appends"),
+                  "direct": direct.load_table(f"{NAMESPACE}.hive_appends")}
+        timers = {side: CommitTimer(table.catalog) for side, table in tables.items()}
+        counter = iter(range(10**9))
+        whole = dict(zip(tables, interleaved([(lambda t: t.append(_rows(next(counter))), t) for t in tables.values()],
+                                             opts.appends)))
+        commit = {side: statistics.median(timer.samples[3:]) * 1000 for side, timer in timers.items()}  # 3 warm-ups
+        for side, table in tables.items():
+            assert len(table.catalog.load_table(table.name()).snapshots()) == opts.appends + 3
+        ratios["append commit gateway/direct"] = commit["gateway"] / commit["direct"]
+        ratios["append (whole) gateway/direct"] = whole["gateway"] / whole["direct"]
+        print(f"append commit (1 row)   direct {commit['direct']:7.2f} ms  gateway {commit['gateway']:7.2f} ms  "
+              f"ratio {ratios['append commit gateway/direct']:5.2f}  (median of {opts.appends})", flush=True)
+        print(f"append whole (1 row)    direct {whole['direct']:7.2f} ms  gateway {whole['gateway']:7.2f} ms  "
+              f"ratio {ratios['append (whole) gateway/direct']:5.2f}  (median of {opts.appends})  load {load()}",
+              flush=True)
+
+        # concurrent appenders on one table, one side after the other
+        for side, factory, table in (("gateway", rest, "rest_race"), ("direct", hive, "hive_race")):
+            r = concurrent_appends(factory, f"{NAMESPACE}.{table}", opts.writers, opts.commits)
+            lost[side] = r["lost"]
+            print(f"{opts.writers} appenders {side:8s} {r['successes']} commits in {r['seconds']:6.1f} s = "
+                  f"{r['per_second']:5.2f}/s, {r['attempts']} attempts, {r['snapshots']} new snapshots, "
+                  f"lost {r['lost']}  load {load()}", flush=True)
+
+    failed = [name for name, limit in TARGETS.items() if ratios[name] > limit]
+    print()
+    for name, limit in TARGETS.items():
+        print(f"target {name}: {ratios[name]:.2f} (limit {limit}) {'MISSED' if name in failed else 'met'}")
+    print(f"lost commits: gateway {lost['gateway']}, direct {lost['direct']} (target 0)")
+    return 1 if failed or any(lost.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Which HMS reads the cache keeps, which counters each depends on, and which counters a write
+bumps (:mod:`gateway.cache.generations`).
+
+Argument paths are thriftpy2 attribute paths in ``<method>_args``, as in
+:mod:`gateway.policy.hive_methods`, whose tables this module reuses; :func:`check_paths` checks
+the paths this module adds against an IDL (a unit test runs it on the bundled one).
+
+The cached reads are pure: their reply depends only on their arguments and the catalog's state
+(not on the caller; the ``*_with_auth`` reads are left out). Statistics reads are left out
+because HMS 2.x writes no notification event when statistics change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_slot, table_slot
+from gateway.policy.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument
+from gateway.thrift.schema import ServiceSchema
+
+__all__ = ["ALL", "CACHED", "Scope", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
+
+
+class Scope(NamedTuple):
+    """What a cached read depends on: ``kind`` is ``"databases"`` (the database list),
+    ``"database"`` (one database), ``"listing"`` (a database's tables) or ``"table"`` (a table,
+    its partitions); ``db`` and ``table`` are argument paths."""
+
+    kind: str
+    db: str | None = None
+    table: str | None = None
+
+
+_TABLE_READS = (
+    "get_table", "get_table_req", "get_fields", "get_fields_with_environment_context", "get_schema",
+    "get_schema_with_environment_context", "get_partition", "get_partition_by_name", "get_partitions",
+    "get_partitions_ps", "get_partitions_by_filter", "get_partitions_by_names", "get_partitions_by_expr",
+    "get_partitions_pspec", "get_part_specs_by_filter", "get_partition_names", "get_partition_names_ps",
+)
+#: Cached read → what it depends on: the issue's ten reads and the IDL's other pure reads
+#: of databases, table listings, tables and partitions (docs/operations.md lists them).
+CACHED: dict[str, Scope] = {
+    "get_all_databases": Scope("databases"),
+    "get_databases": Scope("databases"),
+    "get_database": Scope("database", READS["get_database"].db),
+    **{m: Scope("listing", LISTINGS[m]) for m in (
+        "get_all_tables", "get_tables", "get_tables_by_type", "get_table_names_by_filter")},
+    "get_table_objects_by_name": Scope("listing", "dbname"),
+    "get_table_objects_by_name_req": Scope("listing", READS["get_table_objects_by_name_req"].db),
+    **{m: Scope("table", READS[m].db, READS[m].table) for m in _TABLE_READS},
+}
+
+#: Writes of partitions and statistics that :data:`~gateway.policy.hive_methods.WRITES` does not
+#: list (the policy refuses them), by the table they change. ``add_partitions`` names its
+#: table in each partition: see :func:`touched_by_write`.
+_TABLE_WRITES: dict[str, tuple[str, str]] = {
+    **{m: ("db_name", "tbl_name") for m in (
+        "append_partition", "append_partition_with_environment_context", "append_partition_by_name",
+        "append_partition_by_name_with_environment_context", "drop_partition_with_environment_context",
+        "drop_partition_by_name_with_environment_context", "alter_partition", "alter_partitions",
+        "alter_partition_with_environment_context", "alter_partitions_with_environment_context",
+        "rename_partition", "markPartitionForEvent", "delete_partition_column_statistics",
+        "delete_table_column_statistics")},
+    "add_partition_with_environment_context": ("new_part.dbName", "new_part.tableName"),
+    "add_partitions_req": ("request.dbName", "request.tblName"),
+    "drop_partitions_req": ("req.dbName", "req.tblName"),
+    "update_table_column_statistics": ("stats_obj.statsDesc.dbName", "stats_obj.statsDesc.tableName"),
+    "update_partition_column_statistics": ("stats_obj.statsDesc.dbName", "stats_obj.statsDesc.tableName"),
+}
+#: Calls that are not reads by name but change no database, table or partition: locks,
+#: transactions, the identity handshake. Any other write the tables above do not name drops
+#: everything (exact, at the price of the hit rate).
+_NO_CATALOG_CHANGE = frozenset({
+    "set_ugi", "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns",
+    "abort_txn", "abort_txns", "commit_txn", "compact", "flushCache", "setMetaConf",
+    "renew_delegation_token", "cancel_delegation_token", "add_token", "remove_token",
+    "add_master_key", "update_master_key", "remove_master_key", "cm_recycle",
+})
+#: Event types that name no catalog object and change none (transactions).
+_NO_CATALOG_EVENTS = frozenset({"OPEN_TXN", "COMMIT_TXN", "ABORT_TXN"})
+
+ALL = (EPOCH,)
+
+
+def _name(args, path: str | None) -> str | None:
+    value = argument(args, path) if path else None
+    return value if isinstance(value, str) else None
+
+
+def dependencies(method: str, args) -> tuple[int, ...] | None:
+    """The counter slots a reply of ``method`` (cached, ``args`` its thriftpy2 arguments) was
+    filled under; None when the call names no database (then it is not cached)."""
+    scope = CACHED[method]
+    if scope.kind == "databases":
+        return EPOCH, DATABASES
+    db = _name(args, scope.db)
+    if db is None:
+        return None
+    if scope.kind == "database":
+        return EPOCH, database_slot(db)
+    if scope.kind == "listing":
+        return EPOCH, database_slot(db), listing_slot(db)
+    table = _name(args, scope.table)
+    if table is None:
+        return None
+    return EPOCH, database_slot(db), table_slot(db, table)
+
+
+def _table(db: str, table: str) -> tuple[int, ...]:
+    return table_slot(db, table), listing_slot(db)
+
+
+def _database(db: str) -> tuple[int, ...]:
+    return database_slot(db), listing_slot(db), DATABASES
+
+
+def touched_by_write(method: str, args) -> tuple[int, ...]:
+    """The slots a write of ``method`` with ``args`` (thriftpy2, or None when they did not
+    decode) must bump: its table's or database's, or :data:`ALL` when it cannot be told."""
+    if method in _NO_CATALOG_CHANGE:
+        return ()
+    if args is None:
+        return ALL
+    write = WRITES.get(method)
+    if write is not None:
+        db = _name(args, write.db)
+        if db is None:
+            return ALL
+        if write.table is None:
+            return _database(db)
+        table = _name(args, write.table)
+        if table is None:
+            return ALL
+        slots = _table(db, table)
+        if method in WHOLE_TABLE_WRITES:  # a rename: the new name's entries too
+            new_db, new_table = _name(args, "new_tbl.dbName"), _name(args, "new_tbl.tableName")
+            if new_db is None or new_table is None:
+                return ALL
+            slots += _table(new_db, new_table)
+        return slots
+    paths = _TABLE_WRITES.get(method)
+    if paths is not None:
+        db, table = _name(args, paths[0]), _name(args, paths[1])
+        return ALL if db is None or table is None else _table(db, table)
+    if method == "add_partitions":
+        slots: tuple[int, ...] = ()
+        for part in getattr(args, "new_parts", None) or ():
+            db, table = _name(part, "dbName"), _name(part, "tableName")
+            if db is None or table is None:
+                return ALL
+            slots += _table(db, table)
+        return slots
+    return ALL
+
+
+def touched_by_event(event_type: str, db: str | None, table: str | None,
+                     message: dict) -> tuple[int, ...]:
+    """The slots a notification event must bump. An ``ALTER_TABLE`` event names the table
+    after the change and its message (``db``, ``table``) the table before: a rename drops both.
+    An event naming no database drops everything, except transaction events."""
+    if not db:
+        return () if event_type in _NO_CATALOG_EVENTS else ALL
+    if not table:
+        return _database(db)
+    slots = _table(db, table)
+    before_db, before_table = message.get("db"), message.get("table")
+    if isinstance(before_db, str) and isinstance(before_table, str):
+        slots += _table(before_db, before_table)
+    return slots
+
+
+def check_paths(schema: ServiceSchema, methods: Iterable[str] | None = None) -> None:
+    """Raise ``ValueError`` when ``schema``'s IDL lacks a method or an argument path this
+    module names (another IDL than Hive 2.3's)."""
+    wanted = {**{m: (s.db, s.table) for m, s in CACHED.items()}, **_TABLE_WRITES}
+    for name in methods or wanted:
+        method = schema.methods.get(name)
+        if method is None:
+            raise ValueError(f"the IDL has no method {name}")
+        for path in filter(None, wanted.get(name, ())):
+            cls = method.args_class
+            for part in path.split("."):
+                spec = {f[1]: f for f in (cls.thrift_spec or {}).values()} if cls is not None else {}
+                if part not in spec:
+                    raise ValueError(f"{name} has no argument {path} in this IDL")
+                cls = spec[part][2] if len(spec[part]) > 2 and isinstance(spec[part][2], type) else None

@@ -1,0 +1,53 @@
+"""Writes through the gateway drop what they touch before their reply goes back.
+
+:func:`note_write` is called by :meth:`gateway.upstream.failover.Upstream.call` after every
+call that is not a read, whatever service or gateway-side client made it (an ``hms-thrift``
+client's call, a Glue or Iceberg REST write through the metastore client), and before that
+call's reply is handed back; it bumps the shared counters of the database or table the write
+names (:mod:`gateway.cache.methods`), so every worker's later lookup misses. A write whose
+outcome is unknown (a timeout) is treated as done.
+"""
+
+from __future__ import annotations
+
+from gateway.cache.generations import generations
+from gateway.cache.methods import touched_by_write
+from gateway.observability import metrics
+from gateway.thrift.binary import read_message_header
+from gateway.thrift.errors import ProtocolError
+from gateway.thrift.objects import decode_args
+from gateway.thrift.schema import load_schema
+
+__all__ = ["activate", "note_write"]
+
+_active: list[bool] = [False]
+
+
+def activate() -> None:
+    """Start noting writes in this process (a service with a cache was built)."""
+    _active[0] = True
+
+
+def note_write(request: bytes) -> None:
+    """Bump the counters the strict-binary call ``request`` touches, unless its method only
+    reads (told by its name, whatever the caller's ``read_only``) or no cache is active in
+    this process."""
+    if not _active[0]:
+        return
+    from gateway.upstream.failover import is_read_only  # lazy: failover calls this module
+
+    try:
+        name = read_message_header(request)[0].name
+    except ProtocolError:
+        return  # never sent: the pool refuses what it cannot frame
+    if is_read_only(name):
+        return
+    method = load_schema().methods.get(name)
+    try:
+        args = decode_args(request, method) if method is not None else None
+    except ProtocolError:
+        args = None
+    slots = touched_by_write(name, args)
+    if slots:
+        generations().bump(slots)
+        metrics.child(metrics.CACHE_INVALIDATIONS, "write").inc()

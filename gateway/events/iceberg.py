@@ -1,0 +1,228 @@
+"""Iceberg commits in HMS's notification log: the ``iceberg`` member of an ``ALTER_TABLE`` event.
+
+Iceberg's ``HiveCatalog`` (Java ``HiveTableOperations``, PyIceberg ``HiveCatalog.commit_table``)
+and the gateway's ``iceberg-rest`` service commit a table by one ``alter_table`` that moves its
+``metadata_location`` parameter to a new metadata file. So an ``ALTER_TABLE`` event whose table
+after the change has ``table_type=ICEBERG`` and another ``metadata_location`` than before is a
+commit, whoever wrote it. :class:`IcebergCommits` reads the new metadata file (PyIceberg
+``FileIO``: bounded in size and time, cached by location, since a metadata file never changes)
+and its current snapshot, and attaches :func:`commit_body` to the event before the feed keeps it.
+
+Body (Iceberg REST spec names, kebab case)::
+
+    {"identifier": {"namespace": [db], "name": table},
+     "metadata-location": str, "previous-metadata-location": str | None,
+     "user": str | None,          # the "user" member of HMS's message (the project's listener)
+     "snapshot-id": int | None, "parent-snapshot-id": int | None, "sequence-number": int | None,
+     "timestamp-ms": int | None, "operation": str | None, "summary": {str: str} | None,
+     "new-snapshot": bool | None, # current snapshot differs from the previous file's (None: unknown)
+     "error": str}                # only when the new metadata file could not be read
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pyiceberg.exceptions import ValidationError as MetadataInvalid
+from pyiceberg.io import load_file_io
+from pyiceberg.table.metadata import TableMetadataUtil
+
+from gateway.events.hcat import table_parameters
+from gateway.events.messages import MessageFormatError, gunzip
+from gateway.events.model import MetastoreEvent
+
+__all__ = ["ICEBERG_COMMIT", "IcebergCommits", "IcebergCommitOptions", "MetadataUnreadable",
+           "SnapshotReader", "commit_body", "commit_locations", "for_viewer"]
+
+log = logging.getLogger(__name__)
+
+#: The ``types`` filter value that selects the ``ALTER_TABLE`` events carrying ``iceberg``.
+ICEBERG_COMMIT = "ICEBERG_COMMIT"
+_METADATA_LOCATION, _TABLE_TYPE = "metadata_location", "table_type"
+_PREVIOUS = "previous_metadata_location"
+#: Summary keys naming partitions (``partitions.<partition path>``, Iceberg's
+#: ``write.summary.partition-limit``): a partition path holds column names and values.
+_PARTITION_SUMMARY_PREFIX = "partitions."
+#: Metadata files read at once (FileIO is blocking: each read holds a worker thread).
+_PARALLEL_READS = 4
+
+
+class IcebergCommitOptions(BaseModel):
+    """``options.iceberg`` of an ``event-stream`` service.
+
+    ``enabled``: attach Iceberg commits to ``ALTER_TABLE`` events; ``file_io``: PyIceberg FileIO
+    properties for reading metadata files (``s3.endpoint``, ``s3.access-key-id``…; local files
+    need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
+    metadata files remembered (by location); ``read_timeout_seconds``: per file.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    file_io: dict[str, str] = Field(default_factory=dict)
+    max_metadata_bytes: int = Field(16 << 20, ge=1024, le=1 << 30)
+    cache_size: int = Field(1024, ge=1, le=1_000_000)
+    read_timeout_seconds: float = Field(10.0, gt=0, le=600)
+
+
+class MetadataUnreadable(Exception):
+    """A metadata file that cannot be read within the limits (missing, too large, not metadata)."""
+
+
+def commit_locations(event: MetastoreEvent) -> tuple[str, str | None] | None:
+    """``(new, previous)`` metadata locations when ``event`` is an Iceberg commit, else None.
+
+    A commit: ``ALTER_TABLE`` whose ``tableObjAfterJson`` has ``table_type=ICEBERG`` (any case)
+    and a ``metadata_location`` other than ``tableObjBeforeJson``'s. ``previous`` is the
+    before-table's location, else the after-table's ``previous_metadata_location``.
+    """
+    if event.event_type != "ALTER_TABLE" or not isinstance(event.message, dict):
+        return None
+    after = table_parameters(event.message.get("tableObjAfterJson")) or {}
+    before = table_parameters(event.message.get("tableObjBeforeJson")) or {}
+    new = after.get(_METADATA_LOCATION)
+    if str(after.get(_TABLE_TYPE, "")).lower() != "iceberg" or not isinstance(new, str) or not new:
+        return None
+    previous = before.get(_METADATA_LOCATION) or after.get(_PREVIOUS)
+    if previous == new:
+        return None
+    return new, previous if isinstance(previous, str) else None
+
+
+class SnapshotReader:
+    """The current snapshot of metadata files, read with PyIceberg ``FileIO`` within the
+    :class:`IcebergCommitOptions` limits and kept in an LRU cache by location."""
+
+    def __init__(self, options: IcebergCommitOptions):
+        self.options = options
+        self._cache: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        self._slots = asyncio.Semaphore(_PARALLEL_READS)
+        self.reads = 0  # files actually read, for tests
+
+    def _load(self, location: str) -> dict[str, Any] | None:
+        limit = self.options.max_metadata_bytes
+        try:
+            source = load_file_io(self.options.file_io, location).new_input(location)
+            size = len(source)
+            if size > limit:
+                raise MetadataUnreadable(f"{size} bytes, more than max_metadata_bytes {limit}")
+            with source.open() as stream:
+                data = stream.read(limit + 1)
+            if location.endswith(".gz.metadata.json"):
+                data = gunzip(data, limit)
+            if len(data) > limit:
+                raise MetadataUnreadable(f"more than max_metadata_bytes {limit}")
+            metadata = TableMetadataUtil.parse_raw(data)
+        except MetadataUnreadable:
+            raise
+        except (OSError, ValueError, MessageFormatError, MetadataInvalid) as exc:
+            raise MetadataUnreadable(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+        snapshot = metadata.current_snapshot()
+        if snapshot is None:
+            return None
+        summary = snapshot.summary
+        return {
+            "snapshot-id": snapshot.snapshot_id, "parent-snapshot-id": snapshot.parent_snapshot_id,
+            "sequence-number": snapshot.sequence_number, "timestamp-ms": snapshot.timestamp_ms,
+            "operation": summary.operation.value if summary is not None else None,
+            "summary": ({"operation": summary.operation.value, **summary.additional_properties}
+                        if summary is not None else None),
+        }
+
+    async def current_snapshot(self, location: str) -> dict[str, Any] | None:
+        """The current snapshot of the file at ``location`` (``snapshot-id``, ``parent-snapshot-id``,
+        ``sequence-number``, ``timestamp-ms``, ``operation``, ``summary``), None when the table
+        has none. Raises :class:`MetadataUnreadable`."""
+        if location in self._cache:
+            self._cache.move_to_end(location)
+            return self._cache[location]
+        async with self._slots:
+            if location in self._cache:  # read meanwhile by another commit of the batch
+                return self._cache[location]
+            self.reads += 1
+            try:
+                found = await asyncio.wait_for(asyncio.to_thread(self._load, location),
+                                               self.options.read_timeout_seconds)
+            except TimeoutError:
+                raise MetadataUnreadable(f"not read within {self.options.read_timeout_seconds:g} s") from None
+        self._cache[location] = found
+        if len(self._cache) > self.options.cache_size:
+            self._cache.popitem(last=False)
+        return found
+
+
+async def commit_body(event: MetastoreEvent, reader: SnapshotReader) -> dict[str, Any] | None:
+    """The ``iceberg`` member of ``event`` (module docstring), None when it is not a commit."""
+    locations = commit_locations(event)
+    if locations is None:
+        return None
+    new, previous = locations
+    user = event.message.get("user")
+    body: dict[str, Any] = {
+        "identifier": {"namespace": [event.db], "name": event.table},
+        "metadata-location": new, "previous-metadata-location": previous,
+        "user": user if isinstance(user, str) else None,
+        "snapshot-id": None, "parent-snapshot-id": None, "sequence-number": None, "timestamp-ms": None,
+        "operation": None, "summary": None, "new-snapshot": None,
+    }
+    try:
+        snapshot = await reader.current_snapshot(new)
+    except MetadataUnreadable as exc:
+        body["error"] = f"metadata file unreadable: {exc}"
+        return body
+    if snapshot is not None:
+        body.update(snapshot)
+    if previous is not None:
+        try:
+            before = await reader.current_snapshot(previous)
+        except MetadataUnreadable:
+            return body  # new-snapshot stays unknown
+        body["new-snapshot"] = (None if snapshot is None else snapshot["snapshot-id"]) != (
+            None if before is None else before["snapshot-id"])
+    elif snapshot is not None:
+        body["new-snapshot"] = True
+    return body
+
+
+def for_viewer(body: Mapping[str, Any], keep: Callable[[str], bool] | None) -> dict[str, Any]:
+    """``body`` for a user with denied columns (``keep`` is not None): summary keys naming
+    partitions (``partitions.<path>``, which hold partition columns and values) are dropped."""
+    out = dict(body)
+    if keep is not None and isinstance(out.get("summary"), dict):
+        out["summary"] = {k: v for k, v in out["summary"].items() if not k.startswith(_PARTITION_SUMMARY_PREFIX)}
+    return out
+
+
+class IcebergCommits:
+    """A notification poller (:class:`~gateway.events.poller.NotificationPoller`'s
+    ``current_id``/``next_events``) whose events carry ``iceberg`` when they are commits."""
+
+    def __init__(self, poller, options: IcebergCommitOptions):
+        self.poller = poller
+        self.reader = SnapshotReader(options)
+
+    @property
+    def calls(self) -> int:
+        """Upstream calls made by the wrapped poller."""
+        return self.poller.calls
+
+    async def current_id(self) -> int:
+        """As the wrapped poller's."""
+        return await self.poller.current_id()
+
+    async def next_events(self, after: int, max_events: int) -> list[MetastoreEvent]:
+        """As the wrapped poller's, Iceberg commits with their ``iceberg`` member."""
+        events = await self.poller.next_events(after, max_events)
+        bodies = await asyncio.gather(*(commit_body(event, self.reader) for event in events))
+        out = []
+        for event, body in zip(events, bodies):
+            if body is not None and "error" in body:
+                log.warning("Iceberg commit %s (%s.%s): %s", event.event_id, event.db, event.table, body["error"])
+            out.append(event if body is None else dataclasses.replace(event, iceberg=body))
+        return out

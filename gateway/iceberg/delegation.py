@@ -1,0 +1,74 @@
+"""What a load or create table answer adds for storage access (the spec's
+``X-Iceberg-Access-Delegation``), and the spec's ``loadCredentials`` operation.
+
+The client lists the modes it accepts; the first one the service offers wins:
+
+- ``vended-credentials``: STS credentials for the table's location
+  (:mod:`gateway.iceberg.vending`), read-write when the policy grants ``update`` on the table,
+  read-only when it grants ``select`` only, none otherwise; in ``config`` and in
+  ``storage-credentials`` (``prefix``: the location);
+- ``remote-signing``: ``s3.remote-signing-enabled``, PyIceberg's ``s3.signer`` and the table's
+  signer endpoint on this service (:mod:`gateway.iceberg.signer`), and ``py-io-impl`` the fsspec
+  FileIO (PyIceberg signs only there).
+
+A service without ``options.s3.role_arn``, a table not on S3, or a mode not asked for: nothing.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from aiohttp import web
+
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.routes import Route
+from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
+
+SIGNER_ENDPOINT = "v1/namespaces/{namespace}/tables/{table}/s3-sign"
+FSSPEC_FILE_IO = "pyiceberg.io.fsspec.FsspecFileIO"
+
+
+async def delegated(catalog: Catalog, request: web.BaseRequest, db: str, table: str,
+                    location: str) -> tuple[dict[str, str], list[dict]]:
+    """``(config, storage-credentials)`` for a load or create answer of ``db.table`` at
+    ``location``. Raises :class:`~gateway.iceberg.errors.ServiceFailure` when STS fails."""
+    service = catalog.service
+    vendor = getattr(service, "vendor", None)
+    if vendor is None or not location.startswith(("s3://", "s3a://", "s3n://")):
+        return {}, []
+    for mode in requested(request.headers.get(HEADER)):
+        if mode == VENDED:
+            found = await _vended(catalog, db, table, location)
+            return (found[0]["config"], found) if found else ({}, [])
+        if mode == SIGNING:
+            return {**service.storage.client_config(), "s3.remote-signing-enabled": "true",
+                    "s3.signer": "S3V4RestSigner",
+                    "s3.signer.uri": f"{request.scheme}://{request.host}{service.prefix}",
+                    "s3.signer.endpoint": SIGNER_ENDPOINT.format(namespace=quote(db), table=quote(table)),
+                    "py-io-impl": FSSPEC_FILE_IO}, []
+    return {}, []
+
+
+async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[dict]:
+    write = catalog.view.may("update", db, table)
+    if not write and not catalog.view.may("select", db, table):
+        return []
+    service = catalog.service
+    credentials = await service.vendor.credentials(location, write, catalog.user)
+    return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]
+
+
+async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """``GET /v1/namespaces/{ns}/tables/{table}/credentials``: ``{"storage-credentials": [...]}``
+    for the table, judged by the policy now (a revoked grant gets 403). Empty on a service that
+    does not vend credentials. Raises 404/403 as load table."""
+    db, table = route.namespace, route.table
+    assert db is not None and table is not None
+    catalog.named(db, table)
+    catalog.require("select", db, table)
+    hive = await catalog.hive_table(db, table)
+    location = (hive.sd.location or "") if hive.sd else ""
+    vendor = getattr(catalog.service, "vendor", None)
+    if vendor is None or not location.startswith(("s3://", "s3a://", "s3n://")):
+        return Reply(body={"storage-credentials": []})
+    return Reply(body={"storage-credentials": await _vended(catalog, db, table, location)})

@@ -1,0 +1,236 @@
+"""Remote signing of S3 requests (Iceberg's S3 signer API, ``s3-signer-open-api.yaml``; the
+client is PyIceberg's ``S3V4RestSigner``, which POSTs ``{"method", "region", "uri", "headers"}``
+and takes back ``{"uri", "headers"}``, then adds those headers to its request).
+
+Each table gets its own signer endpoint, ``POST .../v1/namespaces/{ns}/tables/{table}/s3-sign``
+(as Apache Polaris does), named in the table's ``s3.signer.endpoint``. A request is signed only
+when all of these hold, else 403 (400 for a malformed one) and nothing is signed:
+
+- the URL is on the warehouse's S3 endpoint (path style ``endpoint/bucket/key`` or virtual host
+  ``bucket.endpoint/key``), in the table location's bucket, its key under the location's prefix
+  (a listing: its ``prefix`` parameter under it), with no ``.``/``..`` key segment;
+- its query has only the object and listing parameters S3 clients send for data files, never
+  presigned-URL parameters (``X-Amz-*``);
+- the method fits the access the policy grants on the table: GET/HEAD ``select``,
+  PUT/POST/DELETE ``update``;
+- the region is the warehouse's, and there are at most 64 headers of at most 16 KiB in all.
+
+The signature is botocore's SigV4 (``S3SigV4Auth``) with STS credentials scoped to the table's
+location and the access (:meth:`~gateway.iceberg.vending.Vendor.signing_credentials`), never the
+gateway's own key. The answer carries only the headers signing added (``Authorization``,
+``X-Amz-Date``, ``X-Amz-Security-Token``, ``X-Amz-Content-SHA256`` unless the client sent it):
+PyIceberg adds them to its request rather than replacing. The body is not sent, so the payload
+is ``UNSIGNED-PAYLOAD`` unless the client declared its SHA-256.
+
+Decisions are counted (``hms_gateway_s3_signings_total{decision}``); refusals are audited one
+line each; allowed signings write one audit line per user, table and access per
+:data:`SUMMARY_SECONDS`, whose reason counts the signings it stands for.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from aiohttp import web
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.iceberg import errors
+from gateway.iceberg.bodies import parse
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.routes import Route
+from gateway.iceberg.storage import split_location
+from gateway.observability import metrics
+
+#: The request key telling the service that this request's audit line is summarized.
+SUMMARIZED = "iceberg.signing.summarized"
+SIGNING_REASON = "iceberg.signing.reason"
+SUMMARY_SECONDS = 60.0
+MAX_HEADERS, MAX_HEADER_BYTES = 64, 16 * 1024
+ACCESS = {"GET": "select", "HEAD": "select", "PUT": "update", "POST": "update", "DELETE": "update"}
+#: Query parameters of object reads/writes, multipart uploads and ListObjects(V2).
+OBJECT_PARAMETERS = frozenset({"uploads", "uploadId", "partNumber", "versionId", "x-id"})
+LIST_PARAMETERS = frozenset({"list-type", "prefix", "delimiter", "continuation-token", "max-keys",
+                             "start-after", "encoding-type", "fetch-owner", "marker", "x-id"})
+_UNSIGNED = "UNSIGNED-PAYLOAD"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
+#: Headers the gateway sets itself: whatever the client sent for them is dropped.
+_OWN = frozenset({"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"})
+
+
+class SignRequest(BaseModel):
+    """The signer API's ``S3SignRequest`` (``properties`` and ``body`` are ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    region: str = Field(max_length=64)
+    uri: str = Field(max_length=8192)
+    method: str = Field(max_length=16)
+    headers: dict[str, list[str]] = Field(default_factory=dict)
+
+
+class _Signer(S3SigV4Auth):
+    """SigV4 for S3 with the payload hash the client declared (or ``UNSIGNED-PAYLOAD``)."""
+
+    def __init__(self, credentials, region: str, payload: str):
+        super().__init__(credentials, "s3", region)
+        self._payload = payload
+
+    def payload(self, request) -> str:
+        return self._payload
+
+
+class Summaries:
+    """Per (user, table, access): when the last audit line of allowed signings was written and
+    how many allowed signings went unwritten since."""
+
+    def __init__(self) -> None:
+        self._state: dict[tuple[str, str, str, str], tuple[float, int]] = {}
+
+    def allowed(self, key: tuple[str, str, str, str]) -> int | None:
+        """None: leave this signing out of the audit log; else write its line, which stands
+        for itself and the returned number of signings left out before it."""
+        now = time.monotonic()
+        started, skipped = self._state.get(key, (float("-inf"), 0))
+        if now - started < SUMMARY_SECONDS:
+            self._state[key] = (started, skipped + 1)
+            return None
+        if len(self._state) > 10_000:
+            self._state.clear()
+        self._state[key] = (now, 0)
+        return skipped
+
+
+async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """Answer one signing request for the route's table (see the module docstring). Raises
+    :class:`errors.BadRequest`, :class:`errors.Forbidden`, 404 for an unknown table."""
+    service = catalog.service
+    db, table = route.namespace, route.table
+    assert db is not None and table is not None
+    catalog.named(db, table)
+    try:
+        asked = parse(SignRequest, body)
+        access = ACCESS.get(asked.method.upper())
+        if access is None:
+            raise errors.Forbidden(f"S3 method {asked.method[:16]!r} is never signed")
+        headers = headers_to_sign(asked.headers)
+        storage, vendor = service.storage, service.vendor
+        if storage is None or vendor is None:
+            raise errors.Forbidden("this service does not sign S3 requests (no options.s3.role_arn)")
+        if asked.region != storage.options.region:
+            raise errors.BadRequest(f"region {asked.region[:64]!r} is not the warehouse's")
+        catalog.require("", db, table)
+        if not catalog.view.may(access, db, table):
+            raise errors.Forbidden(f"{catalog.user} may not {access} {db}.{table}: "
+                                   f"{asked.method.upper()} is not signed")
+        hive = await catalog.hive_table(db, table)
+        location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
+        check_url(asked.uri, asked.method.upper(), location, storage.options)
+        credentials = await vendor.signing_credentials(location, access == "update")
+    except errors.IcebergError as error:
+        decision = "invalid" if error.status == 400 else "denied"
+        metrics.child(metrics.S3_SIGNINGS, service.topology, service.path, decision).inc()
+        raise
+    answer = signed(asked.method.upper(), asked.uri, headers, credentials, storage.options.region)
+    metrics.child(metrics.S3_SIGNINGS, service.topology, service.path, "allowed").inc()
+    skipped = service.signing_summaries.allowed((catalog.user, db, table, access))
+    if skipped is None:
+        request[SUMMARIZED] = True
+    else:
+        request[SUMMARIZED] = False
+        request[SIGNING_REASON] = (f"S3 {access} signing allowed; {skipped} more allowed "
+                                   "before this line since the previous one")
+    return Reply(body=answer)
+
+
+def signed(method: str, uri: str, headers: dict[str, str], credentials, region: str) -> dict:
+    """The signer API's answer ``{"uri", "headers"}`` for ``method`` on ``uri`` with the
+    client's ``headers`` (lower-case names, :func:`headers_to_sign`), signed with ``credentials``
+    (a :class:`~gateway.iceberg.vending.TemporaryCredentials`): only the headers signing adds."""
+    headers = dict(headers)
+    declared = headers.pop("x-amz-content-sha256", None)
+    payload = declared if declared and (declared == _UNSIGNED or _SHA256.fullmatch(declared)) else _UNSIGNED
+    request = AWSRequest(method=method, url=uri, headers={**headers, "X-Amz-Content-SHA256": payload})
+    _Signer(Credentials(credentials.access_key, credentials.secret_key, credentials.token),
+            region, payload).add_auth(request)
+    added = {name: [value] for name, value in request.headers.items()
+             if name.lower() in _OWN and not (name.lower() == "x-amz-content-sha256" and declared == payload)}
+    return {"uri": request.url, "headers": added}
+
+
+def headers_to_sign(given: dict[str, list[str]]) -> dict[str, str]:
+    """The client's headers to sign, one value each, lower-case names; the gateway's own
+    dropped. Raises :class:`errors.BadRequest` for too many, too large or malformed ones."""
+    if len(given) > MAX_HEADERS:
+        raise errors.BadRequest(f"more than {MAX_HEADERS} headers to sign")
+    size, headers = 0, {}
+    for name, values in given.items():
+        size += len(name) + sum(len(v) for v in values)
+        if size > MAX_HEADER_BYTES:
+            raise errors.BadRequest(f"the headers to sign exceed {MAX_HEADER_BYTES} bytes")
+        if not _TOKEN.fullmatch(name) or any(c in v for v in values for c in "\r\n\0"):
+            raise errors.BadRequest("a header to sign has a malformed name or value")
+        if name.lower() not in ("authorization", "x-amz-date", "x-amz-security-token"):
+            headers[name.lower()] = ", ".join(values)
+    return headers
+
+
+def check_url(uri: str, method: str, location: str, options) -> None:
+    """Raise :class:`errors.Forbidden` unless ``uri`` is an object (or a listing) under the
+    table ``location``, :class:`errors.BadRequest` for a malformed or tricky URL."""
+    try:
+        bucket, prefix = split_location(location)
+    except ValueError:
+        raise errors.Forbidden("the table is not stored on S3") from None
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        raise errors.BadRequest("the URI to sign is malformed") from None
+    endpoint = urlsplit(options.s3_endpoint)
+    if parts.scheme not in ("http", "https") or parts.username is not None or parts.password is not None \
+            or parts.fragment:
+        raise errors.BadRequest("the URI to sign must be a plain http(s) URL")
+    host, where = (parts.hostname or "").lower(), (endpoint.hostname or "").lower()
+    same_port = (port or _default_port(parts.scheme)) == (endpoint.port or _default_port(endpoint.scheme))
+    raw_path = parts.path
+    if host == where and same_port:  # path style: /bucket/key
+        url_bucket, _, raw_key = raw_path.lstrip("/").partition("/")
+    elif host == f"{bucket}.{where}" and same_port:  # virtual host: bucket.endpoint/key
+        url_bucket, raw_key = bucket, raw_path.lstrip("/")
+    else:
+        raise errors.Forbidden("the URI is not on the warehouse's S3 endpoint")
+    if unquote(url_bucket) != bucket:
+        raise errors.Forbidden("the URI names another bucket than the table's")
+    try:
+        key = unquote(raw_key, errors="strict")
+    except UnicodeDecodeError:
+        raise errors.BadRequest("the URI's key is not UTF-8") from None
+    if any(segment in (".", "..") for segment in key.split("/")) or "\\" in key or "\0" in key:
+        raise errors.BadRequest("the URI's key has a '.' or '..' segment")
+    try:
+        query = parse_qsl(parts.query, keep_blank_values=True, errors="strict")
+    except ValueError:
+        raise errors.BadRequest("the URI's query is malformed") from None
+    names = [name for name, _ in query]
+    if any(name.lower().startswith("x-amz-") for name in names) or len(names) != len(set(names)):
+        raise errors.BadRequest("the URI has presigned-URL or repeated query parameters")
+    if key:
+        if any(name not in OBJECT_PARAMETERS for name in names):
+            raise errors.Forbidden("the URI has query parameters the signer does not sign")
+        if not key.startswith(prefix):
+            raise errors.Forbidden("the URI is outside the table's location")
+        return
+    listed = dict(query).get("prefix")
+    if method != "GET" or listed is None or any(name not in LIST_PARAMETERS for name in names) \
+            or not listed.startswith(prefix) or any(s in (".", "..") for s in listed.split("/")):
+        raise errors.Forbidden("only listings of the table's location are signed on the bucket")
+
+
+def _default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80

@@ -1,0 +1,230 @@
+"""``POST /v1/transactions/commit`` (operationId ``commitTransaction``): one commit over several
+tables (the spec's ``CommitTransactionRequest``: ``table-changes``, each a
+``CommitTableRequest`` with its ``identifier``), answered 204.
+
+HMS has no multi-table transaction, so this is what the gateway promises (docs/iceberg.md):
+
+1. every table's lock (HiveCatalog's EXCLUSIVE table lock, :mod:`gateway.iceberg.commit`) is taken
+   in one fixed order (namespace, then table name), so two transactions cannot deadlock; a lock
+   not granted within ``lock_wait`` releases the others: 409;
+2. under all the locks every table is re-read and every requirement checked: one conflict is
+   409 and nothing is written anywhere (all or nothing for conflicts);
+3. every new metadata file is written (a failed write deletes the others: nothing in HMS changed);
+4. the tables are altered one by one. If HMS refuses an alter, or its outcome is unknown and a
+   re-read shows it did not land, the tables already altered are put back by compensating alters
+   (their HMS table as read under the lock), still under the same locks, so no writer that takes
+   the lock (HiveCatalog's, this gateway's) built on the partial state; readers take no lock and
+   may have loaded a table in between (HMS isolates no reads). The new files are deleted, and the
+   answer is 409 (HMS refused) or 503 (HMS unreachable).
+5. If a compensating alter fails too, or an alter's outcome stays unknown, the answer is
+   ``CommitStateUnknownException`` (502, 504 after a timeout) naming the tables whose change
+   landed, and every new file is kept.
+
+Access needed per table as for a single commit (``update`` and/or ``alter``). A staged create
+(``assert-create``) is not offered in a transaction (406).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.update import AssertCreate, update_table_metadata
+
+from gateway.iceberg import errors
+from gateway.iceberg.bodies import commit_request, document
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.commit import _heartbeat, _lock, _release, accesses
+from gateway.iceberg.files import next_metadata_location
+from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
+from gateway.iceberg.routes import Route, hms_name, namespace_name
+from gateway.upstream.errors import UpstreamError, UpstreamTimeout
+
+log = logging.getLogger(__name__)
+
+#: Most tables one transaction may change (each holds an HMS lock for its duration).
+MAX_TABLES = 100
+
+
+@dataclass
+class Change:
+    """One table's part: its request, then (under the lock) the HMS table as read, the base and
+    new metadata and where the new file goes."""
+
+    db: str
+    name: str
+    request: Any
+    hive: Any = None
+    base_location: str | None = None
+    base: Any = None
+    new: Any = None
+    new_location: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.db}.{self.name}"
+
+    @property
+    def changed(self) -> bool:
+        return self.new is not None and self.new != self.base
+
+
+def changes_of(body: bytes) -> list[Change]:
+    """The body's table changes, in lock order. Raises :class:`~errors.BadRequest` (shape, a
+    change without identifier, a table named twice, over :data:`MAX_TABLES`),
+    :class:`~errors.Unsupported` (``assert-create``)."""
+    raw = document(body)
+    items = raw.get("table-changes")
+    if not isinstance(items, list) or not items:
+        raise errors.BadRequest("invalid CommitTransactionRequest: table-changes must be a non-empty list")
+    if len(items) > MAX_TABLES:
+        raise errors.BadRequest(f"a transaction may change at most {MAX_TABLES} tables, got {len(items)}")
+    changes: dict[tuple[str, str], Change] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("identifier"), dict):
+            raise errors.BadRequest(f"invalid CommitTransactionRequest: table-changes.{i}.identifier is required")
+        request = commit_request(json.dumps(item).encode())
+        db = namespace_name(request.identifier.namespace)
+        name = hms_name(request.identifier.name, "table")
+        if (db, name) in changes:
+            raise errors.BadRequest(f"table {db}.{name} is named twice in one transaction")
+        if any(isinstance(r, AssertCreate) for r in request.requirements):
+            raise errors.Unsupported("assert-create (a staged create) is not offered in a transaction")
+        changes[(db, name)] = Change(db, name, request)
+    return [changes[key] for key in sorted(changes)]
+
+
+async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """204 when every change landed. Raises ``BadRequest``, ``Forbidden``, ``NoSuchTable``,
+    ``CommitFailed`` (409: a conflict, a lock not granted, HMS refused and all was rolled back),
+    ``ServiceUnavailable`` (503, rolled back), ``CommitStateUnknown``."""
+    changes = changes_of(body)
+    for change in changes:
+        catalog.named(change.db, change.name)
+        for access in accesses(change.request.updates):
+            catalog.require(access, change.db, change.name)
+    for change in changes:
+        await catalog.hive_table(change.db, change.name)  # 404 before any lock
+    async with AsyncExitStack() as locks:
+        for change in changes:  # one fixed order: no deadlock between two transactions
+            lockid = await _lock(catalog, change.db, change.name)
+            locks.push_async_callback(_release, catalog, lockid)
+            heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))
+            locks.callback(heartbeat.cancel)
+        await _prepare(catalog, changes)
+        written = [c for c in changes if c.changed]
+        await _write(catalog, written)
+        await _alter_all(catalog, written)
+    return Reply(status=204)
+
+
+async def _prepare(catalog: Catalog, changes: list[Change]) -> None:
+    """Re-read every table under the locks; check every requirement; apply the updates."""
+    for change in changes:
+        change.hive = await catalog.hive_table(change.db, change.name)
+        change.base_location, change.base = await catalog.metadata(change.hive)
+    for change in changes:
+        try:
+            for requirement in change.request.requirements:
+                requirement.validate(change.base)
+            change.new = update_table_metadata(change.base, change.request.updates,
+                                               metadata_location=change.base_location)
+        except CommitFailedException as exc:
+            raise errors.CommitFailed(f"{change.key}: {str(exc)[:1000]}") from None
+        except (ValueError, TypeError, KeyError) as exc:
+            raise errors.BadRequest(f"invalid update of {change.key}: {str(exc)[:500]}") from None
+        if change.changed:
+            change.new_location = next_metadata_location(change.new, change.base_location)
+
+
+async def _write(catalog: Catalog, changes: list[Change]) -> None:
+    done: list[Change] = []
+    try:
+        for change in changes:
+            await catalog.files.write(change.new, change.new_location)
+            done.append(change)
+    except BaseException:
+        await _delete_files(catalog, done)
+        raise
+
+
+async def _delete_files(catalog: Catalog, changes: list[Change]) -> None:
+    for change in changes:
+        try:
+            await catalog.files.delete(change.new_location)
+        except OSError:
+            log.warning("could not delete unreferenced metadata file %s", change.new_location)
+
+
+def _committed(catalog: Catalog, change: Change) -> Any:
+    """The HMS table of ``change`` after it (built on a copy: ``change.hive`` is the rollback)."""
+    copy = type(change.hive)(**{name: getattr(change.hive, name)
+                                for _, name, *_ in change.hive.thrift_spec.values()})
+    copy.parameters = dict(change.hive.parameters or {})
+    return committed_table(catalog.idl, copy, change.base, change.base_location, change.new,
+                           change.new_location, catalog.settings.hive2_compatible)
+
+
+async def _landed(catalog: Catalog, change: Change) -> bool | None:
+    """Whether ``change``'s alter is visible in HMS: True, False (still at the base), None
+    (cannot tell)."""
+    try:
+        table = await catalog.client.get_table(change.db, change.name)
+    except (UpstreamError, catalog.idl.NoSuchObjectException):
+        return None
+    current = metadata_location(table)
+    return True if current == change.new_location else False if current == change.base_location else None
+
+
+async def _alter_all(catalog: Catalog, changes: list[Change]) -> None:
+    idl = catalog.idl
+    landed: list[Change] = []
+    for change in changes:
+        try:
+            await catalog.client.alter_table(change.db, change.name, _committed(catalog, change), COMMIT_CONTEXT)
+        except (UpstreamError, idl.InvalidOperationException, idl.MetaException) as exc:
+            state = await _landed(catalog, change) if isinstance(exc, UpstreamError) else False
+            if state is True:
+                landed.append(change)
+                continue
+            if state is None:
+                raise _unknown(changes, landed + [change], exc) from None
+            await _roll_back(catalog, changes, landed, change, exc)
+        else:
+            landed.append(change)
+
+
+async def _roll_back(catalog: Catalog, changes: list[Change], landed: list[Change], failed: Change,
+                     cause: Exception) -> None:
+    """Put the ``landed`` tables back to their state read under the locks, delete every new file
+    and raise 409/503; or raise CommitStateUnknown when a compensating alter fails."""
+    remaining = list(landed)
+    for change in reversed(landed):
+        try:
+            await catalog.client.alter_table(change.db, change.name, change.hive, COMMIT_CONTEXT)
+        except Exception as exc:  # noqa: BLE001 - any failure leaves the state unknown
+            log.warning("compensating alter of %s failed: %r", change.key, exc)
+            raise _unknown(changes, remaining, cause) from None
+        remaining.remove(change)
+    await _delete_files(catalog, changes)
+    rolled = ", ".join(c.key for c in landed) or "none"
+    if isinstance(cause, UpstreamError):
+        raise errors.ServiceUnavailable(f"the transaction failed at {failed.key} ({cause}); tables put "
+                                        f"back: {rolled}")
+    message = getattr(cause, "message", None) or str(cause)
+    raise errors.CommitFailed(f"the Hive Metastore refused the commit of {failed.key}: {message}; the "
+                              f"transaction was rolled back (tables put back: {rolled})")
+
+
+def _unknown(changes: list[Change], landed: list[Change], cause: Exception) -> errors.CommitStateUnknown:
+    keys = ", ".join(c.key for c in landed) or "none"
+    status = 504 if isinstance(cause, UpstreamTimeout) else 502
+    return errors.CommitStateUnknown(
+        f"the transaction over {', '.join(c.key for c in changes)} is partly applied or unknown: "
+        f"changes that landed or may have landed: {keys}; new metadata files kept ({cause})", status)

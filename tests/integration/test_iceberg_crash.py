@@ -1,0 +1,232 @@
+"""A gateway killed (SIGKILL) in the middle of an Iceberg REST commit (issue 22): the table stays
+consistent and HMS's table lock expires, so that the next commit succeeds.
+
+"In the middle" is made deterministic without a hook in the gateway: the gateway reaches HMS
+through a TCP relay that holds the commit's ``alter_table_with_environment_context``, either
+the call itself (HMS never sees it: the table must stay at the base, the new metadata file is
+an unreferenced leftover) or HMS's reply (HMS applied it: the table must point at the new file,
+which exists). While the relay holds, the gateway holds HMS's EXCLUSIVE table lock (``show_locks``
+says so); then the gateway process is killed. HMS runs with a short ``hive.txn.timeout`` and its
+lock reaper (``AcidHouseKeeperService``, which HMS 2.3 starts with ``hive.compactor.initiator.on``
+and ``DbTxnManager``) every second, so the orphaned lock expires within seconds instead of 300 s;
+a new gateway's commit waits for it (``check_lock``) and lands.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.hive import HiveCatalog
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+
+from tests.support.gateway import GatewayFactory, RunningGateway
+from tests.support.hms import RunningHMS, free_port, start_hms
+from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
+
+pytestmark = pytest.mark.integration
+
+PATH = "iceberg"
+USER, PASSWORD = "etl", "etl-password"
+TXN_TIMEOUT_SECONDS = 8
+#: hive-site settings: a short lock timeout and HMS's reaper of timed-out locks every second.
+#: The reaper starts only with a transaction manager that supports ACID (DbTxnManager).
+SITE = {"hive.txn.timeout": f"{TXN_TIMEOUT_SECONDS}s", "hive.compactor.initiator.on": "true",
+        "hive.support.concurrency": "true", "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+        "hive.timedout.txn.reaper.start": "1s", "hive.timedout.txn.reaper.interval": "1s"}
+COMMIT_CALL = b"alter_table_with_environment_context"
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+
+
+class HoldingRelay:
+    """A TCP relay to HMS that, once ``armed``, holds the first ``COMMIT_CALL`` it sees: the call
+    (``hold="call"``: never forwarded) or HMS's reply to it (``hold="reply"``). ``reached`` is
+    set when it holds; ``release()`` drops what it holds and closes that connection."""
+
+    def __init__(self, target: tuple[str, int], hold: str):
+        self.target, self.hold, self.port = target, hold, free_port()
+        self.armed = False
+        self.reached, self._release = threading.Event(), threading.Event()
+        self._server: socket.socket | None = None
+        self._sockets: list[socket.socket] = []
+
+    def start(self) -> "HoldingRelay":
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def _accept(self) -> None:
+        assert self._server is not None
+        while True:
+            try:
+                client, _ = self._server.accept()
+                upstream = socket.create_connection(self.target)
+            except OSError:
+                return
+            self._sockets += [client, upstream]
+            replies_held = threading.Event()
+            threading.Thread(target=self._calls, args=(client, upstream, replies_held), daemon=True).start()
+            threading.Thread(target=self._replies, args=(upstream, client, replies_held), daemon=True).start()
+
+    def _calls(self, client: socket.socket, upstream: socket.socket, replies_held: threading.Event) -> None:
+        try:
+            while data := client.recv(65536):
+                if self.armed and not self.reached.is_set() and COMMIT_CALL in data:
+                    if self.hold == "call":
+                        self._held(client, upstream)
+                        return
+                    replies_held.set()
+                upstream.sendall(data)
+        except OSError:
+            pass
+        self._close(client, upstream)
+
+    def _replies(self, upstream: socket.socket, client: socket.socket, replies_held: threading.Event) -> None:
+        try:
+            while data := upstream.recv(65536):
+                if replies_held.is_set():
+                    self._held(client, upstream)
+                    return
+                client.sendall(data)
+        except OSError:
+            pass
+        self._close(client, upstream)
+
+    def _held(self, client: socket.socket, upstream: socket.socket) -> None:
+        self.reached.set()
+        self._release.wait()
+        self._close(client, upstream)
+
+    @staticmethod
+    def _close(*sockets: socket.socket) -> None:
+        for s in sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def release(self) -> None:
+        self.armed = False
+        self._release.set()
+
+    def stop(self) -> None:
+        self.release()
+        if self._server is not None:
+            self._server.close()
+        self._close(*self._sockets)
+
+
+@pytest.fixture(scope="module")
+def crash_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    running = start_hms(tmp_path_factory.mktemp("hms-iceberg-crash"), site=SITE)
+    yield running
+    running.server.stop()
+
+
+def _gateway(factory: GatewayFactory, port: int) -> RunningGateway:
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [f"thrift://127.0.0.1:{port}"]},
+               "options": {"lock_check_min_wait_seconds": 0.05, "lock_check_max_wait_seconds": 0.5,
+                           "lock_wait_seconds": 30}}
+    return factory(services=[service], users={USER: PASSWORD})
+
+
+def _rest(gw: RunningGateway) -> RestCatalog:
+    return RestCatalog("gw", **{"uri": gw.url(path=PATH),
+                                "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}},
+                                "ssl": {"cabundle": str(gw.ca_file)}})
+
+
+def _locks(hms: RunningHMS, db: str, table: str) -> list:
+    """HMS's ``show_locks`` entries on the table."""
+    _, ttypes = hive_metastore_modules()
+    client, transport = hive_metastore_client(hms.host, hms.port)
+    try:
+        return [lock for lock in client.show_locks(ttypes.ShowLocksRequest()).locks or ()
+                if (lock.dbname, lock.tablename) == (db, table)]
+    finally:
+        transport.close()
+
+
+def _parameters(hms: RunningHMS, db: str, table: str) -> dict[str, str]:
+    client, transport = hive_metastore_client(hms.host, hms.port)
+    try:
+        return dict(client.get_table(db, table).parameters)
+    finally:
+        transport.close()
+
+
+def _local(location: str) -> Path:
+    return Path(location.removeprefix("file:").removeprefix("//"))
+
+
+@pytest.mark.parametrize("hold", ["call", "reply"])
+def test_a_gateway_killed_during_a_commit_leaves_the_table_consistent_and_the_lock_expires(
+        hold, crash_hms, gateway_factory, monkeypatch):
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("CURL_CA_BUNDLE", raising=False)
+    db = f"crash_{hold}"
+    relay = HoldingRelay((crash_hms.host, crash_hms.port), hold).start()
+    try:
+        doomed = _gateway(gateway_factory, relay.port)
+        rest = _rest(doomed)
+        rest.create_namespace(db)
+        rest.create_table(f"{db}.t", schema=SCHEMA).append(pa.table({"id": pa.array([1], pa.int64())}))
+        base = _parameters(crash_hms, db, "t")["metadata_location"]
+
+        relay.armed = True
+        outcome: list[BaseException | None] = []
+
+        def commit() -> None:
+            try:
+                rest.load_table(f"{db}.t").append(pa.table({"id": pa.array([2], pa.int64())}))
+                outcome.append(None)
+            except BaseException as exc:  # the gateway dies under it
+                outcome.append(exc)
+
+        writer = threading.Thread(target=commit)
+        writer.start()
+        assert relay.reached.wait(60), doomed.log()[-3000:]
+        held = _locks(crash_hms, db, "t")
+        _, ttypes = hive_metastore_modules()
+        assert [(lock.user, lock.type, lock.state) for lock in held] == [
+            (USER, ttypes.LockType.EXCLUSIVE, ttypes.LockState.ACQUIRED)]
+        doomed.process.kill()  # SIGKILL: no unlock, no cleanup
+        doomed.process.wait()
+        killed_at = time.monotonic()
+        writer.join(60)
+        assert outcome and outcome[0] is not None  # the client never got a success
+        assert [lock.lockid for lock in _locks(crash_hms, db, "t")] == [held[0].lockid]  # orphaned
+        relay.release()
+
+        # consistent: HMS points at a metadata file that exists, the base or the new one
+        parameters = _parameters(crash_hms, db, "t")
+        current = parameters["metadata_location"]
+        assert _local(current).is_file()
+        hive = HiveCatalog("hms", uri=crash_hms.uri)
+        expected = [1] if hold == "call" else [1, 2]
+        assert sorted(hive.load_table(f"{db}.t").scan().to_arrow()["id"].to_pylist()) == expected
+        if hold == "call":
+            assert current == base  # HMS never saw the alter; the new file is a leftover
+        else:
+            assert current != base and parameters["previous_metadata_location"] == base
+
+        # a new gateway's commit waits for the orphaned lock to expire, then lands
+        again = _rest(_gateway(gateway_factory, crash_hms.port))
+        again.load_table(f"{db}.t").append(pa.table({"id": pa.array([3], pa.int64())}))
+        waited = time.monotonic() - killed_at
+        print(f"\n{hold}: the next commit landed {waited:.1f} s after the kill "
+              f"(hive.txn.timeout {TXN_TIMEOUT_SECONDS} s, reaper every 1 s)")
+        table = again.load_table(f"{db}.t")
+        assert sorted(table.scan().to_arrow()["id"].to_pylist()) == expected + [3]
+        assert len(table.snapshots()) == len(expected) + 1
+        assert _locks(crash_hms, db, "t") == []
+    finally:
+        relay.stop()

@@ -1,0 +1,332 @@
+"""Storage access of the ``iceberg-rest`` kind against a real S3/STS/IAM API server (moto in
+server mode with IAM authentication on, tests/support/s3.py): the gateway's key from a
+credentials file, vended credentials from STS ``AssumeRole``, and remote signing with botocore,
+each checked by the server itself. moto checks signatures, keys, session tokens and the role's
+own policy, not session policies: the session policy the gateway sends is evaluated with moto's
+IAM policy evaluator instead."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from botocore.exceptions import ClientError
+from moto.iam.access_control import IAMPolicy, PermissionResult
+from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType
+
+from gateway.iceberg.signer import check_url, headers_to_sign, signed
+from gateway.iceberg.storage import S3Options, load_storage
+from gateway.iceberg.vending import Vendor, session_policy, vended_config
+from tests.support.gateway import RunningGateway, in_workdir
+from tests.support.hms import RunningHMS, start_hms
+from tests.support.s3 import BUCKET, REGION, RunningS3, start_s3
+
+pytestmark = pytest.mark.integration
+
+TABLE = f"s3://{BUCKET}/lake/trips"
+OTHER_TABLE = f"s3://{BUCKET}/lake/other"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS3]:
+    running = start_s3(tmp_path_factory.mktemp("s3") / "moto.log")
+    gateway = running.client("s3")
+    for key in ("lake/trips/data/a.parquet", "lake/other/data/b.parquet"):
+        gateway.put_object(Bucket=BUCKET, Key=key, Body=b"parquet bytes")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def vendor(s3: RunningS3, tmp_path_factory: pytest.TempPathFactory) -> Vendor:
+    directory = tmp_path_factory.mktemp("gateway")
+    s3.credentials_file(directory / "s3.ini")
+    options = S3Options(endpoint=s3.endpoint, region=REGION, credentials_file="s3.ini",
+                        role_arn=s3.role_arn, credentials_expiry_seconds=900)
+    return Vendor(load_storage(options, directory))
+
+
+def _code(call) -> str:
+    with pytest.raises(ClientError) as caught:
+        call()
+    return caught.value.response["Error"]["Code"]
+
+
+def test_the_server_checks_what_the_tests_rely_on(s3: RunningS3):
+    assert _code(lambda: s3.client("s3", s3.access_key, "wrong").get_object(Bucket=BUCKET, Key="x")) \
+        == "SignatureDoesNotMatch"
+    assert _code(lambda: s3.client("s3", "AKIAUNKNOWNKEY000000", "s").list_buckets()) == "InvalidAccessKeyId"
+    assert _code(lambda: s3.client("s3").create_bucket(Bucket="notallowed")) == "AccessDenied"
+
+
+async def test_vended_credentials_read_the_table_and_are_not_the_gateways_key(s3: RunningS3, vendor: Vendor):
+    found = await vendor.credentials(TABLE, write=False, user="analyst")
+    assert found.access_key != s3.access_key and found.secret_key != s3.secret_key and found.token
+    config = vended_config(vendor.storage, found)
+    assert s3.access_key not in str(config) and s3.secret_key not in str(config)
+    assert config["s3.endpoint"] == s3.endpoint and int(config["s3.session-token-expires-at-ms"]) > 0
+    client = s3.client("s3", found.access_key, found.secret_key, found.token)
+    body = client.get_object(Bucket=BUCKET, Key="lake/trips/data/a.parquet")["Body"].read()
+    assert body == b"parquet bytes"
+    # what the server enforces on them: the session token, and the role's own policy
+    assert _code(lambda: s3.client("s3", found.access_key, found.secret_key, "forged").get_object(
+        Bucket=BUCKET, Key="lake/trips/data/a.parquet")) == "InvalidToken"
+    assert _code(lambda: client.create_bucket(Bucket="anotherbucket")) == "AccessDenied"
+
+
+async def test_credentials_refresh_with_a_new_session(vendor: Vendor):
+    first = await vendor.credentials(TABLE, write=False, user="analyst")
+    second = await vendor.credentials(TABLE, write=False, user="analyst")
+    assert first.access_key != second.access_key and second.expiration >= first.expiration
+
+
+def _decides(policy: dict, action: str, resource: str) -> bool:
+    return IAMPolicy(json.dumps(policy)).is_action_permitted(action, resource) == PermissionResult.PERMITTED
+
+
+def test_the_session_policy_limits_prefix_and_actions():
+    read = session_policy(TABLE, write=False)
+    write = session_policy(TABLE, write=True)
+    own = f"arn:aws:s3:::{BUCKET}/lake/trips/data/a.parquet"
+    other = f"arn:aws:s3:::{BUCKET}/lake/other/data/b.parquet"
+    sibling = f"arn:aws:s3:::{BUCKET}/lake/trips2/data/c.parquet"  # a longer name, same start
+    assert _decides(read, "s3:GetObject", own)
+    assert not _decides(read, "s3:GetObject", other) and not _decides(read, "s3:GetObject", sibling)
+    assert not _decides(read, "s3:PutObject", own) and not _decides(read, "s3:DeleteObject", own)
+    assert _decides(write, "s3:PutObject", own) and _decides(write, "s3:DeleteObject", own)
+    assert not _decides(write, "s3:PutObject", other)
+    assert not _decides(read, "s3:GetObject", "arn:aws:s3:::otherbucket/lake/trips/x")
+
+
+async def test_a_signed_request_is_accepted_by_the_server(s3: RunningS3, vendor: Vendor):
+    url = f"{s3.endpoint}/{BUCKET}/lake/trips/data/a.parquet"
+    check_url(url, "GET", TABLE, vendor.storage.options)
+    credentials = await vendor.signing_credentials(TABLE, write=False)
+    assert await vendor.signing_credentials(TABLE, write=False) is credentials  # reused
+    answer = signed("GET", url, headers_to_sign({"User-Agent": ["test"]}), credentials, REGION)
+    assert set(answer["headers"]) == {"Authorization", "X-Amz-Date", "X-Amz-Security-Token",
+                                      "X-Amz-Content-SHA256"}
+    assert s3.access_key not in str(answer)
+    request = urllib.request.Request(answer["uri"], headers={"User-Agent": "test", **{
+        name: values[0] for name, values in answer["headers"].items()}})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.read() == b"parquet bytes"
+    # the same signature on another key is refused by the server
+    tampered = urllib.request.Request(answer["uri"].replace("a.parquet", "b.parquet"), headers=request.headers)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(tampered, timeout=10)
+    assert caught.value.code == 403
+
+
+def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    with pytest.raises(ValueError) as caught:
+        load_storage(S3Options(), tmp_path)
+    assert caught.value.args[0] == "s3.credentials_file"
+    with pytest.raises(ValueError) as caught:
+        load_storage(S3Options(credentials_file="missing.ini"), tmp_path)
+    assert caught.value.args[0] == "s3.credentials_file" and "missing.ini" in caught.value.args[1]
+    (tmp_path / "c.ini").write_text("[other]\naws_access_key_id = A\naws_secret_access_key = B\n")
+    with pytest.raises(ValueError) as caught:
+        load_storage(S3Options(credentials_file="c.ini"), tmp_path)
+    assert caught.value.args[0] == "s3.profile"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAENV")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+    assert "envsecret" not in repr(load_storage(S3Options(), tmp_path))
+
+
+# --- end to end: PyIceberg through the gateway, a real HMS, the S3 server -----------------------
+
+USER, PASSWORD = "etl", "etl-password"
+READER, READER_PASSWORD = "analyst", "analyst-password"
+POLICY = """
+policies:
+  - id: 1
+    name: etl does everything
+    resources: {database: ["*"], table: ["*"], column: ["*"]}
+    allow: [{users: [etl], accesses: [all]}]
+  - id: 2
+    name: analyst reads lake
+    resources: {database: [lake], table: ["*"], column: ["*"]}
+    allow: [{users: [analyst], accesses: [select]}]
+"""
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gateway_ca(gw) -> Iterator[None]:
+    """PyIceberg's remote signer posts with a plain ``requests`` session (no ``ssl.cabundle``):
+    it trusts the gateway's CA through ``REQUESTS_CA_BUNDLE``, as RestCatalog then does too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REQUESTS_CA_BUNDLE", str(gw.ca_file))
+        patch.delenv("CURL_CA_BUNDLE", raising=False)
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            patch.delenv(name, raising=False)  # clients get S3 access from the gateway only
+        yield
+
+
+@pytest.fixture(scope="module")
+def s3_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    """An HMS that takes ``s3://`` locations (listener/'s ObjectStorePaths: it has no S3 connector)."""
+    running = start_hms(tmp_path_factory.mktemp("hms-s3"),
+                        site={"fs.s3.impl": "io.hmsgateway.metastore.ObjectStorePaths"})
+    yield running
+    running.server.stop()
+
+
+@pytest.fixture(scope="module")
+def gw(s3: RunningS3, s3_hms: RunningHMS, module_gateway_factory) -> RunningGateway:
+    service = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [s3_hms.uri]},
+               "policy_file": in_workdir("policy.yaml"),
+               "options": {"lock_check_min_wait_seconds": 0.02, "s3": {
+                   "endpoint": s3.endpoint, "region": REGION, "credentials_file": in_workdir("s3.ini"),
+                   "role_arn": s3.role_arn, "credentials_expiry_seconds": 900}}}
+    key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
+    return module_gateway_factory(services=[service], files={"policy.yaml": POLICY, "s3.ini": key},
+                                  users={USER: PASSWORD, READER: READER_PASSWORD},
+                                  audit={"path": "audit.jsonl"})
+
+
+def _catalog(gw: RunningGateway, user: str, password: str, delegation: str | None = None) -> RestCatalog:
+    properties = {"uri": gw.url(path="iceberg"),
+                  "auth": {"type": "basic", "basic": {"username": user, "password": password}}}
+    if delegation:
+        properties["header.X-Iceberg-Access-Delegation"] = delegation
+    return RestCatalog(f"gw-{user}-{delegation}", **properties)
+
+
+def _rows(start: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(start, start + n)], pa.string())})
+
+
+@pytest.fixture(scope="module")
+def trips(gw) -> str:
+    """Table ``lake.trips`` on S3, created and appended to by ``etl`` with vended credentials."""
+    writer = _catalog(gw, USER, PASSWORD)
+    writer.create_namespace("lake", {"location": f"s3://{BUCKET}/lake"})
+    table = writer.create_table("lake.trips", schema=SCHEMA)
+    assert table.location() == TABLE
+    table.append(_rows(0, 3))
+    writer.create_table("lake.other", schema=SCHEMA).append(_rows(100, 1))
+    return "lake.trips"
+
+
+def _answer(gw: RunningGateway, method: str, path: str, user: str, password: str,
+            body: dict | None = None, delegation: str | None = None) -> tuple[int, dict]:
+    import base64
+    request = urllib.request.Request(gw.url(path="iceberg") + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode())
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    if delegation:
+        request.add_header("X-Iceberg-Access-Delegation", delegation)
+    try:
+        with urllib.request.urlopen(request, context=gw.ssl_context(), timeout=30) as response:
+            text = response.read()
+            ANSWERS.append(text)
+            return response.status, json.loads(text)
+    except urllib.error.HTTPError as err:
+        text = err.read()
+        ANSWERS.append(text)
+        return err.code, json.loads(text)
+
+
+ANSWERS: list[bytes] = []
+
+
+def test_update_user_appends_and_select_user_reads_with_vended_credentials(gw, trips):
+    writer = _catalog(gw, USER, PASSWORD).load_table(trips)
+    writer.append(_rows(3, 2))
+    status, loaded = _answer(gw, "GET", "/v1/namespaces/lake/tables/trips", READER, READER_PASSWORD,
+                             delegation="vended-credentials")
+    assert status == 200
+    (credential,) = loaded["storage-credentials"]
+    assert credential["prefix"] == TABLE + "/" and credential["config"] == loaded["config"]
+    assert loaded["config"]["s3.session-token"]
+    reader = _catalog(gw, READER, READER_PASSWORD).load_table(trips)
+    assert sorted(reader.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 3, 4]
+
+
+def test_credentials_endpoint_refreshes(gw, trips):
+    first = _answer(gw, "GET", "/v1/namespaces/lake/tables/trips/credentials", READER, READER_PASSWORD)
+    second = _answer(gw, "GET", "/v1/namespaces/lake/tables/trips/credentials", READER, READER_PASSWORD)
+    assert first[0] == second[0] == 200
+    keys = [a[1]["storage-credentials"][0]["config"]["s3.access-key-id"] for a in (first, second)]
+    assert keys[0] != keys[1]
+    # they expire after the configured credentials_expiry_seconds (900)
+    expires = int(second[1]["storage-credentials"][0]["config"]["s3.session-token-expires-at-ms"]) / 1000
+    assert 800 < expires - time.time() <= 901
+    # PyIceberg's own refresh call
+    found = _catalog(gw, READER, READER_PASSWORD).load_credentials(trips, TABLE + "/metadata/x")
+    assert found["s3.access-key-id"] not in keys and found["s3.secret-access-key"]
+
+
+def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, trips):
+    status, loaded = _answer(gw, "GET", "/v1/namespaces/lake/tables/trips", READER, READER_PASSWORD,
+                             delegation="remote-signing")
+    assert status == 200 and "storage-credentials" not in loaded
+    config = loaded["config"]
+    assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
+    assert config["s3.signer.endpoint"] == "v1/namespaces/lake/tables/trips/s3-sign"
+    writer = _catalog(gw, USER, PASSWORD, "remote-signing").load_table(trips)
+    writer.append(_rows(5, 1))
+    reader = _catalog(gw, READER, READER_PASSWORD, "remote-signing").load_table(trips)
+    assert sorted(reader.scan().to_arrow()["id"].to_pylist()) == [0, 1, 2, 3, 4, 5]
+    url = f"{s3.endpoint}/{BUCKET}/lake/trips/data/new.parquet"
+    refused = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/s3-sign", READER, READER_PASSWORD,
+                      {"method": "PUT", "region": REGION, "uri": url, "headers": {}})
+    assert refused[0] == 403 and refused[1]["error"]["type"] == "ForbiddenException"
+    outside = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/s3-sign", READER, READER_PASSWORD,
+                      {"method": "GET", "region": REGION, "headers": {},
+                       "uri": f"{s3.endpoint}/{BUCKET}/lake/other/data/x.parquet"})
+    assert outside[0] == 403
+    hostile = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/s3-sign", READER, READER_PASSWORD,
+                      {"method": "GET", "region": REGION, "headers": {},
+                       "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/../other/data/x.parquet"})
+    assert hostile[0] == 400
+    allowed = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/s3-sign", READER, READER_PASSWORD,
+                      {"method": "GET", "region": REGION, "headers": {"Host": ["x"]},
+                       "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"})
+    assert allowed[0] == 200 and allowed[1]["uri"].endswith("/lake/trips/metadata/x")
+
+
+def test_a_revoked_grant_is_refused_at_the_next_refresh(gw, trips):
+    """The topology is pointed at a policy without analyst's grant (a changed topology file is
+    reloaded, and its policy with it)."""
+    path = "/v1/namespaces/lake/tables/trips/credentials"
+    assert _answer(gw, "GET", path, READER, READER_PASSWORD)[0] == 200
+    (gw.workdir / "revoked.yaml").write_text(POLICY.split("  - id: 2")[0])
+    topology = gw.workdir / "topologies" / "default.yaml"
+    topology.write_text(topology.read_text().replace(in_workdir("policy.yaml"), in_workdir("revoked.yaml")))
+    gw.process.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 60
+    while (status := _answer(gw, "GET", path, READER, READER_PASSWORD)[0]) == 200 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert status == 404  # the table is not even visible to analyst now
+    assert _answer(gw, "GET", path, USER, PASSWORD)[0] == 200
+
+
+def test_the_gateways_key_is_in_no_answer_log_line_or_metric(gw, s3, trips):
+    assert ANSWERS  # the tests above kept every raw answer
+    metrics_text = urllib.request.urlopen(gw.management_url + "/metrics", timeout=10).read().decode()
+    signings = {line.split('decision="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+                for line in metrics_text.splitlines() if line.startswith("hms_gateway_s3_signings_total{")}
+    assert signings["allowed"] > 3 and signings["denied"] >= 2 and signings["invalid"] >= 1
+    audit = (gw.workdir / "audit.jsonl").read_text()
+    for secret in (s3.access_key, s3.secret_key):
+        assert all(secret.encode() not in answer for answer in ANSWERS)
+        assert secret not in gw.log() and secret not in audit and secret not in metrics_text
+    # refusals are audited; allowed signings are summarized, not one line each
+    lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line]
+    assert any(line["status"] == 403 for line in lines)
+    assert sum(1 for line in lines if line["status"] == 200) < 10

@@ -1,0 +1,63 @@
+"""Answers of an ``iceberg-rest`` service checked against the Iceberg REST Catalog spec
+(``rest-catalog-open-api.yaml`` beside this file, vendored from apache/iceberg) with
+openapi-core: status, content type and body schema of the operation the request names.
+
+:func:`validating` hooks a ``requests`` session (PyIceberg's ``RestCatalog._session`` or a
+plain one) so that every response it receives is checked, and a response the spec does not
+allow fails the test where it was received.
+
+The service has no ``{prefix}`` (``GET /v1/config`` sets none), so paths are checked as the
+spec's ``/v1/{prefix}/...`` with a placeholder prefix; ``/v1/config`` and ``/v1/oauth/tokens``
+have none in the spec either.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import requests
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+SPEC_FILE = Path(__file__).with_name("rest-catalog-open-api.yaml")
+_UNPREFIXED = ("/v1/config", "/v1/oauth/tokens")
+
+
+@cache
+def openapi() -> OpenAPI:
+    return OpenAPI.from_file_path(str(SPEC_FILE))
+
+
+def spec_path(url: str) -> str:
+    """The spec path of a request URL below an ``iceberg-rest`` service (``.../v1/...``)."""
+    path = urlsplit(url).path
+    path = path[path.index("/v1/"):]
+    return path if path in _UNPREFIXED else "/v1/prefix/" + path[len("/v1/"):]
+
+
+def check(method: str, url: str, status: int, content_type: str | None, body: bytes) -> None:
+    """Raise ``AssertionError`` when the spec does not allow this answer to this request."""
+    request = MockRequest("https://localhost", method.lower(), spec_path(url),
+                          args=dict(parse_qsl(urlsplit(url).query)))
+    media = (content_type or "").split(";")[0].strip() or "application/json"
+    response = MockResponse(body, status_code=status, content_type=media)
+    try:
+        openapi().validate_response(request, response)
+    except Exception as exc:  # openapi-core's many validation errors
+        causes = "; ".join(str(e) for e in getattr(exc, "schema_errors", ()) or [exc.__cause__] if e)
+        raise AssertionError(f"{method} {url} -> {status} is not what the spec allows: {exc!r} {causes}\n"
+                             f"{body[:500]!r}") from None
+
+
+def _hook(response: requests.Response, *args, **kwargs) -> None:
+    request = response.request
+    check(request.method or "GET", request.url or "", response.status_code,
+          response.headers.get("Content-Type"), response.content)
+
+
+def validating(session: requests.Session) -> requests.Session:
+    """``session`` with every response checked against the spec (a ``requests`` response hook)."""
+    session.hooks["response"].append(_hook)
+    return session

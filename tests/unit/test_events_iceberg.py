@@ -1,0 +1,183 @@
+"""Iceberg commits recognised in ALTER_TABLE events and described from the metadata files
+(PyIceberg writes real metadata files into a temporary folder; the events are json-0.2 as Hive
+2.3's ``JSONAlterTableMessage`` writes them, tables in TJSON)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.serializers import ToOutputFile
+from pyiceberg.io import load_file_io
+from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
+from pyiceberg.types import LongType, NestedField
+
+from gateway.events import hcat
+from gateway.events.iceberg import (
+    IcebergCommitOptions,
+    IcebergCommits,
+    SnapshotReader,
+    commit_body,
+    commit_locations,
+    for_viewer,
+)
+from gateway.events.model import MetastoreEvent
+from tests.unit.test_events_hcat import table_tjson
+
+
+def _write(metadata, path: Path, compress: bool = False) -> str:
+    location = path.as_uri()
+    if compress:
+        path.write_bytes(gzip.compress(metadata.model_dump_json().encode()))
+    else:
+        ToOutputFile.table_metadata(metadata, load_file_io({}, location).new_output(location))
+    return location
+
+
+@pytest.fixture
+def files(tmp_path):
+    """(first file without snapshot, second file with an append snapshot)."""
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    base = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, tmp_path.as_uri(), {})
+    snapshot = Snapshot(**{"snapshot-id": 7, "sequence-number": 1, "timestamp-ms": 1_700_000_000_000,
+                           "manifest-list": (tmp_path / "snap-7.avro").as_uri(),
+                           "summary": Summary(Operation.APPEND, **{"added-records": "3",
+                                                                  "partitions.day=2026-01-01": "x"})})
+    new = update_table_metadata(base, (AddSnapshotUpdate(snapshot=snapshot),
+                                       SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=7)))
+    return _write(base, tmp_path / "00000-a.metadata.json"), _write(new, tmp_path / "00001-b.metadata.json")
+
+
+def alter(before: dict, after: dict, user: str | None = "etl", event_id: int = 5) -> MetastoreEvent:
+    message = {"server": "", "servicePrincipal": "", "db": "sales", "table": "t", "timestamp": 1,
+               "tableObjBeforeJson": table_tjson("sales", "t", before),
+               "tableObjAfterJson": table_tjson("sales", "t", after)}
+    if user is not None:
+        message["user"] = user
+    return MetastoreEvent(event_id, 1, "ALTER_TABLE", "sales", "t", message, "json-0.2")
+
+
+def iceberg(location: str, previous: str | None = None) -> dict:
+    params = {"table_type": "ICEBERG", "metadata_location": location}
+    if previous:
+        params["previous_metadata_location"] = previous
+    return params
+
+
+def test_only_alter_table_moving_an_iceberg_metadata_location_is_a_commit():
+    assert commit_locations(alter(iceberg("a"), iceberg("b", "a"))) == ("b", "a")
+    assert commit_locations(alter({}, iceberg("b", "a"))) == ("b", "a")  # previous from the after-table
+    assert commit_locations(alter(iceberg("a"), iceberg("a"))) is None  # rename, Hive statistics…
+    assert commit_locations(alter({"metadata_location": "a"}, {"metadata_location": "b"})) is None
+    event = alter(iceberg("a"), iceberg("b"))
+    assert commit_locations(MetastoreEvent(1, 1, "CREATE_TABLE", "d", "t", event.message, "json-0.2")) is None
+    assert commit_locations(MetastoreEvent(1, 1, "ALTER_TABLE", "d", "t", {"tableObjAfterJson": "{"}, "j")) is None
+
+
+def test_commit_body_has_the_new_snapshot_operation_summary_and_user(files):
+    first, second = files
+    reader = SnapshotReader(IcebergCommitOptions())
+    body = asyncio.run(commit_body(alter(iceberg(first), iceberg(second, first)), reader))
+    assert body == {
+        "identifier": {"namespace": ["sales"], "name": "t"},
+        "metadata-location": second, "previous-metadata-location": first, "user": "etl",
+        "snapshot-id": 7, "parent-snapshot-id": None, "sequence-number": 1, "timestamp-ms": 1_700_000_000_000,
+        "operation": "append",
+        "summary": {"operation": "append", "added-records": "3", "partitions.day=2026-01-01": "x"},
+        "new-snapshot": True,
+    }
+    # A stock DbNotificationListener writes no user; the same file is not read twice.
+    again = asyncio.run(commit_body(alter(iceberg(first), iceberg(second, first), user=None), reader))
+    assert again["user"] is None and again["snapshot-id"] == 7 and reader.reads == 2
+    # A file that does not exist: an error member, nothing raised.
+    same = asyncio.run(commit_body(alter(iceberg(second), iceberg(second.replace("00001-b", "00009-z"), second)), reader))
+    assert same["error"].startswith("metadata file unreadable")
+
+
+def test_unchanged_snapshot_and_gzip_metadata(files, tmp_path):
+    first, second = files
+    from pyiceberg.serializers import FromInputFile
+    metadata = FromInputFile.table_metadata(load_file_io({}, second).new_input(second))
+    third = _write(metadata, tmp_path / "00002-c.gz.metadata.json", compress=True)
+    body = asyncio.run(commit_body(alter(iceberg(second), iceberg(third, second)), SnapshotReader(IcebergCommitOptions())))
+    assert body["snapshot-id"] == 7 and body["new-snapshot"] is False and "error" not in body
+
+
+def test_unreadable_and_oversized_files_give_an_error_member_never_an_exception(files, tmp_path):
+    first, second = files
+    big = tmp_path / "00003-d.metadata.json"
+    big.write_bytes(b" " * 2048 + Path(second[len("file://"):]).read_bytes())
+    reader = SnapshotReader(IcebergCommitOptions(max_metadata_bytes=1024))
+    body = asyncio.run(commit_body(alter(iceberg(first), iceberg(big.as_uri(), first)), reader))
+    assert "max_metadata_bytes 1024" in body["error"] and body["snapshot-id"] is None
+    junk = tmp_path / "00004-e.metadata.json"
+    junk.write_text(json.dumps({"format-version": 2}))
+    body = asyncio.run(commit_body(alter(iceberg(first), iceberg(junk.as_uri(), first)), SnapshotReader(IcebergCommitOptions())))
+    assert body["error"].startswith("metadata file unreadable") and body["metadata-location"] == junk.as_uri()
+
+
+def test_partition_summaries_are_withheld_from_users_with_denied_columns(files):
+    first, second = files
+    body = asyncio.run(commit_body(alter(iceberg(first), iceberg(second, first)), SnapshotReader(IcebergCommitOptions())))
+    assert for_viewer(body, None) == body
+    assert for_viewer(body, lambda column: column != "day")["summary"] == {"operation": "append", "added-records": "3"}
+
+
+def test_the_poller_wrapper_attaches_commits_and_the_feed_body_carries_them(files):
+    first, second = files
+
+    class Poller:
+        calls = 3
+
+        async def current_id(self):
+            return 6
+
+        async def next_events(self, after, limit):
+            plain = MetastoreEvent(6, 1, "CREATE_DATABASE", "sales", None, {"db": "sales"}, "json-0.2")
+            return [alter(iceberg(first), iceberg(second, first)), plain]
+
+    commits = IcebergCommits(Poller(), IcebergCommitOptions())
+    events = asyncio.run(commits.next_events(0, 10))
+    assert asyncio.run(commits.current_id()) == 6 and commits.calls == 3
+    assert events[0].iceberg["snapshot-id"] == 7 and events[1].iceberg is None
+    assert hcat.event_body(events[0])["iceberg"] == events[0].iceberg
+    assert "iceberg" not in hcat.event_body(events[1])
+
+
+def test_the_service_body_filters_partition_summaries_per_user_and_types_selects_commits(files, tmp_path):
+    from aiohttp.test_utils import make_mocked_request
+
+    from gateway.policy import load_policy_file
+    from gateway.policy.view import CatalogView
+    from gateway.services.event_stream import EventStreamOptions, EventStreamService, _Query
+    from tests.unit.test_events_stream import POLICY
+
+    first, second = files
+    commit = alter(iceberg(first), iceberg(second, first))
+    commit = MetastoreEvent(commit.event_id, 1, "ALTER_TABLE", "sales", "orders", commit.message, "json-0.2",
+                            asyncio.run(commit_body(commit, SnapshotReader(IcebergCommitOptions()))))
+    service = object.__new__(EventStreamService)
+    service.options, service.source = EventStreamOptions(), "/gateway/t/events"
+    (tmp_path / "p.yaml").write_text(POLICY)
+    alice = CatalogView(load_policy_file(tmp_path / "p.yaml"), "alice", frozenset())  # orders.customer denied
+    assert service.body(commit)["iceberg"] == commit.iceberg
+    filtered = service.body(commit, alice)["iceberg"]
+    assert filtered["summary"] == {"operation": "append", "added-records": "3"} and filtered["snapshot-id"] == 7
+    cloud = service.body(commit, None, cloudevents=True)
+    assert cloud["data"]["iceberg"]["snapshot-id"] == 7 and cloud["type"].endswith("ALTER_TABLE")
+
+    def query(types):
+        request = make_mocked_request("GET", f"/gateway/t/events?types={types}")
+        return _Query(request, 60, False, frozenset({"ALTER_TABLE", "CREATE_TABLE", "ICEBERG_COMMIT"}))
+
+    plain_alter = MetastoreEvent(9, 1, "ALTER_TABLE", "sales", "orders", {}, "json-0.2")
+    assert query("ICEBERG_COMMIT").matches(commit, "hcat") and not query("ICEBERG_COMMIT").matches(plain_alter, "hcat")
+    assert query("alter_table").matches(commit, "hcat") and not query("CREATE_TABLE").matches(commit, "hcat")

@@ -1,0 +1,44 @@
+"""The spec check the Iceberg integration tests hook into every session: it passes what the
+vendored spec allows and fails what it does not (so a passing integration test means something)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.iceberg.spec import check, spec_path
+
+BASE = "https://gw:8443/gateway/default/iceberg"
+
+
+def _error(code: int, kind: str) -> bytes:
+    return json.dumps({"error": {"message": "m", "type": kind, "code": code}}).encode()
+
+
+def test_paths_get_the_spec_s_prefix_but_config_and_tokens():
+    assert spec_path(BASE + "/v1/namespaces/a/tables/b?snapshots=refs") == "/v1/prefix/namespaces/a/tables/b"
+    assert spec_path(BASE + "/v1/config") == "/v1/config"
+    assert spec_path(BASE + "/v1/oauth/tokens") == "/v1/oauth/tokens"
+
+
+@pytest.mark.parametrize("method, path, status, body", [
+    ("GET", "/v1/config", 200, json.dumps({"defaults": {}, "overrides": {}, "endpoints": []}).encode()),
+    ("GET", "/v1/namespaces/a", 404, _error(404, "NoSuchNamespaceException")),
+    ("POST", "/v1/transactions/commit", 204, b""),
+    ("POST", "/v1/oauth/tokens", 401, json.dumps({"error": "invalid_client"}).encode()),
+])
+def test_what_the_spec_allows_passes(method, path, status, body):
+    check(method, BASE + path, status, "application/json" if body else None, body)
+
+
+@pytest.mark.parametrize("method, path, status, body, content_type", [
+    ("GET", "/v1/namespaces/a", 404, json.dumps({"error": {"message": "m", "type": "X"}}).encode(), "application/json"),
+    ("POST", "/v1/namespaces", 413, _error(413, "PayloadTooLargeException"), "application/json"),
+    ("GET", "/v1/config", 200, json.dumps({"defaults": {}}).encode(), "application/json"),
+    ("POST", "/v1/oauth/tokens", 401, _error(401, "NotAuthorizedException"), "application/json"),
+    ("GET", "/v1/namespaces", 500, b"500 Internal Server Error", "text/plain"),
+])
+def test_what_the_spec_does_not_allow_fails(method, path, status, body, content_type):
+    with pytest.raises(AssertionError, match="not what the spec allows"):
+        check(method, BASE + path, status, content_type, body)
