@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from gateway.cache.follower import NotificationFollower
 from gateway.cache.generations import generations
-from gateway.cache.methods import CACHED, dependencies
+from gateway.cache.methods import CACHED, check_paths, dependencies
 from gateway.cache.settings import CacheOptions
 from gateway.cache.store import Entry, ReplyStore
 from gateway.cache.writes import activate
@@ -61,12 +61,17 @@ class Lookup:
 class MetadataCache:
     """The cache of one service: ``options`` its ``cache:`` settings, ``upstream`` its HMS
     list (the follower polls it), ``labels`` (topology, service) for metrics and logs,
-    ``config_error(reason)`` the :class:`ConfigError` naming ``options.cache``."""
+    ``config_error(reason)`` the :class:`ConfigError` naming ``options.cache``, raised here
+    when ``schema``'s IDL lacks a method or argument the cache names."""
 
     def __init__(self, options: CacheOptions, upstream, schema: ServiceSchema, labels: tuple[str, str],
                  config_error=lambda reason: ConfigError("", "options.cache", reason)):
         self.options, self.schema, self.labels = options, schema, labels
         self._config_error = config_error
+        try:
+            check_paths(schema)
+        except ValueError as exc:  # another IDL than Hive 2.3's
+            raise config_error(f"the metadata cache cannot work with this IDL: {exc}") from None
         ttl = options.ttl_seconds
         if options.max_staleness_seconds is not None:
             ttl = min(ttl, options.max_staleness_seconds)
@@ -169,6 +174,11 @@ class MetadataCache:
         add_response_header(exchange.request, CACHE_STATUS,
                             f"{_NAME}; fwd={lookup.result}" + ("; stored" if kept else ""))
         self._gauges()
+
+    def forwarded(self, exchange: Exchange, lookup: Lookup) -> None:
+        """After a miss whose upstream call failed: say so (nothing kept)."""
+        exchange.event.cache = lookup.result
+        add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; fwd={lookup.result}")
 
     def _forward(self, exchange: Exchange, why: str) -> None:
         exchange.event.cache = why

@@ -222,6 +222,8 @@ class ThriftRpcService:
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, header.name, exc)
             event.reason = str(exc)
+            if lookup is not None:
+                self.cache.forwarded(exchange, lookup)  # type: ignore[union-attr]
             if sink is not None and sink.response is not None:  # reply partly sent: cut it
                 sink.abort()
                 return sink.response, ("upstream_timeout" if isinstance(exc, UpstreamTimeout)
