@@ -22,13 +22,13 @@ POLL = 0.5
 DB = "cachedb"
 TABLES = ("t0", "t1")
 PARTS = "parts"
-WRITES = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables", "get_table",
+METHODS = ["get_all_databases", "get_databases", "get_database", "get_all_tables", "get_tables", "get_table",
           "get_partition_names", "get_partitions", "get_partitions_by_names", "get_table_objects_by_name",
           "alter_table", "add_partition", "create_table"]
 
 
 def cached_service(hms, **cache) -> dict:
-    svc = service([hms.uri], WRITES)
+    svc = service([hms.uri], METHODS)
     svc["options"]["cache"] = {"enabled": True, "poll_interval_seconds": POLL, **cache}
     return svc
 
