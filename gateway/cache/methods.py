@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_slot, table_slot
-from gateway.policy.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument
+from gateway.policy.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument, check_argument_paths
 from gateway.thrift.schema import ServiceSchema
 
 __all__ = ["ALL", "CACHED", "Scope", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
@@ -175,13 +175,4 @@ def check_paths(schema: ServiceSchema, methods: Iterable[str] | None = None) -> 
     module names (another IDL than Hive 2.3's)."""
     wanted = {**{m: (s.db, s.table) for m, s in CACHED.items()}, **_TABLE_WRITES}
     for name in methods or wanted:
-        method = schema.methods.get(name)
-        if method is None:
-            raise ValueError(f"the IDL has no method {name}")
-        for path in filter(None, wanted.get(name, ())):
-            cls = method.args_class
-            for part in path.split("."):
-                spec = {f[1]: f for f in (cls.thrift_spec or {}).values()} if cls is not None else {}
-                if part not in spec:
-                    raise ValueError(f"{name} has no argument {path} in this IDL")
-                cls = spec[part][2] if len(spec[part]) > 2 and isinstance(spec[part][2], type) else None
+        check_argument_paths(schema, {name: wanted.get(name, ())})

@@ -147,6 +147,12 @@ def check_paths(schema: ServiceSchema) -> None:
     paths.update({m: (w.db, w.table) for m, w in WRITES.items()})
     for name, second in SECOND_TABLE.items():
         paths[name] = paths[name] + second
+    check_argument_paths(schema, paths)
+
+
+def check_argument_paths(schema: ServiceSchema, paths: dict[str, tuple[str | None, ...]]) -> None:
+    """Raise ``ValueError`` naming the method or argument when the IDL of ``schema`` lacks a
+    method of ``paths`` or one of its dotted argument paths (``"tbl.dbName"``; None skipped)."""
     for name, arguments in paths.items():
         method = schema.methods.get(name)
         if method is None:

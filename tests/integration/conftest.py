@@ -129,3 +129,23 @@ def tunnel_gateway(tunnel_metastore, kerberos_realm, module_gateway_factory, tmp
 def tunnel_kerberos_env(kerberos_realm, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment of user dave with a ticket cache in ``kerberos_realm`` (password dave-password)."""
     return kerberos_realm.add_user("dave", "dave-password", tmp_path_factory.mktemp("ccache") / "dave")
+
+
+@pytest.fixture(scope="module")
+def module_hms(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[RunningHMS]:
+    """An empty HMS (with lock support) of the test module's own, stopped after the module."""
+    running = start_hms(tmp_path_factory.mktemp(f"hms-{request.module.__name__.rsplit('.', 1)[-1]}"))
+    try:
+        yield running
+    finally:
+        running.server.stop()
+
+
+@pytest.fixture(scope="module")
+def pyiceberg_env() -> Iterator[None]:
+    """``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` unset for the module: ``requests`` prefers them
+    to PyIceberg's ``ssl.cabundle``, which must name the gateway's CA."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
+        patch.delenv("CURL_CA_BUNDLE", raising=False)
+        yield

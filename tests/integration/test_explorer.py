@@ -140,8 +140,8 @@ def lab(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def gw(hms, module_gateway_factory):
-    """Topology ``demo``: the session's HMS with the demo catalog, and its change feed."""
-    return module_gateway_factory({"demo": _topology(hms.uri, events=True)}, {USER: PASSWORD})
+    """Topology ``catalog``: the session's HMS with the demo catalog, and its change feed."""
+    return module_gateway_factory({"catalog": _topology(hms.uri, events=True)}, {USER: PASSWORD})
 
 
 @pytest.fixture(scope="module")
@@ -152,12 +152,12 @@ def gw_lab(lab, module_gateway_factory):
 
 @pytest.fixture(scope="module")
 def gw_policy(hms, module_gateway_factory):
-    """Topology ``demo`` with a catalog policy on the Thrift service: alice (analysts) sees sales
+    """Topology ``catalog`` with a catalog policy on the Thrift service: alice (analysts) sees sales
     only, without the column orders.customer."""
     topology = _topology(hms.uri)
     topology["services"][0]["policy_file"] = POLICY_PATH
     topology["providers"] = {"authentication": [htpasswd_provider()], "identity_assertion": ANALYSTS}
-    return module_gateway_factory({"demo": topology}, {"alice": PASSWORD}, files={POLICY_FILE: CATALOG_POLICY})
+    return module_gateway_factory({"catalog": topology}, {"alice": PASSWORD}, files={POLICY_FILE: CATALOG_POLICY})
 
 
 @pytest.fixture(scope="module")
@@ -209,9 +209,9 @@ def _screenshot(page: Page, name: str, tmp_path: Path) -> None:
 def test_browse_database_table_partitions_matches_direct_hms_calls(gw, hms, browser, tmp_path):
     client, transport = hive_metastore_client(hms.host, hms.port)
     page = _page(browser, viewport={"width": 1280, "height": 860})
-    calls_before = metric(gw, "hms_gateway_requests_total", topology="demo", method="get_table", outcome="ok")
+    calls_before = metric(gw, "hms_gateway_requests_total", topology="catalog", method="get_table", outcome="ok")
     try:
-        page.goto(_url(gw, "demo"))
+        page.goto(_url(gw, "catalog"))
         expect(page.locator("#db-count")).to_contain_text("databases")
         assert sorted(r[0] for r in _rows(page, "databases")) == sorted(client.get_all_databases())
         _screenshot(page, "databases", tmp_path)
@@ -266,12 +266,12 @@ def test_browse_database_table_partitions_matches_direct_hms_calls(gw, hms, brow
             assert row[1:4] == [p.sd.location, _epoch(p.createTime), p.parameters.get("numFiles", "")]
 
         # A view's text; keyboard only: Tab from the search box to the first link, Enter opens it.
-        page.goto(_url(gw, "demo", f"db/{db}/table/test_table_adults"))
+        page.goto(_url(gw, "catalog", f"db/{db}/table/test_table_adults"))
         view = client.get_table(db, "test_table_adults")
         expect(page.locator("#view-original")).to_have_text(view.viewOriginalText)
         expect(page.locator("#view-expanded")).to_have_text(view.viewExpandedText)
 
-        page.goto(_url(gw, "demo", f"db/{db}"))
+        page.goto(_url(gw, "catalog", f"db/{db}"))
         page.get_by_label("Search tables").fill("events")
         page.keyboard.press("Tab")
         page.keyboard.press("Enter")
@@ -288,7 +288,7 @@ def test_browse_database_table_partitions_matches_direct_hms_calls(gw, hms, brow
         page.context.close()
         transport.close()
     # The browser is a client like any other: its calls are in the gateway's metrics.
-    assert metric(gw, "hms_gateway_requests_total", topology="demo", method="get_table", outcome="ok") > calls_before
+    assert metric(gw, "hms_gateway_requests_total", topology="catalog", method="get_table", outcome="ok") > calls_before
 
 
 def test_what_the_catalog_policy_hides_is_simply_absent(gw_policy, hms, browser):
@@ -296,17 +296,17 @@ def test_what_the_catalog_policy_hides_is_simply_absent(gw_policy, hms, browser)
     page = _page(browser, user="alice")
     try:
         assert len(client.get_all_databases()) > 1
-        page.goto(_url(gw_policy, "demo"))
+        page.goto(_url(gw_policy, "catalog"))
         expect(page.locator("#db-count")).to_have_text("1 of 1 databases")
         assert _rows(page, "databases") == [["sales"]]
-        page.goto(_url(gw_policy, "demo", "db/sales/table/orders"))
+        page.goto(_url(gw_policy, "catalog", "db/sales/table/orders"))
         expect(page.locator("#columns")).to_be_visible()
         hms_columns = [c.name for c in client.get_table("sales", "orders").sd.cols]
         assert "customer" in hms_columns
         shown = [r[0] for r in _rows(page, "columns")]
         assert shown == [c for c in hms_columns if c != "customer"]
         assert "customer" not in page.locator("#view").inner_text()
-        page.goto(_url(gw_policy, "demo", "db/hmshttptestdatabase"))
+        page.goto(_url(gw_policy, "catalog", "db/hmshttptestdatabase"))
         expect(page.locator("#error")).not_to_be_empty()
         assert page.locator("#tables").count() == 0
     finally:
@@ -320,9 +320,9 @@ def test_wrong_or_missing_credentials_get_401_and_nothing_is_shown(gw, browser, 
     thrift_calls: list[str] = []
     page.on("request", lambda r: thrift_calls.append(r.url) if "hmshttpthrift" in r.url else None)
     try:
-        with page.expect_response(lambda r: r.url == _url(gw, "demo")) as answer:
+        with page.expect_response(lambda r: r.url == _url(gw, "catalog")) as answer:
             try:
-                page.goto(_url(gw, "demo"))
+                page.goto(_url(gw, "catalog"))
             except PlaywrightError:
                 # Without credentials headless Chromium cancels its Basic dialog: the navigation
                 # fails (ERR_INVALID_AUTH_CREDENTIALS) after the 401 arrived.
@@ -345,7 +345,7 @@ def test_axe_finds_no_serious_or_critical_violations(gw, browser):
         for route, ready in [("", "#databases"), ("db/hmshttptestdatabase", "#tables"),
                              ("db/hmshttptestdatabase/table/test_table", "#parameters"),
                              ("db/hmshttptestdatabase/table/events/partitions/1", "#partitions[data-details=loaded]")]:
-            page.goto(_url(gw, "demo", route))
+            page.goto(_url(gw, "catalog", route))
             page.locator(ready).wait_for()
             page.add_script_tag(path=str(AXE))
             result = page.evaluate("async () => await axe.run(document)")
@@ -452,7 +452,7 @@ def test_live_panel_lists_changes_and_refreshes_the_page_that_shows_them(gw, hms
     db, fresh = "hmshttptestdatabase", f"explorer_live_{os.getpid()}"
     page = _page(browser)
     try:
-        page.goto(_url(gw, "demo", f"db/{db}"))
+        page.goto(_url(gw, "catalog", f"db/{db}"))
         expect(page.locator("#tables")).to_be_visible()
         expect(page.locator("#changes-state")).to_have_text("Following the metastore's changes.")
         assert page.locator("#tables tbody th", has_text=fresh).count() == 0

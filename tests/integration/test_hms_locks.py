@@ -7,7 +7,6 @@ processing lock``: the transaction tables were missing (listener/.../EmbeddedMet
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -19,17 +18,9 @@ from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modul
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def lock_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
-    """An empty HMS of this module's own."""
-    running = start_hms(tmp_path_factory.mktemp("hms-locks"))
-    yield running
-    running.server.stop()
-
-
 @pytest.fixture
-def thrift(lock_hms: RunningHMS):
-    client, transport = hive_metastore_client(lock_hms.host, lock_hms.port)
+def thrift(module_hms: RunningHMS):
+    client, transport = hive_metastore_client(module_hms.host, module_hms.port)
     yield client
     transport.close()
 
@@ -49,8 +40,8 @@ def _exclusive_lock(ttypes, db: str, table: str):
     return ttypes.LockRequest(component=[component], user="tester", hostname=socket.gethostname())
 
 
-def test_hive_catalog_commits_twice_and_reads_back(lock_hms):
-    catalog = _hive_catalog(lock_hms)
+def test_hive_catalog_commits_twice_and_reads_back(module_hms):
+    catalog = _hive_catalog(module_hms)
     catalog.create_namespace("ice_commits")
     table = catalog.create_table("ice_commits.events", schema=_rows(0).schema)
     table.append(_rows(3))
@@ -63,9 +54,9 @@ def test_hive_catalog_commits_twice_and_reads_back(lock_hms):
     assert loaded.metadata_location.rsplit("/", 1)[1].startswith("00002-")
 
 
-def test_an_exclusive_lock_queues_the_next_until_unlocked(lock_hms, thrift):
+def test_an_exclusive_lock_queues_the_next_until_unlocked(module_hms, thrift):
     _, ttypes = hive_metastore_modules()
-    catalog = _hive_catalog(lock_hms)
+    catalog = _hive_catalog(module_hms)
     catalog.create_namespace("ice_locks")
     catalog.create_table("ice_locks.t", schema=_rows(0).schema)
 

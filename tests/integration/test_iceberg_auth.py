@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -25,11 +24,11 @@ from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 
 from gateway.certs import write_client_certificate
 from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider
-from tests.support.hms import RunningHMS, start_hms
+from tests.support.hms import RunningHMS
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH = "iceberg"
 JWT_KEY = "iceberg-auth-test-hmac-key-0123456789"
@@ -55,22 +54,6 @@ policies:
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_ca_bundle_env() -> Iterator[None]:
-    """requests prefers REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE over PyIceberg's ``ssl.cabundle``."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        patch.delenv("CURL_CA_BUNDLE", raising=False)
-        yield
-
-
-@pytest.fixture(scope="module")
-def auth_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
-    running = start_hms(tmp_path_factory.mktemp("hms-iceberg-auth"))
-    yield running
-    running.server.stop()
-
-
 @pytest.fixture(scope="module")
 def clients(kerberos_realm, tmp_path_factory) -> dict[str, dict[str, str]]:
     """Kerberos client environments (krb5.conf and a ticket cache) by user."""
@@ -79,7 +62,7 @@ def clients(kerberos_realm, tmp_path_factory) -> dict[str, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def gw(auth_hms, kerberos_realm, clients, tmp_path_factory, module_gateway_factory) -> RunningGateway:
+def gw(module_hms, kerberos_realm, clients, tmp_path_factory, module_gateway_factory) -> RunningGateway:
     """One ``iceberg-rest`` service behind every provider: mTLS, Basic, JWT, SigV4, Kerberos."""
     workdir = tmp_path_factory.mktemp("gw-iceberg-auth")  # secrets need absolute paths
     credentials = workdir / "aws-credentials"
@@ -95,7 +78,7 @@ def gw(auth_hms, kerberos_realm, clients, tmp_path_factory, module_gateway_facto
          "secret_keys": f"file:{credentials}", "service": "glue"},
         {"type": "kerberos", "principal": kerberos_realm.principal, "keytab": str(kerberos_realm.keytab)},
     ]
-    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [auth_hms.uri]},
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
                "options": {"lock_check_min_wait_seconds": 0.02}}
     guarded = {**service, "path": GUARDED, "policy_file": POLICY_PATH,
                "options": {**service["options"], "trusted_engines": ["trino"]}}
@@ -142,33 +125,33 @@ def _round_trip(catalog: RestCatalog, ns: str) -> None:
     assert (ns,) in catalog.list_namespaces() and (ns, "t") in catalog.list_tables(ns)
 
 
-def test_basic(gw, auth_hms):
+def test_basic(gw, module_hms):
     catalog = _catalog(gw, auth={"type": "basic", "basic": {"username": "bea", "password": "bea-password"}})
     _round_trip(catalog, "by_basic")
-    assert _owners(auth_hms, "by_basic", "t") == ("bea", "bea")
+    assert _owners(module_hms, "by_basic", "t") == ("bea", "bea")
 
 
-def test_bearer_jwt_token(gw, auth_hms):
+def test_bearer_jwt_token(gw, module_hms):
     _round_trip(_catalog(gw, token=_token("tom")), "by_token")
-    assert _owners(auth_hms, "by_token", "t") == ("tom", "tom")
+    assert _owners(module_hms, "by_token", "t") == ("tom", "tom")
     expired = requests.get(gw.url(path=PATH) + "/v1/config", verify=str(gw.ca_file), timeout=30,
                            headers={"Authorization": f"Bearer {_token('tom', exp=int(time.time()) - 60)}"})
     assert expired.status_code == 401 and expired.json()["error"]["type"] == "NotAuthorizedException"
 
 
-def test_client_certificate(gw, auth_hms):
+def test_client_certificate(gw, module_hms):
     certs = gw.workdir / "certs"
     catalog = _catalog(gw, ssl={"client": {"cert": str(certs / "cora.crt"), "key": str(certs / "cora.key")}})
     _round_trip(catalog, "by_mtls")
-    assert _owners(auth_hms, "by_mtls", "t") == ("cora", "cora")
+    assert _owners(module_hms, "by_mtls", "t") == ("cora", "cora")
 
 
-def test_sigv4(gw, auth_hms):
+def test_sigv4(gw, module_hms):
     key, secret = AWS_KEYS["sam"]
     signed = {"rest.sigv4-enabled": "true", "rest.signing-name": "glue", "rest.signing-region": SIGNING_REGION,
               "client.access-key-id": key, "client.region": SIGNING_REGION}
     _round_trip(_catalog(gw, **signed, **{"client.secret-access-key": secret}), "by_sigv4")
-    assert _owners(auth_hms, "by_sigv4", "t") == ("sam", "sam")
+    assert _owners(module_hms, "by_sigv4", "t") == ("sam", "sam")
     with pytest.raises(UnauthorizedError):  # a wrong secret: the signature does not match
         _catalog(gw, **signed, **{"client.secret-access-key": "not-the-secret"})
 
@@ -180,7 +163,7 @@ def _spnego(gw: RunningGateway, method: str, path: str, body: dict | None = None
                             auth=HTTPSPNEGOAuth(mutual_authentication=REQUIRED))
 
 
-def test_kerberos_spnego_with_requests_gssapi_and_curl(gw, auth_hms, clients):
+def test_kerberos_spnego_with_requests_gssapi_and_curl(gw, module_hms, clients):
     saved = dict(os.environ)
     os.environ.update(clients["kim"])
     try:
@@ -197,7 +180,7 @@ def test_kerberos_spnego_with_requests_gssapi_and_curl(gw, auth_hms, clients):
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    assert _owners(auth_hms, "by_kerberos", "t") == ("kim", "kim")
+    assert _owners(module_hms, "by_kerberos", "t") == ("kim", "kim")
     out = subprocess.run(["curl", "-sS", "--negotiate", "-u", ":", "--cacert", str(gw.ca_file), "-o", "-",
                           "-w", "\n%{http_code}", gw.url(path=PATH) + "/v1/namespaces/by_kerberos/tables"],
                          env={**os.environ, **clients["kim"]}, capture_output=True, text=True, timeout=60)

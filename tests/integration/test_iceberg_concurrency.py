@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -26,9 +25,9 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.support.gateway import RunningGateway
-from tests.support.hms import RunningHMS, start_hms
+from tests.support.hms import RunningHMS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH = "iceberg"
 USER, PASSWORD = "etl", "etl-password"
@@ -39,24 +38,9 @@ SCHEMA = Schema(NestedField(1, "id", LongType(), required=False),
                 NestedField(2, "writer", StringType(), required=False))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_ca_bundle_env() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        patch.delenv("CURL_CA_BUNDLE", raising=False)
-        yield
-
-
 @pytest.fixture(scope="module")
-def race_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
-    running = start_hms(tmp_path_factory.mktemp("hms-iceberg-race"))
-    yield running
-    running.server.stop()
-
-
-@pytest.fixture(scope="module")
-def gw(race_hms, module_gateway_factory) -> RunningGateway:
-    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [race_hms.uri]},
+def gw(module_hms, module_gateway_factory) -> RunningGateway:
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
                "options": {"lock_check_min_wait_seconds": 0.02, "lock_check_max_wait_seconds": 0.2}}
     return module_gateway_factory(services=[service], users={USER: PASSWORD})
 
@@ -72,14 +56,14 @@ def _hive(hms: RunningHMS) -> HiveCatalog:
     return HiveCatalog("hms", uri=hms.uri, **{"lock-check-retries": "40", "lock-check-max-wait-time": "0.5"})
 
 
-def test_rest_and_hive_catalog_appenders_lose_no_commit(gw, race_hms):
+def test_rest_and_hive_catalog_appenders_lose_no_commit(gw, module_hms):
     identifier = "race.t"
     setup = _rest(gw)
     setup.create_namespace("race")
     setup.create_table(identifier, schema=SCHEMA, properties={"commit.retry.num-retries": "0"})
     writers: list[tuple[str, Catalog]] = [
         *[(f"rest{i}", _rest(gw)) for i in range(THREADS_PER_SIDE)],
-        *[(f"hive{i}", _hive(race_hms)) for i in range(THREADS_PER_SIDE)],
+        *[(f"hive{i}", _hive(module_hms)) for i in range(THREADS_PER_SIDE)],
     ]
     first_round = threading.Barrier(len(writers))
     commits: Counter[str] = Counter()
@@ -123,7 +107,7 @@ def test_rest_and_hive_catalog_appenders_lose_no_commit(gw, race_hms):
     ids = sorted(table.scan().to_arrow()["id"].to_pylist())
     assert ids == sorted(n * 100 + i for n in range(len(writers)) for i in range(APPENDS))
     # HiveCatalog, reading HMS directly, sees the same head
-    assert _hive(race_hms).load_table(identifier).metadata_location == table.metadata_location
+    assert _hive(module_hms).load_table(identifier).metadata_location == table.metadata_location
     # the first round had one winner: each side had a loser, and they retried (the commits above)
     assert conflicts["rest"] >= 1 and conflicts["hive"] >= 1
     assert sum(conflicts.values()) >= len(writers) - 1

@@ -10,7 +10,6 @@ import json
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -21,36 +20,19 @@ from pyiceberg.types import LongType, NestedField
 
 from tests.support.feed import EVENTS_PATH, PASSWORD, POLICY, auth, events_service
 from tests.support.gateway import RunningGateway
-from tests.support.hms import RunningHMS, start_hms
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_ca_bundle_env() -> Iterator[None]:
-    """requests prefers REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE over PyIceberg's ``ssl.cabundle``."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        patch.delenv("CURL_CA_BUNDLE", raising=False)
-        yield
-
-
 @pytest.fixture(scope="module")
-def ice_hms(tmp_path_factory) -> Iterator[RunningHMS]:
-    running = start_hms(tmp_path_factory.mktemp("hms-iceberg-feed"))
-    yield running
-    running.server.stop()
-
-
-@pytest.fixture(scope="module")
-def gw(ice_hms, module_gateway_factory) -> RunningGateway:
+def gw(module_hms, module_gateway_factory) -> RunningGateway:
     """The REST catalog (no policy) and the feed under the feed tests' policy: alice sees feeddb
     only, admin everything."""
-    feed = {**events_service(ice_hms), "policy_file": POLICY_PATH}
-    rest = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [ice_hms.uri]},
+    feed = {**events_service(module_hms), "policy_file": POLICY_PATH}
+    rest = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
             "options": {"lock_check_min_wait_seconds": 0.02}}
     return module_gateway_factory(services=[rest, feed], files={POLICY_FILE: POLICY},
                                   users={"etl": PASSWORD, "alice": PASSWORD, "admin": PASSWORD})
@@ -74,7 +56,7 @@ def _commits(gw: RunningGateway, user: str, after: int, count: int) -> list[dict
     return found
 
 
-def test_commits_through_the_gateway_and_directly_appear_with_snapshot_operation_and_user(gw, ice_hms):
+def test_commits_through_the_gateway_and_directly_appear_with_snapshot_operation_and_user(gw, module_hms):
     start = _poll(gw, "admin")["next"]  # follow from now
     rest = RestCatalog("gw", **{"uri": gw.url(path="iceberg"), "ssl": {"cabundle": str(gw.ca_file)},
                                 "auth": {"type": "basic", "basic": {"username": "etl", "password": PASSWORD}}})
@@ -83,7 +65,7 @@ def test_commits_through_the_gateway_and_directly_appear_with_snapshot_operation
     through_gateway.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
     through_gateway = rest.load_table("feeddb.rest_t")
 
-    hive = HiveCatalog("hms", uri=ice_hms.uri, warehouse=ice_hms.warehouse_dir.as_uri(), ugi="spark_job:etl")
+    hive = HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri(), ugi="spark_job:etl")
     hive.create_namespace("lake")
     direct = hive.create_table("lake.direct_t", schema=SCHEMA)
     direct.append(pa.table({"id": pa.array([4, 5], pa.int64())}))

@@ -12,7 +12,6 @@ import ssl
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -37,31 +36,12 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.support.gateway import RunningGateway, in_workdir
-from tests.support.hms import RunningHMS, start_hms
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH = "iceberg"
 USER, PASSWORD = "etl", "etl-password"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _no_ca_bundle_env() -> Iterator[None]:
-    """requests prefers REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE over the session's CA bundle, which
-    is where PyIceberg puts ``ssl.cabundle``: unset them so that the gateway's CA is used."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        patch.delenv("CURL_CA_BUNDLE", raising=False)
-        yield
-
-
-@pytest.fixture(scope="module")
-def ice_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
-    """An empty HMS of this module's own (the embedded HMS has lock support)."""
-    running = start_hms(tmp_path_factory.mktemp("hms-iceberg"))
-    yield running
-    running.server.stop()
 
 
 MAX_BODY = 64 * 1024  # small, so that an oversized body fits the socket buffers (no reset)
@@ -80,9 +60,9 @@ policies:
 
 
 @pytest.fixture(scope="module")
-def gw(ice_hms, module_gateway_factory) -> RunningGateway:
+def gw(module_hms, module_gateway_factory) -> RunningGateway:
     """Two services on one HMS: ``PATH`` without a catalog policy, ``POLICY_PATH`` with one."""
-    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [ice_hms.uri]},
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
                "options": {"lock_check_min_wait_seconds": 0.02}}
     guarded = {**service, "path": POLICY_PATH, "policy_file": in_workdir("policy.yaml")}
     return module_gateway_factory(services=[service, guarded], files={"policy.yaml": POLICY},
@@ -104,8 +84,8 @@ def rest(gw) -> RestCatalog:
 
 
 @pytest.fixture(scope="module")
-def hive(ice_hms) -> HiveCatalog:
-    return HiveCatalog("hms", uri=ice_hms.uri, warehouse=ice_hms.warehouse_dir.as_uri())
+def hive(module_hms) -> HiveCatalog:
+    return HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
 
 
 def _http(gw: RunningGateway, method: str, path: str, body: dict | bytes | None = None,
@@ -162,7 +142,7 @@ def test_config_lists_exactly_the_implemented_endpoints(gw):
     }
 
 
-def test_create_append_twice_read_back_and_hms_sees_an_iceberg_table(rest, hive, ice_hms):
+def test_create_append_twice_read_back_and_hms_sees_an_iceberg_table(rest, hive, module_hms):
     rest.create_namespace("sales", {"comment": "Sales data", "team": "etl"})
     table = rest.create_table("sales.orders", schema=SCHEMA)
     table.append(_rows(0, 3))
@@ -175,7 +155,7 @@ def test_create_append_twice_read_back_and_hms_sees_an_iceberg_table(rest, hive,
     direct = hive.load_table("sales.orders")
     assert direct.metadata_location == loaded.metadata_location
     assert direct.metadata_location.rsplit("/", 1)[1].startswith("00002-")
-    client, transport = hive_metastore_client(ice_hms.host, ice_hms.port)
+    client, transport = hive_metastore_client(module_hms.host, module_hms.port)
     try:
         raw = client.get_table("sales", "orders")
     finally:
@@ -186,7 +166,7 @@ def test_create_append_twice_read_back_and_hms_sees_an_iceberg_table(rest, hive,
     assert [(c.name, c.type) for c in raw.sd.cols] == [("id", "bigint"), ("name", "string")]
     assert rest.load_namespace_properties("sales")["comment"] == "Sales data"
     # HMS acted as the user (set_ugi), not as the gateway's account: its own audit log says so
-    audit = ice_hms.server.log_path.read_text()
+    audit = module_hms.server.log_path.read_text()
     assert re.search(r"HiveMetaStore\.audit: ugi=etl\s.*cmd=source:\S+ create_table: Table\(tableName:orders", audit)
     assert re.search(r"HiveMetaStore\.audit: ugi=etl\s.*cmd=source:\S+ alter_table: db=sales tbl=orders", audit)
 
@@ -253,7 +233,7 @@ def test_rename_and_drop(rest):
         rest.drop_table("moved.b")
 
 
-def test_drop_with_purge_deletes_the_files(rest, ice_hms):
+def test_drop_with_purge_deletes_the_files(rest, module_hms):
     rest.create_namespace("purged")
     table = rest.create_table("purged.t", schema=SCHEMA)
     table.append(_rows(0, 2))
@@ -295,11 +275,11 @@ def test_names_hms_refuses_are_400_before_hms(rest, gw):
     assert "bad_name" not in [n[0] for n in rest.list_namespaces()]
 
 
-def test_a_hive_table_that_is_not_iceberg_is_not_listed_and_is_404(rest, gw, ice_hms):
+def test_a_hive_table_that_is_not_iceberg_is_not_listed_and_is_404(rest, gw, module_hms):
     rest.create_namespace("mixed")
     rest.create_table("mixed.ice", schema=SCHEMA)
     _, ttypes = hive_metastore_modules()
-    client, transport = hive_metastore_client(ice_hms.host, ice_hms.port)
+    client, transport = hive_metastore_client(module_hms.host, module_hms.port)
     try:
         sd = ttypes.StorageDescriptor(cols=[ttypes.FieldSchema("c", "int", None)], location=None,
                                       inputFormat="org.apache.hadoop.mapred.TextInputFormat",

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,32 +22,15 @@ from pyiceberg.types import LongType, NestedField
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.gateway_token import GatewayTokenProvider
 from tests.support.gateway import RunningGateway, audit_record, htpasswd_provider, metric
-from tests.support.hms import RunningHMS, start_hms
 from tests.support.iceberg.spec import validating
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH = "iceberg"
 USER, PASSWORD = "etl", "etl-password"
 MAX_BODY = 64 * 1024
 KEY = "an-hs256-key-of-more-than-thirty-two-bytes-for-tests"
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _no_ca_bundle_env() -> Iterator[None]:
-    """requests prefers REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE over the session's CA bundle."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("REQUESTS_CA_BUNDLE", raising=False)
-        patch.delenv("CURL_CA_BUNDLE", raising=False)
-        yield
-
-
-@pytest.fixture(scope="module")
-def surface_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
-    running = start_hms(tmp_path_factory.mktemp("hms-iceberg-surface"))
-    yield running
-    running.server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +41,13 @@ def key_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gw(surface_hms, key_file, module_gateway_factory) -> RunningGateway:
+def gw(module_hms, key_file, module_gateway_factory) -> RunningGateway:
     """Basic (htpasswd) and the gateway's own tokens; one iceberg-rest service, and a second one
     whose ``register_prefixes`` admit a shared import area."""
-    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [surface_hms.uri]},
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
                "options": {"lock_check_min_wait_seconds": 0.02}}
     imports = {**service, "path": "imports",
-               "options": {"register_prefixes": [(surface_hms.warehouse_dir / "shared_area").as_uri()]}}
+               "options": {"register_prefixes": [(module_hms.warehouse_dir / "shared_area").as_uri()]}}
     providers = [htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{key_file}",
                                        "lifetime_seconds": 300}]
     return module_gateway_factory(
@@ -92,8 +74,8 @@ def rest(gw) -> RestCatalog:
 
 
 @pytest.fixture(scope="module")
-def hive(surface_hms) -> HiveCatalog:
-    return HiveCatalog("hms", uri=surface_hms.uri, warehouse=surface_hms.warehouse_dir.as_uri())
+def hive(module_hms) -> HiveCatalog:
+    return HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
 
 
 def _call(gw, method: str, path: str, body: dict | bytes | None = None, *, service: str = PATH,
@@ -119,12 +101,12 @@ def _files(directory: Path) -> list[str]:
 
 # --- OAuth2 client credentials ------------------------------------------------------------------
 
-def test_pyiceberg_with_a_credential_gets_a_token_and_works_end_to_end(rest, surface_hms):
+def test_pyiceberg_with_a_credential_gets_a_token_and_works_end_to_end(rest, module_hms):
     rest.create_namespace("oauth")
     table = rest.create_table("oauth.t", schema=SCHEMA)
     table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
     assert sorted(rest.load_table("oauth.t").scan().to_arrow()["id"].to_pylist()) == [1, 2]
-    log = surface_hms.server.log_path.read_text()
+    log = module_hms.server.log_path.read_text()
     assert "ugi=etl" in log and "alter_table: db=oauth tbl=t" in log  # HMS saw the user
 
 
@@ -176,7 +158,7 @@ def test_register_takes_a_metadata_file_of_the_namespace(rest, hive):
     assert hive.load_table("reg.copy").metadata_location == location  # HMS holds it as HiveCatalog would
 
 
-def test_register_refusals(gw, rest, hive, surface_hms):
+def test_register_refusals(gw, rest, hive, module_hms):
     rest.create_namespace("reg2")
     rest.create_namespace("other_ns")
     theirs = rest.create_table("other_ns.t", schema=SCHEMA).metadata_location
@@ -185,12 +167,12 @@ def test_register_refusals(gw, rest, hive, surface_hms):
         ({"name": "x", "metadata-location": theirs}, 403, "ForbiddenException"),  # another namespace's file
         ({"name": "x", "metadata-location": theirs.replace("other_ns.db", "reg2.db/../other_ns.db")}, 403,
          "ForbiddenException"),
-        ({"name": "x", "metadata-location": (surface_hms.warehouse_dir / "reg2.db" / "nothing.json").as_uri()},
+        ({"name": "x", "metadata-location": (module_hms.warehouse_dir / "reg2.db" / "nothing.json").as_uri()},
          400, "BadRequestException"),
         ({"name": "x", "metadata-location": 5}, 400, "BadRequestException"),
         ({"name": "bad-name", "metadata-location": theirs}, 400, "BadRequestException"),
     ]
-    notes = surface_hms.warehouse_dir / "reg2.db" / "notes.json"
+    notes = module_hms.warehouse_dir / "reg2.db" / "notes.json"
     notes.parent.mkdir(parents=True, exist_ok=True)
     notes.write_text('{"not": "table metadata"}')
     cases.append(({"name": "x", "metadata-location": notes.as_uri()}, 400, "BadRequestException"))
@@ -204,11 +186,11 @@ def test_register_refusals(gw, rest, hive, surface_hms):
     assert hive.list_tables("reg2") == before + [("reg2", "taken")]
 
 
-def test_register_prefixes_admit_a_shared_area(gw, rest, hive, surface_hms):
+def test_register_prefixes_admit_a_shared_area(gw, rest, hive, module_hms):
     rest.create_namespace("staging")
     rest.create_namespace("imported_ns")
     staged = rest.create_table("staging.t", schema=SCHEMA,
-                               location=(surface_hms.warehouse_dir / "shared_area" / "t").as_uri())
+                               location=(module_hms.warehouse_dir / "shared_area" / "t").as_uri())
     response = _call(gw, "POST", "/v1/namespaces/imported_ns/register", service="imports",
                      body={"name": "imported", "metadata-location": staged.metadata_location})
     assert response.status_code == 200 and response.json()["metadata-location"] == staged.metadata_location
@@ -270,17 +252,17 @@ def test_a_transaction_changes_every_table(gw, rest):
     assert rest.load_table("tx.a").properties["k"] == "a" and rest.load_table("tx.b").properties["k"] == "b"
 
 
-def test_one_stale_requirement_is_409_and_no_table_changes(gw, rest, surface_hms):
+def test_one_stale_requirement_is_409_and_no_table_changes(gw, rest, module_hms):
     rest.create_namespace("tx2")
     a, b = rest.create_table("tx2.a", schema=SCHEMA), rest.create_table("tx2.b", schema=SCHEMA)
-    before = {n: _files(surface_hms.warehouse_dir / "tx2.db" / n / "metadata") for n in "ab"}
+    before = {n: _files(module_hms.warehouse_dir / "tx2.db" / n / "metadata") for n in "ab"}
     stale = [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}]
     response = _call(gw, "POST", "/v1/transactions/commit",
                      {"table-changes": [_change("tx2", "a", {"k": "a"}), _change("tx2", "b", {"k": "b"}, requirements=stale)]})
     assert response.status_code == 409 and _error(response)["type"] == "CommitFailedException"
     assert rest.load_table("tx2.a").metadata_location == a.metadata_location
     assert rest.load_table("tx2.b").metadata_location == b.metadata_location
-    assert {n: _files(surface_hms.warehouse_dir / "tx2.db" / n / "metadata") for n in "ab"} == before
+    assert {n: _files(module_hms.warehouse_dir / "tx2.db" / n / "metadata") for n in "ab"} == before
 
 
 # --- hostile bodies -----------------------------------------------------------------------------
@@ -298,10 +280,10 @@ WRITING = [("POST", "/v1/namespaces/hostile/tables/t"), ("POST", "/v1/transactio
            ("POST", "/v1/tables/rename")]
 
 
-def test_hostile_bodies_are_400_and_change_nothing(gw, rest, hive, surface_hms):
+def test_hostile_bodies_are_400_and_change_nothing(gw, rest, hive, module_hms):
     rest.create_namespace("hostile")
     table = rest.create_table("hostile.t", schema=SCHEMA)
-    metadata = surface_hms.warehouse_dir / "hostile.db" / "t" / "metadata"
+    metadata = module_hms.warehouse_dir / "hostile.db" / "t" / "metadata"
     files, namespaces, tables = _files(metadata), hive.list_namespaces(), hive.list_tables("hostile")
     for method, path in WRITING:
         for body in HOSTILE:
@@ -327,10 +309,10 @@ def test_a_table_and_namespace_listing_stay_in_the_spec(gw, rest):
         assert response.status_code == status, (method, path, response.text[:200])
 
 
-def test_the_token_endpoint_spends_the_failure_throttle(gateway_factory, surface_hms, key_file):
+def test_the_token_endpoint_spends_the_failure_throttle(gateway_factory, module_hms, key_file):
     """Wrong secrets count as failed password checks: the address is refused (429, outside the
     spec's codes for this endpoint, so checked here by hand) and the right secret then too."""
-    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [surface_hms.uri]}}
+    service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]}}
     providers = {"authentication": [htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{key_file}"}],
                  "failure_throttle": {"refuse_after": 2, "delay_after": 2}}
     throttled = gateway_factory(topologies={"default": {"providers": providers, "services": [service]}},
