@@ -11,72 +11,20 @@ restart and a broker restart lose nothing (duplicates are allowed: delivery is a
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import stomp
 
 from gateway.events.broker import read_offset
 # The feed_hms and catalog fixtures (an HMS of its own per module) are in tests/integration/conftest.py.
 from tests.support.feed import start_feed_gateway
 from tests.support.gateway import GatewayFactory
-from tests.support.activemq import jms_messages, start_activemq, start_jms_consumer
+from tests.support.activemq import Subscriber, jms_messages, start_activemq, start_jms_consumer
 
 pytestmark = pytest.mark.integration
 
 NAMED_TOPIC = "example_table_topic_name"  # the seed's own example of the table property
-
-
-class Subscriber:
-    """A STOMP durable subscriber to every topic (``/topic/>``); messages kept in arrival order."""
-
-    def __init__(self, port: int, name: str):
-        self.port, self.name = port, name
-        self.messages: list[tuple[str, dict[str, str], dict]] = []
-        self._lock = threading.Lock()
-        self.connection: stomp.Connection12 | None = None
-        self.connect()
-
-    def connect(self) -> None:
-        subscribed = threading.Event()
-        outer = self
-
-        class Listener(stomp.ConnectionListener):
-            def on_message(self, frame):
-                with outer._lock:
-                    outer.messages.append((frame.headers["destination"], frame.headers, json.loads(frame.body)))
-
-            def on_receipt(self, frame):
-                subscribed.set()
-
-        self.connection = stomp.Connection12([("127.0.0.1", self.port)])
-        self.connection.set_listener("test", Listener())
-        self.connection.connect(wait=True, headers={"client-id": self.name})
-        self.connection.subscribe("/topic/>", id="all", ack="auto",
-                                  headers={"activemq.subscriptionName": self.name, "receipt": "subscribed"})
-        assert subscribed.wait(30), "the broker did not confirm the subscription"
-
-    def disconnect(self) -> None:
-        if self.connection is not None and self.connection.is_connected():
-            self.connection.disconnect()
-
-    def wait_for(self, count: int, timeout: float = 60.0) -> list[tuple[str, dict[str, str], dict]]:
-        """The first ``count`` messages; fails after ``timeout`` s with what arrived."""
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                if len(self.messages) >= count:
-                    return list(self.messages[:count])
-                got = list(self.messages)
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{len(got)} of {count} messages arrived: {[m[2] for m in got]}")
-            time.sleep(0.05)
-
-    def ids(self) -> list[int]:
-        with self._lock:
-            return [body["eventId"] for _, _, body in self.messages]
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ password checks per window across the deployment when the balancer pins addresse
 ``refuse_after`` x replicas when it does not); one broker publisher across the replicas, and
 after SIGKILL of the leader during a burst of DDL nothing is lost, duplicates stay within the
 last unacknowledged batch, and the takeover time is measured (printed and recorded as the
-test's ``takeover_seconds`` property).
+test's ``takeover_seconds`` property); a write through one replica is read through the other's
+metadata cache within one poll interval.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import aiohttp
 import pytest
 
 from gateway.certs import write_dev_certificates
-from tests.integration.test_broker import Subscriber
-from tests.support.activemq import start_activemq
+from tests.support.activemq import Subscriber, start_activemq
 from tests.support.feed import EVENTS_PATH, SSE, Catalog, SSEReader, events_service
 from tests.support.gateway import SPEC_PATH, htpasswd_provider, metric, service
 from tests.support.hms import start_hms
@@ -37,6 +37,8 @@ pytestmark = pytest.mark.integration
 PASSWORD = "replica-pw-1"
 REFUSE_AFTER = 3
 BATCH = 5
+#: A metadata-cached Thrift service: each replica's cache follows the notification log every POLL s.
+CACHED_PATH, POLL = "cached/api/hms", 1.0
 TOKEN_KEY = "replica-rig-token-signing-key-0123456789"
 
 
@@ -48,12 +50,14 @@ def rig(tmp_path_factory, module_gateway_factory):
     broker = start_activemq(base / "activemq")
     certs = write_dev_certificates(base / "certs")
     (base / "token-key").write_text(TOKEN_KEY)  # one Secret, mounted by every replica
-    thrift = service([hms.uri], methods=["get_all_databases", "get_database"])
+    thrift = service([hms.uri], methods=["get_all_databases", "get_database", "alter_database"])
+    cached = {**thrift, "path": CACHED_PATH,
+              "options": {**thrift["options"], "cache": {"enabled": True, "poll_interval_seconds": POLL}}}
     events = events_service(hms, broker={
         "url": broker.stomp_url, "batch_size": BATCH, "lock_heartbeat_seconds": 0.5,
         "lock_lease_seconds": 2.5, "lock_check_seconds": 0.25})  # lease < the HMS's 5 s timeout
     topologies = {
-        "default": {"services": [thrift, events]},
+        "default": {"services": [thrift, events, cached]},
         "iceberg": {"providers": {"authentication": [
             htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{base / 'token-key'}"}]},
             "services": [{"path": "rest", "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]}}]},
@@ -210,6 +214,52 @@ def _wait(predicate, timeout: float, what: str):
     return found
 
 
+def test_a_write_through_one_replica_is_read_through_the_other_within_one_poll_interval(rig):
+    """The metadata cache's bound across pods (docs/operations.md, Replicas): a write through
+    one pod is read at once through that pod, and through another pod by any read that starts
+    one poll interval after the write returned. Not a timing goal: a cached reply is served only
+    while the pod's last completed poll of the log started less than one interval before, so no
+    reply from before the write can be served then, however slow the machine."""
+    hms, _, gateways, proxy, ca = rig
+    catalog = Catalog(hms)
+    catalog.create_database("replica_ryw")
+    catalog.close()
+
+    async def call(session, replica: int, body: list) -> tuple[dict, str]:
+        url = f"https://localhost:{proxy.replica_ports[replica]}/gateway/default/{CACHED_PATH}"
+        async with session.post(url, data=json.dumps(body),
+                                headers={**_auth(), "Content-Type": "application/x-thrift"}) as reply:
+            assert reply.status == 200, await reply.text()
+            return json.loads(await reply.text()), reply.headers.get("Cache-Status", "")
+
+    def get_database(seqid: int) -> list:
+        return [1, "get_database", 1, seqid, {"1": {"str": "replica_ryw"}}]
+
+    def parameters(message: dict) -> dict:
+        return message[4]["0"]["rec"].get("4", {}).get("map", [None, None, 0, {}])[3]
+
+    async def run():
+        async with _session(ca, "127.0.0.60") as session:
+            await call(session, 1, get_database(1))
+            before, status = await call(session, 1, get_database(2))
+            assert "hit" in status, status  # replica 1 serves the database from its cache
+            assert parameters(before) == {}
+            database = before[4]["0"]["rec"]
+            altered = {**database, "4": {"map": ["str", "str", 1, {"v": "2"}]}}
+            answer, _ = await call(session, 0, [1, "alter_database", 1, 3,
+                                                {"1": {"str": "replica_ryw"}, "2": {"rec": altered}}])
+            assert "0" not in answer[4] or answer[4] == {}, answer  # a void success
+            written = time.monotonic()
+            mine, _ = await call(session, 0, get_database(4))
+            assert parameters(mine) == {"v": "2"}  # the writer's own pod reads its write at once
+            await asyncio.sleep(max(0.0, written + POLL - time.monotonic()))
+            other, status = await call(session, 1, get_database(5))
+            return other, status
+
+    other, status = asyncio.run(run())
+    assert parameters(other) == {"v": "2"}, (other, status)
+
+
 def test_one_publisher_and_a_takeover_that_loses_nothing(rig, record_property):
     hms, broker, gateways, _, _ = rig
     subscriber = Subscriber(broker.stomp_port, "replicas")
@@ -294,3 +344,4 @@ def test_a_clean_stop_hands_the_publisher_over_without_loss(rig, module_gateway_
     assert subscriber.ids() == [base + 1, base + 2]  # nothing lost, nothing repeated
     record_property("handover_seconds", round(handover, 2))
     print(f"handover after SIGTERM: {handover:.2f} s")
+
