@@ -27,11 +27,10 @@ from gateway.cache.writes import activate
 from gateway.config import ConfigError
 from gateway.events.poller import NotificationPoller
 from gateway.observability import metrics
-from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.exchange import Exchange, call_args
 from gateway.providers.authentication.base import add_response_header
 from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.objects import decode_args
 from gateway.thrift.schema import ServiceSchema
 from gateway.thrift.walk import reply_succeeded
 from gateway.upstream.errors import UpstreamError
@@ -136,10 +135,8 @@ class MetadataCache:
         if self.follower is not None and not self.follower.fresh(now):
             self._results["bypass"].inc()
             return self._forward(exchange, "bypass")
-        args = exchange.args
         try:
-            if args is None:
-                args = decode_args(exchange.call, self.schema.methods[method])
+            args = call_args(exchange, self.schema.methods[method])
             offset = read_message_header(exchange.call)[1]
         except ProtocolError:
             return self._forward(exchange, "bypass")

@@ -17,25 +17,20 @@ from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.objects import decode_args
 from gateway.thrift.schema import load_schema
+from gateway.upstream.failover import CALL_OBSERVERS, is_read_only
 
 __all__ = ["activate", "note_write"]
 
-_active: list[bool] = [False]
-
-
 def activate() -> None:
-    """Start noting writes in this process (a service with a cache was built)."""
-    _active[0] = True
+    """Start noting writes of every upstream call in this process (a service with a cache was
+    built): registers :func:`note_write` with :data:`gateway.upstream.failover.CALL_OBSERVERS`."""
+    if note_write not in CALL_OBSERVERS:
+        CALL_OBSERVERS.append(note_write)
 
 
 def note_write(request: bytes) -> None:
     """Bump the counters the strict-binary call ``request`` touches, unless its method only
-    reads (told by its name, whatever the caller's ``read_only``) or no cache is active in
-    this process."""
-    if not _active[0]:
-        return
-    from gateway.upstream.failover import is_read_only  # lazy: failover calls this module
-
+    reads (told by its name, whatever the caller's ``read_only``)."""
     try:
         name = read_message_header(request)[0].name
     except ProtocolError:

@@ -81,6 +81,15 @@ class Catalog:
         except self.idl.NoSuchObjectException:
             raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
 
+    async def absent(self, db: str, table: str) -> None:
+        """Return when HMS has no table ``db.table`` (any type). Raises
+        :class:`~errors.AlreadyExists` (Iceberg's 409) when it has one."""
+        try:
+            await self.client.get_table(db, table)
+        except self.idl.NoSuchObjectException:
+            return
+        raise errors.AlreadyExists(f"Table already exists: {db}.{table}")
+
     async def hive_table(self, db: str, table: str):
         """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
         a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""

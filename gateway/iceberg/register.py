@@ -77,11 +77,7 @@ async def register_table(catalog: Catalog, route: Route, request: web.BaseReques
         raise errors.Forbidden(f"{location[:300]} is not below the location of namespace {db} "
                                f"nor below a register prefix of this service")
     idl = catalog.idl
-    try:
-        await catalog.client.get_table(db, name)
-        raise errors.AlreadyExists(f"Table already exists: {db}.{name}")
-    except idl.NoSuchObjectException:
-        pass
+    await catalog.absent(db, name)
     try:
         metadata = await catalog.files.read(location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,

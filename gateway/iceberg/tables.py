@@ -80,11 +80,7 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
     catalog.require("create", db)
     database = await catalog.database(db)
     idl = catalog.idl
-    try:
-        await catalog.client.get_table(db, name)
-        raise errors.AlreadyExists(f"Table already exists: {db}.{name}")
-    except idl.NoSuchObjectException:
-        pass
+    await catalog.absent(db, name)
     location = (request.location or f"{(database.locationUri or '').rstrip('/')}/{name}").rstrip("/")
     try:
         metadata = new_table_metadata(
@@ -180,11 +176,7 @@ async def rename_table(catalog: Catalog, body: bytes) -> Reply:
     hive = await catalog.hive_table(src_db, src)
     await catalog.database(dst_db)
     idl = catalog.idl
-    try:
-        await catalog.client.get_table(dst_db, dst)
-        raise errors.AlreadyExists(f"Table already exists: {dst_db}.{dst}")
-    except idl.NoSuchObjectException:
-        pass
+    await catalog.absent(dst_db, dst)
     hive.dbName, hive.tableName = dst_db, dst
     try:
         await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)

@@ -12,9 +12,11 @@ from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent
 from gateway.providers.authentication.base import RESPONSE_HEADERS, Principal
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import MessageHeader
+from gateway.thrift.objects import decode_args
 
 if TYPE_CHECKING:
     from gateway.thrift.codec import Codec
+    from gateway.thrift.schema import MethodSchema
 
 
 def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[str]:
@@ -52,3 +54,12 @@ class Exchange:
     def response_headers(self) -> CIMultiDict[str]:
         """:func:`response_headers` of this request."""
         return response_headers(self.request, self.event.request_id)
+
+
+def call_args(exchange: Exchange, method: "MethodSchema"):
+    """The arguments of ``exchange.call`` (thriftpy2 ``<method>_args``), decoded once per
+    request and kept on ``exchange.args`` for every step and the metadata cache. Raises
+    ``ProtocolError`` when they do not decode."""
+    if exchange.args is None:
+        exchange.args = decode_args(exchange.call, method)
+    return exchange.args

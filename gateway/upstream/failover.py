@@ -15,7 +15,6 @@ import itertools
 import logging
 from typing import Protocol
 
-from gateway.cache.writes import note_write
 from gateway.observability.metrics import ORIGIN_CLIENT, ORIGIN_GATEWAY
 from gateway.upstream.ugi import Identity
 from gateway.thrift.translate import encode_binary_call
@@ -27,6 +26,11 @@ log = logging.getLogger(__name__)
 # HMS methods that only read (Hive's naming: get_*, fetch, show_*, ... and fb303's getters).
 _READ_PREFIXES = ("get", "fetch_", "show_", "list_", "partition_name_", "check_", "aliveSince")
 _PROBE = encode_binary_call("get_all_databases", 0, [])
+
+#: Called with every call's strict-binary message after it was sent (or failed), before the
+#: caller gets the outcome: the metadata cache registers here (``gateway.cache.writes``) to drop
+#: what a write touches, so this layer needs to know nothing of it.
+CALL_OBSERVERS: list = []
 
 
 def is_read_only(method: str) -> bool:
@@ -94,13 +98,14 @@ class Upstream:
         """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
         was sent. Raises the last upstream's error when every attempt failed.
 
-        A write drops the metadata cache's entries it touches before it returns or raises
-        (:func:`gateway.cache.writes.note_write`): its writer then reads it, on any worker."""
+        Every :data:`CALL_OBSERVERS` sees the call before it returns or raises (the metadata
+        cache drops what a write touches: its writer then reads it, on any worker)."""
         try:
             return await self._call(request, expect_reply=expect_reply, identity=identity,
                                     read_only=read_only, sink=sink, origin=origin)
         finally:
-            note_write(request)
+            for observe in CALL_OBSERVERS:
+                observe(request)
 
     async def _call(self, request: bytes, *, expect_reply: bool, identity: Identity | None,
                     read_only: bool, sink: ReplySink | None, origin: str) -> bytes | None:

@@ -22,7 +22,7 @@ import stomp
 
 from tests.support.hms import free_port
 
-__all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "JmsMessage", "start_activemq", "jms_messages", "start_jms_consumer"]
+__all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "JmsMessage", "Subscriber", "start_activemq", "jms_messages", "start_jms_consumer"]
 
 ACTIVEMQ_HOME = Path(os.environ.get("ACTIVEMQ_HOME", "/usr/share/activemq"))
 _JMS_CONSUMER = Path(__file__).with_name("HcatJmsConsumer.java")

@@ -10,7 +10,8 @@ import pytest
 
 from gateway.observability.audit import AuditEvent
 from gateway.thrift import objects as thrift_objects
-from gateway.pipeline.exchange import Exchange
+from gateway.pipeline import exchange as exchange_module
+from gateway.pipeline.exchange import Exchange, call_args
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.steps import catalog_policy
 from gateway.policy import CatalogView, PolicyEngine
@@ -101,12 +102,12 @@ async def _through_the_step(exchange: Exchange, reply: Reply) -> None:
 
 def test_each_request_decodes_its_arguments_once(monkeypatch):
     decodes: list[str] = []
-    real = catalog_policy.decode_args
+    real = exchange_module.decode_args
 
     def counted(call, method):
         decodes.append(method.name)
         return real(call, method)
-    monkeypatch.setattr(catalog_policy, "decode_args", counted)
+    monkeypatch.setattr(exchange_module, "decode_args", counted)
     table = T.Table("t", "db", "ann", 1, 0, 0, partition(0).sd, [], {}, tableType="MANAGED_TABLE")
     db_t = [(1, TType.STRING, "db"), (2, TType.STRING, "t")]
     requests = {
@@ -137,10 +138,10 @@ def test_a_step_that_replaces_the_call_drops_the_decoded_arguments():
     message[3] = 1  # CALL
     exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(bytes(message))[0], call=bytes(message))
-    assert catalog_policy.call_args(exchange, method).database.ownerName is None
+    assert call_args(exchange, method).database.ownerName is None
     OwnershipAssertion(OwnerAssertion(SCHEMA)).on_call(exchange)
     assert exchange.args is None
-    assert catalog_policy.call_args(exchange, method).database.ownerName == "ann"
+    assert call_args(exchange, method).database.ownerName == "ann"
 
 
 def test_a_foreign_key_goes_when_either_of_its_columns_is_hidden():

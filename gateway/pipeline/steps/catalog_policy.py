@@ -31,12 +31,12 @@ import logging
 import struct
 
 from gateway.observability import metrics
-from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.exchange import Exchange, call_args
 from gateway.pipeline.outcomes import Answered
 from gateway.pipeline.partition_splice import PartitionSplice
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Step, StepContext
-from gateway.thrift.objects import decode_args, encode_reply
+from gateway.thrift.objects import encode_reply
 from gateway.policy import Decision, PolicyEngine
 from gateway.policy.columns import filter_result
 from gateway.policy.hive_methods import (
@@ -58,14 +58,6 @@ from gateway.thrift.refusals import exception_reply, missing_reply
 from gateway.thrift.schema import MethodSchema, ServiceSchema
 
 log = logging.getLogger(__name__)
-
-
-def call_args(exchange: Exchange, method: MethodSchema):
-    """The arguments of ``exchange.call`` (thriftpy2 ``<method>_args``), decoded once per
-    request and kept on ``exchange.args``. Raises ``ProtocolError`` when they do not decode."""
-    if exchange.args is None:
-        exchange.args = decode_args(exchange.call, method)
-    return exchange.args
 
 
 class CatalogPolicy(Step):
