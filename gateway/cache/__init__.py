@@ -1,4 +1,4 @@
-"""The metadata cache of ``hms-thrift`` services (issue 24): HMS's replies to pure reads, kept
+"""The metadata cache of ``hms-thrift``, ``glue`` and ``iceberg-rest`` services (issue 24): HMS's replies to pure reads, kept
 exact by HMS's notification log and by the gateway's own writes.
 
 * :mod:`~gateway.cache.settings`: the ``cache:`` options;
@@ -8,7 +8,9 @@ exact by HMS's notification log and by the gateway's own writes.
 * :mod:`~gateway.cache.store`: the bounded LRU of replies;
 * :mod:`~gateway.cache.follower`: the notification-log follower;
 * :mod:`~gateway.cache.writes`: writes through the gateway;
-* :mod:`~gateway.cache.reads`: :class:`~gateway.cache.reads.MetadataCache`, what a service uses.
+* :mod:`~gateway.cache.reads`: :class:`~gateway.cache.reads.MetadataCache`, what a service uses;
+* :mod:`~gateway.cache.session`: one request's reads through the gateway's own HMS client
+  (the Glue and Iceberg REST kinds).
 
 docs/operations.md ("Metadata cache") is the user's account.
 """

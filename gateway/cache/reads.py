@@ -29,6 +29,7 @@ from gateway.events.poller import NotificationPoller
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange, call_args
 from gateway.providers.authentication.base import add_response_header
+from gateway.providers.identity import Identity
 from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
@@ -121,29 +122,24 @@ class MetadataCache:
 
     # --- the request path --------------------------------------------------------------------
 
-    def lookup(self, exchange: Exchange) -> Lookup | None:
-        """Before the upstream call: the :class:`Lookup` of a cached read (with its reply on a
-        hit), or None when the call is forwarded without the cache (``Cache-Status`` and the
-        audit event say why). Sets ``Cache-Status`` for every outcome but a miss (see
-        :meth:`stored`)."""
-        header = exchange.header
-        assert header is not None
-        method = header.name
+    def consult(self, method: str, args, arguments, identity: Identity | None) -> tuple[Lookup | None, str]:
+        """Before the upstream call of ``method``: ``(lookup, result)`` for a cached read (with
+        its reply when ``result`` is ``hit``; ``miss`` or ``stale`` otherwise), or ``(None,
+        why)`` when the call goes upstream without the cache: ``method`` (never cached) or
+        ``bypass`` (not following the notification log, or arguments it cannot place).
+        ``args`` is the decoded ``<method>_args`` (a thriftpy2 object), ``arguments`` the
+        strict-binary argument bytes (the key, seqid left out), ``identity`` the user the call
+        acts as (the key's with ``per_user``). Counts the lookup."""
         if method not in CACHED:
-            return self._forward(exchange, "method")
+            return None, "method"
         now = asyncio.get_running_loop().time()
         if self.follower is not None and not self.follower.fresh(now):
             self._results["bypass"].inc()
-            return self._forward(exchange, "bypass")
-        try:
-            args = call_args(exchange, self.schema.methods[method])
-            offset = read_message_header(exchange.call)[1]
-        except ProtocolError:
-            return self._forward(exchange, "bypass")
+            return None, "bypass"
         slots = dependencies(method, args)
         if slots is None:
-            return self._forward(exchange, "bypass")
-        key = self._key(method, exchange, memoryview(exchange.call)[offset:])
+            return None, "bypass"
+        key = self._key(method, identity, arguments)
         current = generations().read(slots)
         entry = self.store.get(key)
         result = "miss"
@@ -155,22 +151,48 @@ class MetadataCache:
                 result = "stale"
             else:
                 self._results["hit"].inc()
-                exchange.event.cache = "hit"
-                add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; hit")
-                return Lookup(key, slots, current, entry.reply, "hit")
+                return Lookup(key, slots, current, entry.reply, "hit"), "hit"
         self._results[result].inc()
         self._gauges()
-        return Lookup(key, slots, current, None, result)
+        return Lookup(key, slots, current, None, result), result
+
+    def keep(self, lookup: Lookup, reply: bytes) -> bool:
+        """After a miss: keep HMS's strict-binary ``reply`` when it succeeded; True when kept."""
+        kept = reply_succeeded(reply) and self.store.put(lookup.key, Entry(
+            reply, lookup.slots, lookup.generations, asyncio.get_running_loop().time() + self.ttl, 0))
+        self._gauges()
+        return kept
+
+    def lookup(self, exchange: Exchange) -> Lookup | None:
+        """:meth:`consult` for a proxied call: the :class:`Lookup` of a cached read (with its
+        reply on a hit), or None when the call is forwarded without the cache (``Cache-Status``
+        and the audit event say why). Sets ``Cache-Status`` for every outcome but a miss (see
+        :meth:`stored`)."""
+        header = exchange.header
+        assert header is not None
+        method = header.name
+        if method not in CACHED:
+            return self._forward(exchange, "method")
+        try:
+            args = call_args(exchange, self.schema.methods[method])
+            offset = read_message_header(exchange.call)[1]
+        except ProtocolError:
+            return self._forward(exchange, "bypass")
+        found, result = self.consult(method, args, memoryview(exchange.call)[offset:], exchange.identity)
+        if found is None:
+            return self._forward(exchange, result)
+        if result == "hit":
+            exchange.event.cache = "hit"
+            add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; hit")
+        return found
 
     def stored(self, exchange: Exchange, lookup: Lookup, reply: bytes) -> None:
         """After a miss: keep HMS's ``reply`` when it succeeded, and say so (``Cache-Status``,
         the audit event)."""
-        kept = reply_succeeded(reply) and self.store.put(lookup.key, Entry(
-            reply, lookup.slots, lookup.generations, asyncio.get_running_loop().time() + self.ttl, 0))
+        kept = self.keep(lookup, reply)
         exchange.event.cache = lookup.result
         add_response_header(exchange.request, CACHE_STATUS,
                             f"{_NAME}; fwd={lookup.result}" + ("; stored" if kept else ""))
-        self._gauges()
 
     def forwarded(self, exchange: Exchange, lookup: Lookup) -> None:
         """After a miss whose upstream call failed: say so (nothing kept)."""
@@ -182,10 +204,9 @@ class MetadataCache:
         add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; fwd={why}")
         return None
 
-    def _key(self, method: str, exchange: Exchange, args: memoryview) -> bytes:
+    def _key(self, method: str, identity: Identity | None, args) -> bytes:
         parts = [method.encode(), b"\0"]
         if self.options.per_user:
-            identity = exchange.identity
             if identity is not None:
                 parts += [identity.user.encode("utf-8", "surrogatepass"), b"\0",
                           "\0".join(sorted(identity.groups)).encode("utf-8", "surrogatepass")]

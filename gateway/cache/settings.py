@@ -1,4 +1,5 @@
-"""The ``cache:`` options of an ``hms-thrift`` service (docs/operations.md, "Metadata cache")."""
+"""The ``cache:`` options of an ``hms-thrift``, ``glue`` or ``iceberg-rest`` service
+(docs/operations.md, "Metadata cache")."""
 
 from __future__ import annotations
 

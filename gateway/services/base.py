@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
+from gateway.cache.reads import MetadataCache
+from gateway.cache.settings import CacheOptions
 from gateway.config import ConfigError, GatewayConfig, ServiceConfig, reported_error
 from gateway.pipeline.step import Chain, StepContext
 from gateway.upstream.failover import Upstream
@@ -43,6 +45,15 @@ class ServiceContext(StepContext):
                 raise self.error("upstream", f"service kind {self.config.kind!r} needs an upstream")
             self._upstream.append(build_upstream(self.config, self.gateway))
         return self._upstream[0]
+
+    def metadata_cache(self, options: CacheOptions) -> MetadataCache | None:
+        """The metadata cache (:mod:`gateway.cache`) of the service's ``options.cache``
+        (None when not enabled), over :meth:`upstream`. Raises :class:`ConfigError` naming
+        ``options.cache`` (an IDL the cache cannot work with, no ``upstream:``)."""
+        if not options.enabled:
+            return None
+        return MetadataCache(options, self.upstream(), self.schema, (self.topology, self.config.path),
+                             lambda reason: self.error("options.cache", reason))
 
 
 def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:

@@ -31,6 +31,9 @@ import logging
 from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.cache.reads import MetadataCache
+from gateway.cache.session import CACHE_STATUS, CacheSession, cache_status
+from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.glue import errors
 from gateway.glue.errors import CONTENT_TYPE, GlueError
@@ -47,6 +50,7 @@ from gateway.pipeline.outcomes import (
 )
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
+from gateway.providers.authentication.base import add_response_header
 from gateway.providers.authentication.sigv4 import REFUSAL, SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
@@ -71,6 +75,8 @@ class GlueOptions(BaseModel):
     catalog_id: str = Field(default="000000000000", min_length=1, max_length=255)
     #: Principals allowed to call ``GetUnfilteredTableMetadata``.
     trusted_engines: list[str] = Field(default_factory=list)
+    #: The metadata cache of this service's HMS reads (:mod:`gateway.cache`), off by default.
+    cache: CacheOptions = Field(default_factory=CacheOptions)
 
 
 class _Refused(Exception):
@@ -91,8 +97,9 @@ class GlueService:
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, policy: PolicyEngine | None, limits: Limits,
-                 options: GlueOptions):
+                 options: GlueOptions, cache: MetadataCache | None = None):
         self.topology, self.path = topology, path
+        self.cache = cache
         self.upstream, self.chain, self.schema, self.policy = upstream, chain, schema, policy
         self.limits = limits
         self.catalog_id = options.catalog_id
@@ -101,13 +108,19 @@ class GlueService:
     @classmethod
     def build(cls, ctx: ServiceContext) -> GlueService:
         """The handler of one ``glue`` service. Raises ``ConfigError`` without ``upstream``."""
+        options = ctx.options or GlueOptions()
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
-                   ctx.policy, ctx.gateway.limits, ctx.options or GlueOptions())
+                   ctx.policy, ctx.gateway.limits, options, ctx.metadata_cache(options.cache))
 
     async def start(self) -> None:
-        pass
+        """Start the metadata cache's follower; raises ``ConfigError`` as
+        :meth:`~gateway.cache.reads.MetadataCache.start`."""
+        if self.cache is not None:
+            await self.cache.start()
 
     async def close(self) -> None:
+        if self.cache is not None:
+            await self.cache.close()
         await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
@@ -123,7 +136,9 @@ class GlueService:
             identity = exchange.identity
             assert identity is not None  # the identity step ran
             engine = identity.impersonator or identity.user
-            catalog = GlueCatalog(MetastoreClient(self.upstream, self.schema, identity=identity),
+            # every Glue operation only reads, so each may read through the cache
+            reads = CacheSession(self.cache) if self.cache is not None else None
+            catalog = GlueCatalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
                                   Caller(identity.user, identity.groups, engine),
                                   self.policy, self.catalog_id, self.trusted_engines)
             serve = catalog.operation(event.method) if event.method else None
@@ -134,6 +149,9 @@ class GlueService:
                 result = await serve(payload)
             finally:
                 self._audit(exchange, catalog)
+                if reads is not None:
+                    event.cache = reads.summary()
+                    add_response_header(request, CACHE_STATUS, cache_status(reads))
         except _Refused as refused:
             event.reason = refused.error.message
             response = refused.error.response(event.request_id)

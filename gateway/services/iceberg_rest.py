@@ -39,6 +39,9 @@ from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from thriftpy2.thrift import TException
 
+from gateway.cache.reads import MetadataCache
+from gateway.cache.session import CACHE_STATUS, CacheSession, cache_status
+from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.iceberg import errors, operations
 from gateway.iceberg.catalog import Catalog, Reply, Settings
@@ -54,6 +57,7 @@ from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthen
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.policy.view import CatalogView
+from gateway.providers.authentication.base import add_response_header
 from gateway.providers.authentication.sigv4 import SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
@@ -63,6 +67,9 @@ from gateway.upstream.failover import Upstream
 from gateway.upstream.metastore import MetastoreClient
 
 log = logging.getLogger(__name__)
+
+#: Operations sent with POST that change nothing in the catalog, so they read through the cache.
+_READS_ONLY = frozenset({"signS3Request", "reportMetrics"})
 
 
 class IcebergRestOptions(BaseModel):
@@ -77,6 +84,8 @@ class IcebergRestOptions(BaseModel):
     file_io: dict[str, str] = Field(default_factory=dict, repr=False)
     #: Principals that may load tables with columns denied to the user (as the glue kind's).
     trusted_engines: list[str] = Field(default_factory=list)
+    #: The metadata cache of this service's HMS reads (:mod:`gateway.cache`), off by default.
+    cache: CacheOptions = Field(default_factory=CacheOptions)
     #: S3 warehouse: the gateway's key, endpoint, and the role for vended credentials and
     #: remote signing (:mod:`gateway.iceberg.storage`).
     s3: S3Options | None = None
@@ -103,8 +112,10 @@ class IcebergRestService:
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, policy: PolicyEngine | None, limits: Limits,
-                 options: IcebergRestOptions, storage: S3Storage | None = None):
+                 options: IcebergRestOptions, storage: S3Storage | None = None,
+                 cache: MetadataCache | None = None):
         self.topology, self.path = topology, path
+        self.cache = cache
         self.upstream, self.chain, self.schema, self.policy = upstream, chain, schema, policy
         self.limits, self.options = limits, options
         self.prefix = f"/gateway/{topology}/{path}"
@@ -133,7 +144,7 @@ class IcebergRestService:
                 key, reason = exc.args
                 raise ctx.error(f"options.{key}", reason) from None
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
-                   ctx.policy, ctx.gateway.limits, options, storage)
+                   ctx.policy, ctx.gateway.limits, options, storage, ctx.metadata_cache(options.cache))
 
     @property
     def authentication(self):
@@ -142,9 +153,14 @@ class IcebergRestService:
         return next(step for step in self.chain.steps if step.name == "authentication")
 
     async def start(self) -> None:
-        pass
+        """Start the metadata cache's follower; raises ``ConfigError`` as
+        :meth:`~gateway.cache.reads.MetadataCache.start`."""
+        if self.cache is not None:
+            await self.cache.start()
 
     async def close(self) -> None:
+        if self.cache is not None:
+            await self.cache.close()
         await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
@@ -156,11 +172,12 @@ class IcebergRestService:
             event.method = route.operation
             event.database, event.table = route.namespace, route.table
             identity = exchange.identity
+            reads = self._reads(request, route)
             if identity is None:  # a public operation (operations.PUBLIC): no caller yet
                 catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
                                   service=self)
             else:
-                catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity),
+                catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
                                   CatalogView(self.policy, identity.user, identity.groups),
                                   self.files, self.settings, identity.user, service=self)
             try:
@@ -176,6 +193,9 @@ class IcebergRestService:
                     event.reason = request.get(SIGNING_REASON)
                 if identity is None and catalog.user:
                     event.user = catalog.user
+                if self.cache is not None:
+                    event.cache = reads.summary() if reads is not None else "method"
+                    add_response_header(request, CACHE_STATUS, cache_status(reads))
         except IcebergError as error:
             error = operations.error_model(event.method)(error)
             event.reason = error.message
@@ -196,6 +216,16 @@ class IcebergRestService:
             event.reason = f"storage failed: {exc}"[:1024]
             return errors.ServiceFailure(f"storage failed: {exc}").response(head), "upstream_unavailable"
         return self._response(reply, head), "ok"
+
+    def _reads(self, request: web.BaseRequest, route: Route) -> CacheSession | None:
+        """The request's cache session when it may read through the cache: a safe method
+        (RFC 9110 section 9.2.1) or the signer, which changes nothing in the catalog. Commits
+        and the other writes read HMS itself (they compare what they read under the lock)."""
+        if self.cache is None:
+            return None
+        if request.method in (hdrs.METH_GET, hdrs.METH_HEAD) or route.operation in _READS_ONLY:
+            return CacheSession(self.cache)
+        return None
 
     @staticmethod
     def _response(reply: Reply, head: bool) -> web.Response:

@@ -137,12 +137,8 @@ class ThriftRpcService:
         """The handler of one ``hms-thrift`` service. Raises ``ConfigError`` without ``upstream``."""
         upstream = ctx.upstream()
         options = ctx.options or ThriftRpcOptions()
-        cache = None
-        if options.cache.enabled:
-            cache = MetadataCache(options.cache, upstream, ctx.schema, (ctx.topology, ctx.config.path),
-                                  lambda reason: ctx.error("options.cache", reason))
         return cls(ctx.topology, ctx.config.path, upstream, ctx.chain, ctx.schema,
-                   ctx.gateway.limits, cache)
+                   ctx.gateway.limits, ctx.metadata_cache(options.cache))
 
     @cached_property
     def _request_bytes(self):

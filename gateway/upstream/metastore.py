@@ -93,7 +93,10 @@ def encode_call(schema: ServiceSchema, method: str, args: dict[str, Any], seqid:
     that does not fit its declared type.
     """
     spec = _method(schema, method)
-    call_args = spec.args_class(**args)  # type: ignore[misc]
+    return _encode(spec, method, spec.args_class(**args), seqid)  # type: ignore[misc]
+
+
+def _encode(spec: MethodSchema, method: str, call_args: Any, seqid: int) -> bytes:
     buffer = TMemoryBuffer()
     proto = TBinaryProtocol(buffer, strict_write=True)
     proto.write_message_begin(method, TMessageType.ONEWAY if spec.oneway else TMessageType.CALL, seqid)
@@ -144,35 +147,50 @@ class MetastoreClient:
     """
 
     def __init__(self, upstream, schema: ServiceSchema | None = None, *,
-                 identity: Identity | None = None, origin: str = ORIGIN_GATEWAY):
+                 identity: Identity | None = None, origin: str = ORIGIN_GATEWAY, reads=None):
         self.upstream = upstream
         self.schema = schema or load_schema()
         self.identity = identity
         self.origin = origin
+        #: The request's :class:`~gateway.cache.session.CacheSession` reads are asked of
+        #: (None: every call goes to HMS).
+        self.reads = reads
         #: The thriftpy2 module of the IDL: its structs (``client.idl.LockRequest``) and
         #: exception classes.
         self.idl = idl_module(self.schema)
 
     def acting_as(self, identity: Identity | None) -> MetastoreClient:
         """A client on the same upstream and IDL whose calls act as ``identity``."""
-        return MetastoreClient(self.upstream, self.schema, identity=identity, origin=self.origin)
+        return MetastoreClient(self.upstream, self.schema, identity=identity, origin=self.origin,
+                               reads=self.reads)
 
     async def call(self, method: str, /, *, identity: Any = _OWN, **args: Any) -> Any:
         """``method(**args)`` as the IDL declares it; its success value (None for ``void``).
 
         ``identity`` (keyword, never an IDL argument name: a test checks) overrides the
-        client's for this call; None means the gateway's own connections. Raises what
+        client's for this call; None means the gateway's own connections. With :attr:`reads`
+        set, a cached read is answered from the metadata cache (decoded as HMS's reply). Raises what
         :func:`encode_call` and :func:`decode_result` raise, and ``UpstreamError`` subclasses
         (unavailable, timeout, bad or mismatched reply, identity refused) from the upstream.
         """
-        message = encode_call(self.schema, method, args)
-        oneway = self.schema.methods[method].oneway
-        reply = await self.upstream.call(
-            message, expect_reply=not oneway, identity=self.identity if identity is _OWN else identity,
-            read_only=is_read_only(method), origin=self.origin,
-        )
+        spec = _method(self.schema, method)
+        call_args = spec.args_class(**args)  # type: ignore[misc]
+        message = _encode(spec, method, call_args, 0)
+        oneway = spec.oneway
+        acting_as = self.identity if identity is _OWN else identity
+
+        def forward():
+            return self.upstream.call(message, expect_reply=not oneway, identity=acting_as,
+                                      read_only=is_read_only(method), origin=self.origin)
+
         if oneway:
+            await forward()
             return None
+        if self.reads is not None:
+            arguments = memoryview(message)[read_message_header(message)[1]:]
+            reply = await self.reads.call(method, call_args, arguments, acting_as, forward)
+        else:
+            reply = await forward()
         return decode_result(self.schema, method, reply)
 
     # --- thin typed helpers for what the gateway's kinds call ----------------------------------

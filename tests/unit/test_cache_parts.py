@@ -245,3 +245,47 @@ def test_the_audit_line_says_hit_or_miss_only_on_a_caching_service():
     assert "cache" not in json.loads(event.line("ok", 200))
     event.cache = "hit"
     assert json.loads(event.line("ok", 200))["cache"] == "hit"
+
+
+class TableHMS:
+    """Answers ``get_table`` with a table named as asked, counting calls; ``fail`` raises."""
+
+    def __init__(self):
+        self.calls, self.fail = 0, None
+
+    async def call(self, request: bytes, **_) -> bytes:
+        self.calls += 1
+        if self.fail is not None:
+            raise self.fail
+        args = decode_args(request, SCHEMA.methods["get_table"])
+        return table_reply(args.tbl_name)
+
+
+async def test_a_gateway_client_reads_through_a_cache_session():
+    """The Glue and Iceberg REST kinds' path: MetastoreClient asks the request's session."""
+    from gateway.cache.session import CacheSession, cache_status
+    from gateway.upstream.errors import UpstreamUnavailable
+    from gateway.upstream.metastore import MetastoreClient
+
+    hms = FakeHMS()
+    cache = await started(hms)
+    upstream = TableHMS()
+    alice = Identity("alice", None, frozenset())
+    first = CacheSession(cache)
+    client = MetastoreClient(upstream, SCHEMA, identity=alice, reads=first)
+    assert (await client.get_table("d", "t")).tableName == "t"
+    assert (await client.acting_as(alice).get_table("d", "t")).tableName == "t"  # the session follows
+    assert upstream.calls == 1 and first.results == ["miss", "hit"]
+    assert (first.summary(), cache_status(first)) == ("miss", "hms-gateway; fwd=miss; stored")
+    second = CacheSession(cache)
+    assert (await MetastoreClient(upstream, SCHEMA, reads=second).get_table("d", "t")).tableName == "t"
+    assert upstream.calls == 1 and cache_status(second) == "hms-gateway; hit"
+    # a failed upstream call keeps nothing and raises as without the cache
+    upstream.fail = UpstreamUnavailable("down")
+    failed = CacheSession(cache)
+    with pytest.raises(UpstreamUnavailable):
+        await MetastoreClient(upstream, SCHEMA, reads=failed).get_table("d", "u")
+    assert cache_status(failed) == "hms-gateway; fwd=miss" and len(cache.store) == 1
+    # no cached read at all (the token endpoint, a write's session): bypass; no session: method
+    assert cache_status(CacheSession(cache)) == "hms-gateway; fwd=bypass"
+    assert cache_status(None) == "hms-gateway; fwd=method"

@@ -1,0 +1,169 @@
+"""The metadata cache under the Glue and Iceberg REST kinds (issue 24: "the Glue and Iceberg
+kinds benefit without code of their own"), against a real HMS: their reads hit, their answers
+equal fresh ones, a write through any kind is read at once through the others, an external
+writer's change is seen after the follower's next poll, commits read HMS itself; and a proxied
+call whose upstream call failed keeps nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.hive import HiveCatalog
+from pyiceberg.catalog.rest import RestCatalog
+
+from tests.support.gateway import audit_record, post, service, wait_for
+from tests.support.hms import free_port
+from tests.support.relay import TcpRelay
+from tests.support.thriftpy_client import direct_thriftpy_client
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
+
+POLL = 0.5
+USER, PASSWORD = "etl", "etl-password"
+NS = "cached_kinds"
+HIT = "hms-gateway; hit"
+
+
+@pytest.fixture(scope="module")
+def gw(module_hms, module_gateway_factory):
+    cache = {"enabled": True, "poll_interval_seconds": POLL}
+    upstream = {"urls": [module_hms.uri]}
+    return module_gateway_factory(services=[
+        {"kind": "glue", "path": "glue", "upstream": upstream, "options": {"cache": cache}},
+        {"kind": "iceberg-rest", "path": "iceberg", "upstream": upstream,
+         "options": {"cache": cache, "lock_check_min_wait_seconds": 0.02}},
+    ], users={USER: PASSWORD})
+
+
+@pytest.fixture(scope="module")
+def rest(gw) -> RestCatalog:
+    catalog = RestCatalog("gw", uri=gw.url(path="iceberg"), ssl={"cabundle": str(gw.ca_file)},
+                          auth={"type": "basic", "basic": {"username": USER, "password": PASSWORD}})
+    catalog.create_namespace(NS)
+    table = catalog.create_table(f"{NS}.trips", schema=pa.schema([("id", pa.int64())]))
+    table.append(pa.table({"id": [1, 2]}))
+    return catalog
+
+
+def _http(gw, path: str, *, method: str = "GET", body: bytes | None = None, headers=None):
+    request = urllib.request.Request(gw.url(path=path), data=body, method=method)
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    context = ssl.create_default_context(cafile=str(gw.ca_file))
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=30) as response:
+            return response.status, response.headers, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers, error.read()
+
+
+def _glue(gw, target: str, payload: dict):
+    return _http(gw, "glue", method="POST", body=json.dumps(payload).encode(),
+                 headers={"X-Amz-Target": f"AWSGlue.{target}", "Content-Type": "application/x-amz-json-1.1"})
+
+
+def _following(call):
+    """``call()``'s answer once the cache follows HMS's log (before, it forwards: ``fwd=bypass``)."""
+    def answered():
+        status, headers, body = call()
+        return (status, headers, body) if headers.get("Cache-Status") != "hms-gateway; fwd=bypass" else None
+    return wait_for(answered)
+
+
+def _load(gw, table: str = "trips"):
+    return _http(gw, f"iceberg/v1/namespaces/{NS}/tables/{table}")
+
+
+def test_glue_reads_hit_and_equal_fresh_answers(gw, rest):
+    first = _following(lambda: _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "trips"}))
+    assert first[0] == 200
+    status, headers, again = _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "trips"})
+    assert (status, headers["Cache-Status"]) == (200, HIT)
+    assert json.loads(again) == json.loads(first[2])
+    assert audit_record(gw, headers["X-Request-Id"])["cache"] == "hit"
+    # a missing table is Glue's error, and HMS's exception is not kept
+    for _ in range(2):
+        status, headers, body = _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "nope"})
+        assert status == 400 and json.loads(body)["__type"] == "EntityNotFoundException"
+        assert headers["Cache-Status"] == "hms-gateway; fwd=miss"
+
+
+def test_iceberg_loads_hit_and_a_commit_is_read_at_once_by_both_kinds(gw, rest):
+    _following(lambda: _load(gw))
+    status, headers, cached = _load(gw)
+    assert (status, headers["Cache-Status"]) == (200, HIT)
+    # Glue's listing of the namespace is cached too
+    _following(lambda: _glue(gw, "GetTables", {"DatabaseName": NS}))
+    status, headers, _ = _glue(gw, "GetTables", {"DatabaseName": NS})
+    assert headers["Cache-Status"] == HIT
+
+    table = rest.load_table(f"{NS}.trips")
+    table.append(pa.table({"id": [3]}))  # a commit through the gateway
+    rest.create_table(f"{NS}.fares", schema=pa.schema([("id", pa.int64())]))
+
+    status, headers, body = _load(gw)  # no wait: the commit dropped the entries before its reply
+    assert status == 200 and headers["Cache-Status"].startswith("hms-gateway; fwd=")
+    loaded = json.loads(body)
+    assert loaded["metadata-location"] != json.loads(cached)["metadata-location"]
+    assert len(loaded["metadata"]["snapshots"]) == 2
+    names = [t["Name"] for t in json.loads(_glue(gw, "GetTables", {"DatabaseName": NS})[2])["TableList"]]
+    assert sorted(names) == ["fares", "trips"]
+
+
+def test_a_commit_reads_hms_itself(gw, rest):
+    """A commit's reads never come from the cache: ``fwd=method``, whatever is cached."""
+    _following(lambda: _load(gw))
+    assert _load(gw)[1]["Cache-Status"] == HIT
+    table = rest.load_table(f"{NS}.trips")
+    body = json.dumps({"requirements": [{"type": "assert-current-schema-id",
+                                          "current-schema-id": table.metadata.current_schema_id}],
+                       "updates": [{"action": "set-properties", "updates": {"owner-team": "cache"}}]})
+    status, headers, answer = _http(gw, f"iceberg/v1/namespaces/{NS}/tables/trips", method="POST",
+                                    body=body.encode(), headers={"Content-Type": "application/json"})
+    assert status == 200, answer
+    assert headers["Cache-Status"] == "hms-gateway; fwd=method"
+    assert audit_record(gw, headers["X-Request-Id"])["cache"] == "method"
+    assert json.loads(_load(gw)[2])["metadata"]["properties"]["owner-team"] == "cache"
+
+
+def test_an_external_commit_is_seen_after_the_next_poll(gw, rest, module_hms):
+    _following(lambda: _load(gw))
+    before = json.loads(_load(gw)[2])["metadata-location"]
+    assert _load(gw)[1]["Cache-Status"] == HIT
+    hive = HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
+    hive.load_table(f"{NS}.trips").append(pa.table({"id": [4]}))  # straight to HMS
+    after = hive.load_table(f"{NS}.trips").metadata_location
+    assert after != before
+    seen = wait_for(lambda: (lambda s, h, b: json.loads(b)["metadata-location"] == after and h)(*_load(gw)))
+    assert seen["Cache-Status"].startswith("hms-gateway; fwd=")  # the entry was dropped, not served
+
+
+def test_a_failed_upstream_call_keeps_nothing(module_hms, gateway_factory):
+    relay = TcpRelay(("127.0.0.1", module_hms.port), free_port()).start()
+    try:
+        svc = service([f"thrift://127.0.0.1:{relay.port}"], ["get_database", "get_all_databases"],
+                      connect_timeout_seconds=2)
+        # a long poll interval: the follower stays fresh while the relay is down
+        svc["options"]["cache"] = {"enabled": True, "poll_interval_seconds": 60}
+        gw = gateway_factory(services=[svc])
+        body = '[1,"get_database",1,0,{"1":{"str":"default"}}]'
+        _following(lambda: post(gw, body))
+        relay.stop()
+        listing = '[1,"get_all_databases",1,0,{}]'
+        status, headers, _ = post(gw, listing)
+        assert status >= 500
+        assert headers["Cache-Status"] == "hms-gateway; fwd=miss"  # no "stored"
+        relay.start()
+        status, headers, _ = post(gw, listing)
+        assert (status, headers["Cache-Status"]) == (200, "hms-gateway; fwd=miss; stored")  # nothing was kept
+        assert post(gw, listing)[1]["Cache-Status"] == HIT
+        assert post(gw, body)[1]["Cache-Status"] == HIT  # what was kept before the outage still is
+    finally:
+        relay.stop()
