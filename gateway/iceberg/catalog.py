@@ -14,7 +14,7 @@ from typing import Any
 
 from gateway.iceberg import errors
 from gateway.iceberg.files import MetadataFiles
-from gateway.iceberg.hive_tables import is_iceberg, metadata_location
+from gateway.iceberg.hive_tables import is_iceberg, is_iceberg_view, metadata_location
 from gateway.policy.view import CatalogView
 
 
@@ -83,21 +83,23 @@ class Catalog:
 
     async def absent(self, db: str, table: str) -> None:
         """Return when HMS has no table ``db.table`` (any type). Raises
-        :class:`~errors.AlreadyExists` (Iceberg's 409) when it has one."""
+        :class:`~errors.AlreadyExists` (Iceberg's 409, naming a view as one) when it has one."""
         try:
-            await self.client.get_table(db, table)
+            found = await self.client.get_table(db, table)
         except self.idl.NoSuchObjectException:
             return
-        raise errors.AlreadyExists(f"Table already exists: {db}.{table}")
+        raise errors.AlreadyExists(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
 
     async def hive_table(self, db: str, table: str):
         """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
-        a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""
+        an Iceberg view or a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""
         try:
             found = await self.client.get_table(db, table)
         except self.idl.NoSuchObjectException:
             await self.database(db)  # 404 for the namespace when that is what is missing
             raise errors.NoSuchTable(f"Table does not exist: {db}.{table}") from None
+        if is_iceberg_view(found):
+            raise errors.NoSuchTable(f"{db}.{table} is an Iceberg view, not a table")
         if not is_iceberg(found) or metadata_location(found) is None:
             raise errors.NoSuchTable(f"Table {db}.{table} is not an Iceberg table "
                                      f"(table_type {(found.parameters or {}).get('table_type')!r})")

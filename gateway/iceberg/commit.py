@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.exceptions import CommitFailedException
@@ -92,10 +94,19 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
     await catalog.hive_table(db, name)  # 404 before taking a lock
+    async with locked(catalog, db, name):
+        return await _commit_locked(catalog, db, name, request)
+
+
+@asynccontextmanager
+async def locked(catalog: Catalog, db: str, name: str) -> AsyncIterator[int]:
+    """Hold HMS's EXCLUSIVE lock on ``db.name`` (steps 1 and 5 above: back-off, heartbeat,
+    unlock in every outcome), for table and view commits alike. Yields the lock id. Raises
+    :class:`~errors.CommitFailed` when the lock is not granted within ``lock_wait``."""
     lockid = await _lock(catalog, db, name)
     heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))
     try:
-        return await _commit_locked(catalog, db, name, request)
+        yield lockid
     finally:
         heartbeat.cancel()
         try:
@@ -171,7 +182,7 @@ async def _commit_locked(catalog: Catalog, db: str, name: str, request) -> Reply
     try:
         await catalog.client.alter_table(db, name, table, COMMIT_CONTEXT)
     except UpstreamError as exc:
-        await _settle_unknown(catalog, db, name, base_location, new_location, exc)
+        await settle_unknown(catalog, db, name, base_location, new_location, exc)
     except (catalog.idl.InvalidOperationException, catalog.idl.MetaException) as exc:
         await catalog.files.delete(new_location)
         raise errors.CommitFailed(f"the Hive Metastore refused the commit of {db}.{name}: {exc.message}") from None
@@ -202,7 +213,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
         await catalog.client.call("create_table", tbl=new_table(idl, db, name, catalog.user, new, location,
                                                                  catalog.settings.hive2_compatible))
     except UpstreamError as exc:
-        await _settle_unknown(catalog, db, name, None, location, exc)
+        await settle_unknown(catalog, db, name, None, location, exc)
     except idl.AlreadyExistsException:
         await catalog.files.delete(location)
         raise errors.CommitFailed(f"Table already exists: {db}.{name}") from None
@@ -212,9 +223,10 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     return Reply(body=load_result(location, new))
 
 
-async def _settle_unknown(catalog: Catalog, db: str, name: str, base_location: str | None,
-                          new_location: str, cause: UpstreamError) -> None:
-    """Return when the alter landed; raise 503 when it surely did not, else CommitStateUnknown."""
+async def settle_unknown(catalog: Catalog, db: str, name: str, base_location: str | None,
+                         new_location: str, cause: UpstreamError) -> None:
+    """After an alter (or create) of ``db.name`` whose outcome ``cause`` hid: return when it
+    landed; raise 503 when it surely did not, else CommitStateUnknown (tables and views alike)."""
     for attempt in range(_REREADS):
         try:
             table = await catalog.client.get_table(db, name)

@@ -50,6 +50,7 @@ Forbidden = _kind(403, "ForbiddenException")
 NotFound = _kind(404, "NotFoundException")  # a path the API does not have
 NoSuchNamespace = _kind(404, "NoSuchNamespaceException")
 NoSuchTable = _kind(404, "NoSuchTableException")
+NoSuchView = _kind(404, "NoSuchViewException")
 MethodNotAllowed = _kind(405, "MethodNotAllowedException")
 Unsupported = _kind(406, "UnsupportedOperationException")
 AlreadyExists = _kind(409, "AlreadyExistsException")

@@ -6,18 +6,28 @@ Metadata file names are PyIceberg's: ``<table location>/metadata/<version>-<uuid
 with a version one above the base's (``LocationProvider.new_table_metadata_file_location``).
 A write never overwrites (``create(overwrite=False)``): a name taken means a clash, not data
 to replace.
+
+View metadata files are named as Java's ``BaseViewOperations`` names them:
+``<view location>/metadata/<version>-<uuid><extension>`` (or below ``write.metadata.path``),
+the extension ``.gz.metadata.json`` (gzip, the default of ``write.metadata.compression-codec``
+for views) or ``.metadata.json`` (``none``), the version one above the base's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import load_file_io
-from pyiceberg.serializers import FromInputFile, ToOutputFile
+from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
 from pyiceberg.table.locations import load_location_provider
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.view.metadata import ViewMetadata
+
+VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"
+_VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 
 class MetadataFiles:
@@ -41,6 +51,23 @@ class MetadataFiles:
         """Write ``metadata`` to a new file at ``location``. Raises ``FileExistsError``, ``OSError``."""
         def store() -> None:
             ToOutputFile.table_metadata(metadata, self._io(location, metadata.properties).new_output(location))
+        await asyncio.to_thread(store)
+
+    async def read_view(self, location: str) -> ViewMetadata:
+        """The view metadata in the file at ``location`` (gzip when its name says so). Raises
+        ``OSError`` and ``ValueError``/``pydantic.ValidationError`` (not view metadata)."""
+        def load() -> ViewMetadata:
+            with self._io(location).new_input(location).open() as stream:
+                with Compressor.get_compressor(location).stream_decompressor(stream) as data:
+                    return ViewMetadata.model_validate_json(data.read())
+        return await asyncio.to_thread(load)
+
+    async def write_view(self, metadata: ViewMetadata, location: str) -> None:
+        """Write view ``metadata`` to a new file at ``location``. Raises ``FileExistsError``, ``OSError``."""
+        def store() -> None:
+            data = Compressor.get_compressor(location).bytes_compressor()(metadata.model_dump_json().encode())
+            with self._io(location, metadata.properties).new_output(location).create(overwrite=False) as stream:
+                stream.write(data)
         await asyncio.to_thread(store)
 
     async def delete(self, location: str) -> None:
@@ -89,3 +116,21 @@ def next_metadata_location(metadata: TableMetadata, base_location: str | None) -
     version = MetastoreCatalog._parse_metadata_version(base_location) + 1 if base_location else 0
     provider = load_location_provider(metadata.location, metadata.properties)
     return provider.new_table_metadata_file_location(version)
+
+
+def next_view_metadata_location(metadata: ViewMetadata, base_location: str | None) -> str:
+    """Where a view's metadata file after ``base_location`` (None: a new view's first) goes.
+    Raises ``ValueError`` for an unknown ``write.metadata.compression-codec``."""
+    codec = metadata.properties.get(VIEW_COMPRESSION, "gzip").lower()
+    if codec not in _VIEW_EXTENSIONS:
+        raise ValueError(f"unsupported {VIEW_COMPRESSION} {codec[:40]!r}: gzip or none")
+    version = _view_version(base_location) + 1 if base_location else 0
+    directory = metadata.properties.get(VIEW_METADATA_PATH) or f"{metadata.location.rstrip('/')}/metadata"
+    return f"{directory.rstrip('/')}/{version:05d}-{uuid.uuid4()}{_VIEW_EXTENSIONS[codec]}"
+
+
+def _view_version(location: str) -> int:
+    """The version in a view metadata file's name (the digits before its first ``-``), -1 when
+    there is none (Java's ``BaseViewOperations.parseVersion``)."""
+    head = location.rsplit("/", 1)[-1].split("-", 1)[0]
+    return int(head) if head.isdigit() and len(head) < 10 else -1

@@ -26,6 +26,18 @@ COMMIT_CONTEXT = {"DO_NOT_UPDATE_STATS": "true"}
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 
 
+ICEBERG_VIEW, VIRTUAL_VIEW = "ICEBERG-VIEW", "VIRTUAL_VIEW"
+_HMS_OWNER, _CURRENT_SCHEMA, _STORAGE_HANDLER = "hive.metastore.table.owner", "current-schema", "storage_handler"
+_MAX_PARAMETER = 32672  # Java's iceberg.hive.table-property-max-size default
+
+
+def is_iceberg_view(table: Any) -> bool:
+    """Whether an HMS ``Table`` is an Iceberg view (``VIRTUAL_VIEW`` with ``table_type``
+    ``ICEBERG-VIEW``, any case: Java's ``validateTableIsIcebergView``)."""
+    return ((table.tableType or "").upper() == VIRTUAL_VIEW
+            and (table.parameters or {}).get(TABLE_TYPE, "").upper() == ICEBERG_VIEW)
+
+
 def is_iceberg(table: Any) -> bool:
     """Whether an HMS ``Table`` is an Iceberg table (``table_type`` ``ICEBERG``, any case)."""
     return (table.parameters or {}).get(TABLE_TYPE, "").lower() == ICEBERG
@@ -77,4 +89,49 @@ def committed_table(idl, table: Any, base: TableMetadata, base_location: str,
                                             metadata_properties=new.properties))
     table.parameters = parameters
     table.sd = storage_descriptor(idl, new.schema(), new.location, hive2_compatible)
+    return table
+
+
+def _view_parameters(parameters: dict, view: Any, location: str, previous: str | None, removed=()) -> dict:
+    parameters = dict(parameters)
+    parameters.update({k: v for k, v in view.properties.items() if k.lower() != _HMS_OWNER})
+    parameters["uuid"] = view.view_uuid
+    for key in removed:
+        parameters.pop(key, None)
+    parameters[TABLE_TYPE] = ICEBERG_VIEW
+    parameters[METADATA_LOCATION] = location
+    if previous:
+        parameters[PREVIOUS_METADATA_LOCATION] = previous
+    parameters.pop(_STORAGE_HANDLER, None)
+    parameters.pop(_CURRENT_SCHEMA, None)
+    schema = view_schema(view).model_dump_json()
+    if len(schema) <= _MAX_PARAMETER:
+        parameters[_CURRENT_SCHEMA] = schema
+    return parameters
+
+
+def view_schema(view: Any) -> Schema:
+    """The schema of a view's current version (``ViewMetadata``)."""
+    version = next(v for v in view.versions if v.version_id == view.current_version_id)
+    return next(s for s in view.schemas if s.schema_id == version.schema_id)
+
+
+def new_view_table(idl, db: str, name: str, owner: str, view: Any, location: str, hive2_compatible: bool) -> Any:
+    """The HMS ``Table`` of a new Iceberg view (``ViewMetadata`` ``view``) whose metadata file
+    is ``location``."""
+    now = int(time.time())
+    return idl.Table(
+        tableName=name, dbName=db, owner=owner, createTime=now, lastAccessTime=now, retention=2147483647,
+        sd=storage_descriptor(idl, view_schema(view), view.location, hive2_compatible),
+        partitionKeys=[], tableType=VIRTUAL_VIEW, parameters=_view_parameters({}, view, location, None),
+    )
+
+
+def committed_view_table(idl, table: Any, base: Any, base_location: str, new: Any, new_location: str,
+                         hive2_compatible: bool) -> Any:
+    """``table`` (the view's HMS ``Table`` read under the lock) after a commit from ``base`` to
+    ``new``: parameters set outside Iceberg kept, removed view properties removed."""
+    removed = base.properties.keys() - new.properties.keys()
+    table.parameters = _view_parameters(table.parameters or {}, new, new_location, base_location, removed)
+    table.sd = storage_descriptor(idl, view_schema(new), new.location, hive2_compatible)
     return table

@@ -56,6 +56,13 @@ OPERATIONS: dict[str, str] = {
     "loadCredentials": "gateway.iceberg.delegation:load_credentials",
     "signS3Request": "gateway.iceberg.signer:sign",
     "commitTransaction": "gateway.iceberg.transactions:commit_transaction",
+    "listViews": "gateway.iceberg.views:list_views",
+    "createView": "gateway.iceberg.views:create_view",
+    "loadView": "gateway.iceberg.views:load_view",
+    "replaceView": "gateway.iceberg.views:replace_view",
+    "dropView": "gateway.iceberg.views:drop_view",
+    "viewExists": "gateway.iceberg.views:view_exists",
+    "renameView": "gateway.iceberg.views:rename_view",
 }
 
 #: Operations answered without the service's request-side steps (they authenticate the caller

@@ -43,6 +43,13 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("GET", "/v1/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials"),
     ("POST", "/v1/namespaces/{namespace}/tables/{table}/s3-sign", "signS3Request"),  # Polaris-style, per table
     ("POST", "/v1/transactions/commit", "commitTransaction"),
+    ("GET", "/v1/namespaces/{namespace}/views", "listViews"),
+    ("POST", "/v1/namespaces/{namespace}/views", "createView"),
+    ("GET", "/v1/namespaces/{namespace}/views/{view}", "loadView"),
+    ("POST", "/v1/namespaces/{namespace}/views/{view}", "replaceView"),
+    ("DELETE", "/v1/namespaces/{namespace}/views/{view}", "dropView"),
+    ("HEAD", "/v1/namespaces/{namespace}/views/{view}", "viewExists"),
+    ("POST", "/v1/views/rename", "renameView"),
 )
 
 #: Routes outside the catalog's ``{prefix}``, which ``endpoints`` does not list.
@@ -58,7 +65,8 @@ ENDPOINTS: tuple[str, ...] = tuple(
 @dataclass(frozen=True)
 class Route:
     """A matched request: ``operation`` (an operationId), ``namespace``/``table`` when the path
-    names them (validated HMS names)."""
+    names them (validated HMS names; ``table`` is also a path's ``{view}``: a view is an HMS
+    table)."""
 
     operation: str
     namespace: str | None = None
@@ -109,11 +117,12 @@ def match(method: str, path: str) -> Route:
             continue
         names = {p[1:-1]: _decode(s) for p, s in zip(parts, segments) if p.startswith("{")}
         namespace = names.get("namespace")
-        table = names.get("table")
+        kind = "view" if "view" in names else "table"
+        table = names.get(kind)
         return Route(
             operation,
             None if namespace is None else namespace_name(namespace.split(NAMESPACE_SEPARATOR)),
-            None if table is None else hms_name(table, "table"),
+            None if table is None else hms_name(table, kind),
         )
     if allowed:
         raise MethodNotAllowed(f"{method} is not allowed on {path[:200]}",

@@ -139,6 +139,11 @@ def test_config_lists_exactly_the_implemented_endpoints(gw):
         "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
         "POST /v1/{prefix}/transactions/commit",
         "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+        "GET /v1/{prefix}/namespaces/{namespace}/views", "POST /v1/{prefix}/namespaces/{namespace}/views",
+        "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+        "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/views/rename",
     }
 
 

@@ -34,12 +34,16 @@ IDL = idl_module(load_schema())
 
 def test_endpoints_are_pyiceberg_s_capabilities_spelled_alike():
     capabilities = {str(v) for k, v in vars(Capability).items() if k.startswith("V1_")}
-    # PyIceberg sends no metrics reports nor multi-table commits, so names no capability for them
+    # PyIceberg sends no metrics reports, multi-table commits, view replaces or renames, so
+    # names no capability for them (nor for create view, which it sends unchecked)
     theirs = {"POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
-              "POST /v1/{prefix}/transactions/commit"}
+              "POST /v1/{prefix}/transactions/commit",
+              "POST /v1/{prefix}/namespaces/{namespace}/views",
+              "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+              "POST /v1/{prefix}/views/rename"}
     assert set(ENDPOINTS) - theirs <= capabilities
     assert theirs <= set(ENDPOINTS)
-    assert len(ENDPOINTS) == 17
+    assert len(ENDPOINTS) == 24
 
 
 @pytest.mark.parametrize("method, path, operation, namespace, table", [
@@ -54,6 +58,9 @@ def test_endpoints_are_pyiceberg_s_capabilities_spelled_alike():
     ("POST", "/v1/namespaces/sales/register", "registerTable", "sales", None),
     ("POST", "/v1/namespaces/sales/tables/orders/metrics", "reportMetrics", "sales", "orders"),
     ("POST", "/v1/transactions/commit", "commitTransaction", None, None),
+    ("GET", "/v1/namespaces/sales/views", "listViews", "sales", None),
+    ("HEAD", "/v1/namespaces/sales/views/v", "viewExists", "sales", "v"),
+    ("POST", "/v1/views/rename", "renameView", None, None),
 ])
 def test_routes_pick_the_spec_operation(method, path, operation, namespace, table):
     route = match(method, path)
@@ -67,7 +74,8 @@ def test_routes_pick_the_spec_operation(method, path, operation, namespace, tabl
     ("/v1/namespaces/%FF", 400, "UTF-8"),
     ("/v1/namespaces/" + "a" * 129, 400, "128"),
     ("/v1/namespaces/", 400, "empty"),
-    ("/v1/namespaces/sales/views", 404, "no such Iceberg REST endpoint"),
+    ("/v1/namespaces/sales/views/a-b", 400, "invalid view name"),
+    ("/v1/namespaces/sales/register-view", 404, "no such Iceberg REST endpoint"),
     ("/v2/config", 404, "no such"),
     ("", 404, "no such"),
 ])

@@ -42,3 +42,14 @@ def test_what_the_spec_allows_passes(method, path, status, body):
 def test_what_the_spec_does_not_allow_fails(method, path, status, body, content_type):
     with pytest.raises(AssertionError, match="not what the spec allows"):
         check(method, BASE + path, status, content_type, body)
+
+
+def test_a_view_error_is_checked_as_the_wrapped_error_model():
+    # the spec types the view operations' 404 as a bare ErrorModel; clients read the wrapper
+    check("GET", BASE + "/v1/namespaces/a/views/v", 404, "application/json", _error(404, "NoSuchViewException"))
+    with pytest.raises(AssertionError, match="not what the spec allows"):
+        check("GET", BASE + "/v1/namespaces/a/views/v", 404, "application/json",
+              json.dumps({"error": {"message": "m", "type": "NoSuchViewException"}}).encode())
+    with pytest.raises(AssertionError, match="not what the spec allows"):  # not for the others
+        check("GET", BASE + "/v1/namespaces/a", 404, "application/json",
+              json.dumps({"message": "m", "type": "NoSuchNamespaceException", "code": 404}).encode())
