@@ -6,7 +6,9 @@
    ``lock_check_min_wait`` doubling to ``lock_check_max_wait``) up to ``lock_wait`` → else 409;
 2. re-read the table under the lock; its ``metadata_location`` is the base: the requirements
    are checked against that file's metadata (409 ``CommitFailedException`` when one fails),
-   the updates applied with PyIceberg's ``update_table_metadata``;
+   the updates applied with PyIceberg's ``update_table_metadata``. They were checked and
+   applied once before the lock already (a stale writer's 409 then needs no lock); that work
+   is reused when the base has not moved;
 3. write ``<location>/metadata/<version>-<uuid>.metadata.json``;
 4. ``alter_table_with_environment_context`` with ``metadata_location``,
    ``previous_metadata_location``, ``table_type=ICEBERG``, ``EXTERNAL=TRUE`` and the
@@ -93,9 +95,13 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
-    await catalog.hive_table(db, name)  # 404 before taking a lock
+    # Checked before the lock too, as Iceberg's own REST handlers do: a writer whose base is
+    # already stale gets its 409 (or 404, 400) at once instead of after its turn at the lock.
+    hive = await catalog.hive_table(db, name)
+    base_location, base = await catalog.metadata(hive)
+    checked = base_location, base, _apply(request, base_location, base)
     async with locked(catalog, db, name):
-        return await _commit_locked(catalog, db, name, request)
+        return await _commit_locked(catalog, db, name, request, checked)
 
 
 @asynccontextmanager
@@ -162,17 +168,28 @@ async def _release(catalog: Catalog, lockid: int) -> None:
         log.warning("unlock of lock %s failed", lockid, exc_info=True)
 
 
-async def _commit_locked(catalog: Catalog, db: str, name: str, request) -> Reply:
-    hive = await catalog.hive_table(db, name)
-    base_location, base = await catalog.metadata(hive)
+def _apply(request, base_location: str, base):
+    """The metadata after ``request``'s updates on ``base``, its requirements checked first.
+    Raises :class:`~errors.CommitFailed` (a requirement failed), :class:`~errors.BadRequest`."""
     try:
         for requirement in request.requirements:
             requirement.validate(base)
-        new = update_table_metadata(base, request.updates, metadata_location=base_location)
+        return update_table_metadata(base, request.updates, metadata_location=base_location)
     except CommitFailedException as exc:
         raise errors.CommitFailed(str(exc)[:1000]) from None
     except (ValueError, TypeError, KeyError) as exc:  # PyIceberg's checks of an update
         raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
+
+
+async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked) -> Reply:
+    """Step 2 on: ``checked`` is ``(base location, base, new)`` as read and applied before the
+    lock, reused when the table under the lock is still at that base."""
+    hive = await catalog.hive_table(db, name)
+    if metadata_location(hive) == checked[0]:
+        base_location, base, new = checked
+    else:
+        base_location, base = await catalog.metadata(hive)
+        new = _apply(request, base_location, base)
     if new == base:
         return Reply(body=load_result(base_location, base))
     new_location = next_metadata_location(new, base_location)

@@ -358,6 +358,36 @@ def test_stale_requirement_is_409_commit_failed(gw, rest):
     assert "x" not in rest.load_table("stale.t").properties
 
 
+def test_a_stale_writer_gets_409_without_waiting_for_the_lock(gw, rest, module_hms):
+    """Requirements are checked before the lock too: with HMS's lock on the table held by
+    another writer, a stale commit is refused for its requirement, not after the lock wait."""
+    rest.create_namespace("held")
+    table = rest.create_table("held.t", schema=SCHEMA)
+    table.append(_rows(0, 1))
+    _, ttypes = hive_metastore_modules()
+    client, transport = hive_metastore_client(module_hms.host, module_hms.port)
+    component = ttypes.LockComponent(type=ttypes.LockType.EXCLUSIVE, level=ttypes.LockLevel.TABLE,
+                                     dbname="held", tablename="t")
+    lock = client.lock(ttypes.LockRequest(component=[component], user="other", hostname="test"))
+    try:
+        assert lock.state == ttypes.LockState.ACQUIRED
+        body = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": 1}],
+                "updates": [{"action": "set-properties", "updates": {"x": "y"}}]}
+        status, _, answer = _http(gw, "POST", "/v1/namespaces/held/tables/t", body)
+        error = _error(answer)
+        assert (status, error["type"]) == (409, "CommitFailedException")
+        assert error["message"].startswith("Requirement failed"), error  # not the lock wait's 409
+    finally:
+        client.unlock(ttypes.UnlockRequest(lockid=lock.lockid))
+        transport.close()
+    # with the lock free, a commit whose requirements hold lands (the pre-checked work reused)
+    current = rest.load_table("held.t")
+    body["requirements"][0]["snapshot-id"] = current.current_snapshot().snapshot_id
+    status, _, answer = _http(gw, "POST", "/v1/namespaces/held/tables/t", body)
+    assert status == 200, answer
+    assert rest.load_table("held.t").properties["x"] == "y"
+
+
 def test_hostile_bodies_are_400_in_the_error_model(gw, rest):
     rest.create_namespace("hostile")
     rest.create_table("hostile.t", schema=SCHEMA)
