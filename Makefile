@@ -5,13 +5,21 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 # What `make run` needs (a subset of `make install`): the demo's Debian packages, PySpark, the listener.
 DEMO_STAMP := $(VENV)/.installed-demo
+# `make run S3=1`: the demo's Iceberg table on a local S3 server (moto) instead of the file
+# warehouse (docs/iceberg.md, "The demo on S3"); moto's server is installed for it.
+S3_DEMO    := $(filter 1 yes true,$(S3))
+DEMO_S3_STAMP := $(VENV)/.installed-demo-s3
 STEP   := ./scripts/step.sh
 
 .PHONY: run test unit install certs bench soak fuzz clean
 
-run: $(DEMO_STAMP)
+run: $(DEMO_STAMP) $(if $(S3_DEMO),$(DEMO_S3_STAMP))
 	@$(STEP) "development certificates" $(VENV)/bin/hms-gateway certs --out certs
-	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml
+	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml$(if $(S3_DEMO), --storage s3)
+
+$(DEMO_S3_STAMP): $(DEMO_STAMP) pyproject.toml
+	@$(STEP) "pip: moto's S3 server (S3=1)" $(PY) -m pip install -q -e ".[demo,demo-s3]"
+	@touch $(DEMO_S3_STAMP)
 
 test: install
 	$(PY) -m pytest -ra $(PYTEST_ARGS)

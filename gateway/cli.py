@@ -121,7 +121,7 @@ def cmd_certs(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from gateway.demo.launcher import run_demo
 
-    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port)
+    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port, storage=args.storage)
 
 
 def _policy_services(topology: TopologyConfig, service: str | None) -> list[ServiceConfig]:
@@ -226,6 +226,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="the demo's HMS, warehouse and logs (default: var/demo)")
     p.add_argument("--hms-port", type=int, default=9083, metavar="PORT",
                    help="port of the embedded Hive Metastore (default: 9083)")
+    p.add_argument("--storage", choices=("file", "s3"), default="file",
+                   help="where the demo's Iceberg table lives: file (the HMS warehouse, default) or s3 "
+                        "(a local S3 server, moto: pip install -e '.[demo-s3]'; docs/iceberg.md)")
 
     from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
 

@@ -397,6 +397,16 @@ class EmbeddedHMS:
             f"tail of {self.log_path}:\n{self._log_tail()}"
         )
 
+    def reset(self) -> None:
+        """Delete the Derby database and the warehouse: the next start is an empty metastore.
+        Raises HMSStartError when this object's JVM or another live process holds the database."""
+        if self.running or _derby_locked_by_live_process(self.metastore_db):
+            owner = self.pid or self._previous_pid() or "unknown"
+            raise HMSStartError(f"Derby database {self.metastore_db} is in use by a running metastore "
+                                f"(pid {owner}); stop it before starting a fresh one here")
+        shutil.rmtree(self.metastore_db, ignore_errors=True)
+        shutil.rmtree(self.warehouse_dir, ignore_errors=True)
+
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace`` seconds; waits for the exit. Idempotent."""
         if self._proc is None:

@@ -35,11 +35,15 @@ BATCHES = (
 _CA_ENV = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
-def read_back_snippet(uri: str, ca: str = "certs/ca.crt") -> str:
+def read_back_snippet(uri: str, ca: str = "certs/ca.crt", *, vended: bool = False) -> str:
     """The PyIceberg program that reads the demo table back through the gateway at ``uri`` (the
     service's URL, ``https://host:port/gateway/{topology}/iceberg``), trusting the CA file ``ca``;
-    its ``# →`` lines are what it prints once the demo wrote the table."""
+    its ``# →`` lines are what it prints once the demo wrote the table. ``vended``: the table is
+    on S3 and the program asks for vended credentials (``X-Iceberg-Access-Delegation``), its
+    only storage setting."""
     rows = [row for batch in BATCHES for row in batch]
+    delegation = ('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n'
+                  if vended else "")
     return f"""\
 import os
 
@@ -52,7 +56,7 @@ catalog = RestCatalog("demo", **{{
     "uri": "{uri}",
     "auth": {{"type": "basic", "basic": {{"username": "etl", "password": "etl-password"}}}},
     "ssl": {{"cabundle": "{ca}"}},
-}})
+{delegation}}})
 table = catalog.load_table("{NAMESPACE}.{TABLE}")
 print([snapshot.summary.operation.value for snapshot in table.snapshots()])
 # → {['append'] * len(BATCHES)!r}
@@ -64,9 +68,10 @@ print(rows.column("city").to_pylist())
 """
 
 
-def write_demo_table(uri: str, ca: Path, user: str, password: str) -> dict:
+def write_demo_table(uri: str, ca: Path, user: str, password: str, location: str | None = None) -> dict:
     """Create ``lakehouse.trips`` through the ``iceberg-rest`` service at ``uri`` as ``user``
-    (HTTP Basic) and append the batches it lacks. Returns ``{"table", "created", "appended",
+    (HTTP Basic) and append the batches it lacks; a new namespace is located at ``location``
+    (``s3://bucket/lakehouse``; None: HMS's default, below its warehouse). Returns ``{"table", "created", "appended",
     "snapshots", "metadata_location"}``. Raises PyIceberg's exceptions (``ForbiddenError``,
     ``CommitFailedException``, ...) and ``requests``' connection errors."""
     import pyarrow as pa
@@ -77,8 +82,11 @@ def write_demo_table(uri: str, ca: Path, user: str, password: str) -> dict:
 
     catalog = RestCatalog("demo", **{"uri": uri, "ssl": {"cabundle": str(ca)},
                                      "auth": {"type": "basic", "basic": {"username": user, "password": password}}})
+    properties = {"comment": "the demo's Iceberg tables (gateway/demo/iceberg.py)"}
+    if location:
+        properties["location"] = location
     try:
-        catalog.create_namespace(NAMESPACE, {"comment": "the demo's Iceberg tables (gateway/demo/iceberg.py)"})
+        catalog.create_namespace(NAMESPACE, properties)
     except NamespaceAlreadyExistsError:
         pass
     identifier, created = f"{NAMESPACE}.{TABLE}", False
@@ -97,14 +105,16 @@ def write_demo_table(uri: str, ca: Path, user: str, password: str) -> dict:
             "snapshots": len(table.snapshots()), "metadata_location": table.metadata_location}
 
 
-def write_demo_table_in_subprocess(uri: str, ca: Path, user: str, password: str, *,
+def write_demo_table_in_subprocess(uri: str, ca: Path, user: str, password: str, *, location: str | None = None,
                                    log_path: Path | None = None, timeout: float = 300) -> dict:
     """:func:`write_demo_table` in a child process (same interpreter) without the CA-bundle
-    variables; the password goes by environment, never on the command line. ``timeout`` in
+    and ``AWS_*`` variables; the password goes by environment, never on the command line. ``timeout`` in
     seconds. Returns its result; raises RuntimeError with the child's error output when it fails."""
-    cmd = [sys.executable, "-m", "gateway.demo.iceberg", "--uri", uri, "--ca", str(ca), "--user", user]
+    cmd = [sys.executable, "-m", "gateway.demo.iceberg", "--uri", uri, "--ca", str(ca), "--user", user,
+           *(["--location", location] if location else [])]
     package_root = str(Path(__file__).resolve().parents[2])  # the child imports this very package
-    env = {k: v for k, v in os.environ.items() if k not in _CA_ENV}
+    # No AWS settings either: on S3 the table's files are reached with what the gateway vends only.
+    env = {k: v for k, v in os.environ.items() if k not in _CA_ENV and not k.startswith("AWS_")}
     env.update({PASSWORD_ENV: password,
                 "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))})
     try:
@@ -125,11 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--uri", required=True, help="the iceberg-rest service's URL")
     parser.add_argument("--ca", required=True, type=Path, help="the CA file that signed the gateway's certificate")
     parser.add_argument("--user", required=True, help=f"HTTP Basic user; the password is read from ${PASSWORD_ENV}")
+    parser.add_argument("--location", help="where a new namespace is located (default: HMS's warehouse)")
     args = parser.parse_args(argv)
     password = os.environ.get(PASSWORD_ENV)
     if not password:
         parser.error(f"set {PASSWORD_ENV} to the user's password")
-    print(json.dumps(write_demo_table(args.uri, args.ca, args.user, password)))
+    print(json.dumps(write_demo_table(args.uri, args.ca, args.user, password, args.location)))
     return 0
 
 

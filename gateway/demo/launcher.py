@@ -4,7 +4,9 @@ the demo's Iceberg table (PyIceberg) and the PySpark sample catalog."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import textwrap
 import threading
 import time
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from gateway.certs import write_dev_certificates
 from gateway.config import GatewayConfig, load_gateway_config, load_topologies
+from gateway.demo.s3 import BUCKET
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +23,8 @@ PIPELINE_USER, PIPELINE_PASSWORD = "etl", "etl-password"
 PIPELINE_SERVICE = "hive/spark-rw"
 #: The default topology's ``iceberg-rest`` service (config/topologies/default.yaml).
 ICEBERG_SERVICE = "iceberg"
+#: Where ``--storage s3`` puts the demo's Iceberg namespace (gateway/demo/s3.py's bucket).
+S3_LOCATION = f"s3://{BUCKET}/lakehouse"
 
 
 def iceberg_url(port: int) -> str:
@@ -27,7 +32,7 @@ def iceberg_url(port: int) -> str:
     return f"https://localhost:{port}/gateway/default/{ICEBERG_SERVICE}"
 
 
-def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None) -> str:
+def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None, storage: str | None = None) -> str:
     url = f"https://localhost:{port}/gateway/default/hmshttpthrift/api/hms"
     return f"""
 HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore).
@@ -40,7 +45,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
                through hms-gateway tunnel (docs/spark.md)
   CA           {ca}
   audit log    {audit or "stderr"}   (one JSON line per request; the text log stays on stderr)
-
+{storage or ""}
   curl -sk -u admin:admin-password -H 'Content-Type: application/vnd.apache.thrift.json' \\
        --data '[1,"get_all_databases",1,1,{{}}]' {url}
 
@@ -59,37 +64,75 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 """
 
 
-def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083) -> int:
-    """Run the whole demo in the foreground; returns the process exit code."""
+def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage: str = "file") -> int:
+    """Run the whole demo in the foreground; returns the process exit code. ``storage``: where
+    the Iceberg table's files go, ``file`` (the HMS warehouse under ``workdir``) or ``s3`` (a
+    local S3 server, :func:`_s3_storage`)."""
     from gateway.demo.hms import EmbeddedHMS
     from gateway.server import Gateway, run
 
     config = load_gateway_config(config_path)
     if not (config.tls.certificate.exists() and config.tls.private_key.exists()):
         write_dev_certificates(config.tls.certificate.parent)
-    topologies = load_topologies(config.topologies_dir)
-
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     config = with_audit_file(config, workdir / "audit.log")
-    print(f"starting the embedded Hive Metastore on port {hms_port} (about 20 s) ...", flush=True)
-    hms_started = time.monotonic()
-    with EmbeddedHMS(workdir / "hms", hms_port) as hms:
+    with contextlib.ExitStack() as stack:
+        hms = EmbeddedHMS(workdir / "hms", hms_port)
+        s3 = None
+        if storage == "s3":
+            config, hms, s3 = _s3_storage(config, workdir / "s3", hms_port, stack)
+        topologies = load_topologies(config.topologies_dir)
+        print(f"starting the embedded Hive Metastore on port {hms_port} (about 20 s) ...", flush=True)
+        hms_started = time.monotonic()
+        stack.enter_context(hms)
         print(f"Hive Metastore listening on port {hms_port} after {time.monotonic() - hms_started:.0f} s "
               f"(log {hms.log_path})", flush=True)
         ca = config.tls.certificate.parent / "ca.crt"
+        storage_line = None if s3 is None else _s3_banner_line(s3, workdir / "s3")
 
         def started(gw) -> None:
-            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path), flush=True)
+            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path, storage_line), flush=True)
             # The pipeline is a client of the gateway like any other: it runs beside the server.
             def pipelines() -> None:
-                _iceberg_through_gateway(gw.gateway_port, ca, workdir / "pipeline.log")
+                _iceberg_through_gateway(gw.gateway_port, ca, workdir / "pipeline.log",
+                                         None if s3 is None else S3_LOCATION)
                 _pipeline_through_gateway(gw.gateway_port, ca, hms.warehouse_dir, workdir / "pipeline.log")
 
             threading.Thread(target=pipelines, name="demo-pipeline", daemon=True).start()
 
         run(Gateway(config, topologies), started)
     return 0
+
+
+def _s3_storage(config: GatewayConfig, s3_dir: Path, hms_port: int, stack: contextlib.ExitStack):
+    """``--storage s3``: start the local S3 server (stopped by ``stack``), write the gateway's key
+    to ``s3_dir/gateway-s3.ini`` (mode 0600; never printed) and the topologies with ``options.s3``
+    to ``s3_dir/topologies``. Returns the gateway configuration serving those, a fresh HMS under
+    ``s3_dir/hms`` that takes ``s3://`` locations (the server starts empty, so a catalog kept
+    from an earlier run would point at files that are gone), and the server."""
+    from gateway.demo.hms import EmbeddedHMS
+    from gateway.demo.s3 import REGION, s3_topologies, start_s3
+
+    hms = EmbeddedHMS(s3_dir / "hms", hms_port, site={"fs.s3.impl": "io.hmsgateway.metastore.ObjectStorePaths"})
+    hms.reset()  # refuses while an earlier demo's metastore still runs there
+    print("starting the local S3 server (moto, IAM authentication on) ...", flush=True)
+    s3 = start_s3(s3_dir / "moto.log")
+    stack.callback(s3.stop)
+    key_file = s3.credentials_file(s3_dir / "gateway-s3.ini")
+    options = {"endpoint": s3.endpoint, "region": REGION, "credentials_file": str(key_file), "role_arn": s3.role_arn}
+    # The change feed's FileIO takes no credentials file: it finds the key through the AWS
+    # default chain, as pointed here (never inline in a topology file).
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = str(key_file)
+    feed_file_io = {"s3.endpoint": s3.endpoint, "s3.region": REGION}
+    topologies_dir = s3_topologies(config.topologies_dir, s3_dir / "topologies", options, feed_file_io)
+    return config.model_copy(update={"topologies_dir": topologies_dir}), hms, s3
+
+
+def _s3_banner_line(s3, s3_dir: Path) -> str:
+    return (f"  storage      {S3_LOCATION} on the local S3 server {s3.endpoint} (moto, IAM on;\n"
+            f"               log {s3_dir / 'moto.log'}); the gateway's key is in {s3_dir / 'gateway-s3.ini'},\n"
+            f"               clients get credentials the gateway vends (docs/iceberg.md)\n")
 
 
 def with_audit_file(config: GatewayConfig, path: Path) -> GatewayConfig:
@@ -100,26 +143,31 @@ def with_audit_file(config: GatewayConfig, path: Path) -> GatewayConfig:
     return config.model_copy(update={"audit": config.audit.model_copy(update={"path": path})})
 
 
-def _iceberg_through_gateway(port: int, ca: Path, log_path: Path) -> None:
+def _iceberg_through_gateway(port: int, ca: Path, log_path: Path, location: str | None = None) -> None:
     """Write the demo's Iceberg table through the ``iceberg-rest`` service as user ``etl``
-    (PyIceberg ``RestCatalog``, in a child process), then print the program that reads it back.
+    (PyIceberg ``RestCatalog``, in a child process; the namespace at ``location`` when given,
+    an ``s3://`` one), then print the program that reads it back.
     A failure is printed, never raised (the gateway stays up)."""
     from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet, write_demo_table_in_subprocess
 
     url = iceberg_url(port)
-    print(f"demo iceberg: PyIceberg RestCatalog as user {PIPELINE_USER} -> {url}: namespace {NAMESPACE}, "
+    where = f" at {location}" if location else ""
+    print(f"demo iceberg: PyIceberg RestCatalog as user {PIPELINE_USER} -> {url}: namespace {NAMESPACE}{where}, "
           f"table {NAMESPACE}.{TABLE}, {len(BATCHES)} appends ...", flush=True)
     started = time.monotonic()
     try:
-        result = write_demo_table_in_subprocess(url, ca, PIPELINE_USER, PIPELINE_PASSWORD, log_path=log_path)
+        result = write_demo_table_in_subprocess(url, ca, PIPELINE_USER, PIPELINE_PASSWORD, location=location,
+                                                log_path=log_path)
     except (RuntimeError, OSError, ValueError) as exc:  # the child failed, did not start, or answered nonsense
         print(f"demo iceberg failed: {exc}", flush=True)
         return
     done = (f"created, {result['appended']} appends" if result["created"] else
             f"already there, {result['appended']} appends added")
+    files = (" The data files are read from S3 with credentials the gateway vends for the table."
+             if location else "")
     print(f"demo iceberg: {result['table']} {done}, {result['snapshots']} snapshots, in "
-          f"{time.monotonic() - started:.0f} s. Read it back (from the repository, with .venv/bin/python):\n\n"
-          + textwrap.indent(read_back_snippet(url, _shown_path(ca)), "    "), flush=True)
+          f"{time.monotonic() - started:.0f} s.{files} Read it back (from the repository, with .venv/bin/python):\n\n"
+          + textwrap.indent(read_back_snippet(url, _shown_path(ca), vended=bool(location)), "    "), flush=True)
 
 
 def _shown_path(path: Path) -> str:

@@ -35,6 +35,16 @@ def test_docs_show_the_program_the_demo_prints_as_a_run_block():
     assert len(blocks) == 1 and blocks[0].kind == "run", "docs/iceberg.md must show read_back_snippet() as a run block"
 
 
+def test_docs_show_the_program_the_s3_demo_prints():
+    """``make run S3=1`` prints the same program plus the access-delegation header; the block is
+    not-run here (no S3 server), and tests/integration/test_make_run_s3.py runs what the demo prints."""
+    printed = read_back_snippet(DEFAULT_URL, vended=True)
+    assert printed.replace('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n',
+                           "") == read_back_snippet(DEFAULT_URL)
+    blocks = [s for s in collect() if s.file.endswith("iceberg.md") and s.body == printed]
+    assert len(blocks) == 1 and blocks[0].kind == "not-run" and "test_make_run_s3.py" in blocks[0].attrs["reason"]
+
+
 def test_the_program_prints_what_the_batches_hold():
     program = read_back_snippet(DEFAULT_URL, "/etc/ca.crt")
     ast.parse(program)

@@ -13,9 +13,11 @@ from gateway.demo.launcher import _banner, with_audit_file
 REPO = Path(__file__).resolve().parents[2]
 
 
-def dry_run(target: str) -> str:
-    """The commands ``make -nB <target>`` would run (nothing is executed)."""
-    return subprocess.run(["make", "-nB", target], cwd=REPO, capture_output=True, text=True, check=True).stdout
+def dry_run(target: str, *variables: str) -> str:
+    """The commands ``make -nB <target> [VAR=value ...]`` would run (nothing is executed)."""
+    # --no-print-directory: under `make unit` the child make would announce its directory
+    return subprocess.run(["make", "-nB", "--no-print-directory", target, *variables], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
 
 
 def test_make_run_installs_the_demo_set_and_make_test_everything():
@@ -25,6 +27,15 @@ def test_make_run_installs_the_demo_set_and_make_test_everything():
     for needed in ("install-system-deps.sh demo", "install-system-deps.sh all", "npm ci", ".[test,demo]",
                    "build-listener.sh"):
         assert needed in test, needed
+
+
+def test_make_run_s3_adds_the_s3_server_and_the_switch_and_nothing_else():
+    plain, s3 = dry_run("run"), dry_run("run", "S3=1")
+    assert "--storage" not in plain and "demo-s3" not in plain
+    assert plain.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml"
+    assert s3.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml --storage s3"
+    assert '.[demo,demo-s3]' in s3 and ".[test" not in s3
+    assert "--storage" not in dry_run("run", "S3=0")
 
 
 def test_the_demo_package_set_is_a_subset_of_the_full_one():
