@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import textwrap
 import threading
 import time
@@ -121,11 +120,7 @@ def _s3_storage(config: GatewayConfig, s3_dir: Path, hms_port: int, stack: conte
     stack.callback(s3.stop)
     key_file = s3.credentials_file(s3_dir / "gateway-s3.ini")
     options = {"endpoint": s3.endpoint, "region": REGION, "credentials_file": str(key_file), "role_arn": s3.role_arn}
-    # The change feed's FileIO takes no credentials file: it finds the key through the AWS
-    # default chain, as pointed here (never inline in a topology file).
-    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = str(key_file)
-    feed_file_io = {"s3.endpoint": s3.endpoint, "s3.region": REGION}
-    topologies_dir = s3_topologies(config.topologies_dir, s3_dir / "topologies", options, feed_file_io)
+    topologies_dir = s3_topologies(config.topologies_dir, s3_dir / "topologies", options)
     return config.model_copy(update={"topologies_dir": topologies_dir}), hms, s3
 
 

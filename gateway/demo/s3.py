@@ -170,11 +170,11 @@ def _set_up(endpoint: str, process: subprocess.Popen) -> RunningS3:
     return running
 
 
-def s3_topologies(source: Path, target: Path, s3_options: dict, feed_file_io: dict[str, str]) -> Path:
+def s3_topologies(source: Path, target: Path, s3_options: dict) -> Path:
     """Write every topology of ``source`` (a ``topologies_dir``) into ``target`` (emptied of
     topology files first) with ``options.s3`` = ``s3_options`` on each ``iceberg-rest`` service
-    and ``options.iceberg.file_io`` = ``feed_file_io`` on each ``event-stream`` service (it reads
-    Iceberg metadata files for commit events); returns ``target``. The files are the loaded
+    and ``options.iceberg.s3`` = the same on each ``event-stream`` service (it reads Iceberg
+    metadata files for commit events); returns ``target``. The files are the loaded
     topologies (relative paths made absolute, so they work from ``target``). Raises
     :class:`gateway.config.ConfigError` for a bad source file."""
     from gateway.config import load_topologies, topology_files
@@ -189,7 +189,7 @@ def s3_topologies(source: Path, target: Path, s3_options: dict, feed_file_io: di
             if service.get("kind") == "iceberg-rest":
                 options["s3"] = dict(s3_options)
             elif service.get("kind") == "event-stream":
-                options["iceberg"] = {**options.get("iceberg", {}), "file_io": dict(feed_file_io)}
+                options["iceberg"] = {**options.get("iceberg", {}), "s3": dict(s3_options)}
         header = (f"# Written by `hms-gateway demo --storage s3` from {topology.source} at each start,\n"
                   "# with the local S3 server's settings: edit that file instead.\n")
         (target / f"{name}.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))

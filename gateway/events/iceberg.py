@@ -26,6 +26,7 @@ import dataclasses
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,9 +37,10 @@ from pyiceberg.table.metadata import TableMetadataUtil
 from gateway.events.hcat import table_parameters
 from gateway.events.messages import MessageFormatError, gunzip
 from gateway.events.model import MetastoreEvent
+from gateway.iceberg.storage import S3Options, load_storage
 
 __all__ = ["ICEBERG_COMMIT", "IcebergCommits", "IcebergCommitOptions", "MetadataUnreadable",
-           "SnapshotReader", "commit_body", "commit_locations", "for_viewer"]
+           "SnapshotReader", "commit_body", "commit_locations", "file_io_of", "for_viewer"]
 
 log = logging.getLogger(__name__)
 
@@ -56,19 +58,32 @@ _PARALLEL_READS = 4
 class IcebergCommitOptions(BaseModel):
     """``options.iceberg`` of an ``event-stream`` service.
 
-    ``enabled``: attach Iceberg commits to ``ALTER_TABLE`` events; ``file_io``: PyIceberg FileIO
-    properties for reading metadata files (``s3.endpoint``, ``s3.access-key-id``…; local files
-    need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
+    ``enabled``: attach Iceberg commits to ``ALTER_TABLE`` events; ``s3``: metadata files on S3
+    read with the gateway's key from a credentials file or the environment, as the
+    ``iceberg-rest`` kind's ``options.s3`` (:mod:`gateway.iceberg.storage`; only ``endpoint``,
+    ``region``, ``credentials_file``, ``profile`` and ``path_style`` matter here); ``file_io``:
+    other PyIceberg FileIO properties for reading metadata files (they win over ``s3``'s; local
+    files need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
     metadata files remembered (by location); ``read_timeout_seconds``: per file.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    file_io: dict[str, str] = Field(default_factory=dict)
+    s3: S3Options | None = None
+    file_io: dict[str, str] = Field(default_factory=dict, repr=False)
     max_metadata_bytes: int = Field(16 << 20, ge=1024, le=1 << 30)
     cache_size: int = Field(1024, ge=1, le=1_000_000)
     read_timeout_seconds: float = Field(10.0, gt=0, le=600)
+
+
+def file_io_of(options: IcebergCommitOptions, base: Path) -> dict[str, str]:
+    """The FileIO properties of ``options``: ``s3``'s (the gateway's key read now; a relative
+    ``credentials_file`` is below ``base``), then ``file_io``'s. Raises ``ValueError(key,
+    reason)`` as :func:`gateway.iceberg.storage.load_storage`."""
+    if options.s3 is None:
+        return dict(options.file_io)
+    return {**load_storage(options.s3, base).file_io(), **options.file_io}
 
 
 class MetadataUnreadable(Exception):
@@ -99,8 +114,11 @@ class SnapshotReader:
     """The current snapshot of metadata files, read with PyIceberg ``FileIO`` within the
     :class:`IcebergCommitOptions` limits and kept in an LRU cache by location."""
 
-    def __init__(self, options: IcebergCommitOptions):
+    def __init__(self, options: IcebergCommitOptions, file_io: dict[str, str] | None = None):
         self.options = options
+        #: The FileIO properties files are read with (``options.file_io`` unless given: with
+        #: ``options.s3``, the service adds the gateway's key, :func:`file_io_of`).
+        self.file_io = options.file_io if file_io is None else file_io
         self._cache: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
         self._slots = asyncio.Semaphore(_PARALLEL_READS)
         self.reads = 0  # files actually read, for tests
@@ -108,7 +126,7 @@ class SnapshotReader:
     def _load(self, location: str) -> dict[str, Any] | None:
         limit = self.options.max_metadata_bytes
         try:
-            source = load_file_io(self.options.file_io, location).new_input(location)
+            source = load_file_io(self.file_io, location).new_input(location)
             size = len(source)
             if size > limit:
                 raise MetadataUnreadable(f"{size} bytes, more than max_metadata_bytes {limit}")
@@ -203,9 +221,9 @@ class IcebergCommits:
     """A notification poller (:class:`~gateway.events.poller.NotificationPoller`'s
     ``current_id``/``next_events``) whose events carry ``iceberg`` when they are commits."""
 
-    def __init__(self, poller, options: IcebergCommitOptions):
+    def __init__(self, poller, options: IcebergCommitOptions, file_io: dict[str, str] | None = None):
         self.poller = poller
-        self.reader = SnapshotReader(options)
+        self.reader = SnapshotReader(options, file_io)
 
     @property
     def calls(self) -> int:

@@ -52,7 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.events import hcat
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
-from gateway.events.iceberg import ICEBERG_COMMIT, IcebergCommitOptions, IcebergCommits, for_viewer
+from gateway.events.iceberg import ICEBERG_COMMIT, IcebergCommitOptions, IcebergCommits, file_io_of, for_viewer
 from gateway.events.model import MetastoreEvent
 from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.observability import metrics
@@ -259,7 +259,12 @@ class EventStreamService:
                     if options.service_user else None)
         poller = NotificationPoller(self.upstream, ctx.schema, identity)
         if options.iceberg.enabled:
-            poller = IcebergCommits(poller, options.iceberg)
+            try:
+                file_io = file_io_of(options.iceberg, Path(ctx.source).parent if ctx.source else Path.cwd())
+            except ValueError as exc:
+                key, reason = exc.args
+                raise ctx.error(f"options.iceberg.{key}", reason) from None
+            poller = IcebergCommits(poller, options.iceberg, file_io)
         self.feed = ChangeFeed(
             poller,
             poll_interval=options.poll_interval_seconds, ring_size=options.ring_size,

@@ -14,13 +14,12 @@ from gateway.demo.s3 import RunningS3, s3_topologies
 REPO = Path(__file__).resolve().parents[2]
 S3 = {"endpoint": "http://127.0.0.1:9999", "region": "us-east-1", "credentials_file": "/x/gateway-s3.ini",
       "role_arn": "arn:aws:iam::123456789012:role/iceberg-vended"}
-FEED = {"s3.endpoint": "http://127.0.0.1:9999", "s3.region": "us-east-1"}
 
 
 def test_the_s3_topologies_are_config_topologies_plus_the_s3_settings(tmp_path):
     source = load_topologies(REPO / "config" / "topologies")
     (tmp_path / "old.yaml").write_text("stale")  # a topology from an earlier start is removed
-    written = load_topologies(s3_topologies(REPO / "config" / "topologies", tmp_path, S3, FEED))
+    written = load_topologies(s3_topologies(REPO / "config" / "topologies", tmp_path, S3))
     assert written.keys() == source.keys()
     for name, topology in written.items():
         assert topology.providers == source[name].providers  # users_file resolved, still found
@@ -29,7 +28,7 @@ def test_the_s3_topologies_are_config_topologies_plus_the_s3_settings(tmp_path):
             if mine.kind == "iceberg-rest":
                 assert options.pop("s3") == S3
             if mine.kind == "event-stream":
-                assert options.pop("iceberg") == {**theirs.options.get("iceberg", {}), "file_io": FEED}
+                assert options.pop("iceberg") == {**theirs.options.get("iceberg", {}), "s3": S3}
             assert mine.model_copy(update={"options": options}) == theirs
     default = yaml.safe_load((tmp_path / "default.yaml").read_text())
     assert [s["path"] for s in default["services"] if "s3" in s.get("options", {})] == ["iceberg"]

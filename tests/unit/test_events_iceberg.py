@@ -181,3 +181,22 @@ def test_the_service_body_filters_partition_summaries_per_user_and_types_selects
     plain_alter = MetastoreEvent(9, 1, "ALTER_TABLE", "sales", "orders", {}, "json-0.2")
     assert query("ICEBERG_COMMIT").matches(commit, "hcat") and not query("ICEBERG_COMMIT").matches(plain_alter, "hcat")
     assert query("alter_table").matches(commit, "hcat") and not query("CREATE_TABLE").matches(commit, "hcat")
+
+
+def test_s3_metadata_files_are_read_with_the_gateways_key_from_a_file(tmp_path):
+    """``options.iceberg.s3``: the key from a credentials file (never inline), ``file_io`` wins."""
+    from gateway.events.iceberg import file_io_of
+    from gateway.iceberg.storage import S3Options
+
+    (tmp_path / "s3.ini").write_text("[default]\naws_access_key_id = AKIAFEED\naws_secret_access_key = feed-secret\n")
+    options = IcebergCommitOptions(s3=S3Options(endpoint="http://127.0.0.1:9000", credentials_file="s3.ini"),
+                                   file_io={"s3.region": "eu-west-1"})
+    props = file_io_of(options, tmp_path)
+    assert (props["s3.access-key-id"], props["s3.secret-access-key"]) == ("AKIAFEED", "feed-secret")
+    assert (props["s3.endpoint"], props["s3.region"]) == ("http://127.0.0.1:9000", "eu-west-1")
+    assert "feed-secret" not in repr(options) and "feed-secret" not in repr(SnapshotReader(options, props).options)
+    missing = IcebergCommitOptions(s3=S3Options(credentials_file="nope.ini"))
+    with pytest.raises(ValueError) as refused:
+        file_io_of(missing, tmp_path)
+    assert refused.value.args[0] == "s3.credentials_file"
+    assert file_io_of(IcebergCommitOptions(file_io={"a": "b"}), tmp_path) == {"a": "b"}
