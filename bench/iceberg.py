@@ -3,13 +3,14 @@
 ``python bench/iceberg.py [--loads N] [--appends N] [--writers N] [--commits N]``.
 
 Starts its own Hive Metastore (with lock support, full JIT) and the real gateway (HTTPS, Basic,
-one ``iceberg-rest`` service). Both sides are PyIceberg 0.12 in this process: ``RestCatalog``
+one ``iceberg-rest`` service, and the same with ``options.cache``). Both sides are PyIceberg 0.12 in this process: ``RestCatalog``
 through the gateway, ``HiveCatalog`` on HMS's Thrift port (it opens one connection per catalog
 call, as it always does). Both write data and metadata files to the same local warehouse.
 
 * ``load_table``: ``catalog.load_table`` of a table with 20 snapshots, median of ``--loads``
   calls per side, interleaved in random order (``bench.clients.interleaved``); target
-  gateway/direct ≤ 1.2;
+  gateway/direct ≤ 1.2; also through a second service with the metadata cache on (a hit for
+  HMS's table; the metadata file is still read), reported, no target;
 * a small append (one row): median of ``--appends`` appends per side, interleaved, each side on
   its own table. Timed twice: the catalog's ``commit_table`` alone (the commit: for the gateway
   one HTTPS request, for HiveCatalog lock, get_table, metadata write, alter_table, unlock; the
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO))
 from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
 from bench.harness import Bench, load, machine  # noqa: E402
 
-NAMESPACE, PATH = "benchice", "iceberg"
+NAMESPACE, PATH, CACHED = "benchice", "iceberg", "iceberg-cached"
 TARGETS = {"load_table gateway/direct": 1.2, "append commit gateway/direct": 1.2}
 HISTORY = 20  # snapshots of the load_table table: a realistic metadata file, not a trivial one
 
@@ -146,11 +147,14 @@ def main(argv: list[str] | None = None) -> int:
         # Each side with its defaults, lock waits included (the gateway's check_lock back-off is Java
         # HiveCatalog's: 0.05 s doubling to 5 s, for up to 60 s; PyIceberg's HiveCatalog waits 2, 4
         # and 8 s over its 4 tries, then fails the commit).
-        gw = bench.gateway(services=[{"kind": "iceberg-rest", "path": PATH, "upstream": {"urls": [bench.upstream]}}])
+        # The same service twice: without and with the metadata cache (its loads then read HMS's
+        # table from memory; the metadata file is still read and parsed each time).
+        service = {"kind": "iceberg-rest", "path": PATH, "upstream": {"urls": [bench.upstream]}}
+        gw = bench.gateway(services=[service, {**service, "path": CACHED, "options": {"cache": {"enabled": True}}}])
         warehouse = hms.warehouse_dir.as_uri()
 
-        def rest() -> RestCatalog:
-            return RestCatalog("gw", **{"uri": gw.url(path=PATH), "ssl": {"cabundle": str(gw.ca_file)},
+        def rest(path: str = PATH) -> RestCatalog:
+            return RestCatalog("gw", **{"uri": gw.url(path=path), "ssl": {"cabundle": str(gw.ca_file)},
                                         "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}}})
 
         def hive() -> HiveCatalog:
@@ -168,10 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         # load_table, both sides reading the same table
         ident = f"{NAMESPACE}.loaded"
         assert gateway.load_table(ident).metadata == direct.load_table(ident).metadata
-        g, d = interleaved([(gateway.load_table, ident), (direct.load_table, ident)], opts.loads)
+        cached = rest(CACHED)
+        g, c, d = interleaved([(gateway.load_table, ident), (cached.load_table, ident), (direct.load_table, ident)],
+                              opts.loads)
         ratios["load_table gateway/direct"] = g / d
         print(f"load_table ({HISTORY} snapshots)   direct {d:7.2f} ms  gateway {g:7.2f} ms  ratio {g / d:5.2f}  "
-              f"(median of {opts.loads})  load {load()}", flush=True)
+              f"cached {c:7.2f} ms  ratio {c / d:5.2f}  (median of {opts.loads})  load {load()}", flush=True)
 
         # small appends, interleaved; the commit timed apart from the whole append
         tables = {"gateway": gateway.load_table(f"{NAMESPACE}.rest_appends"),

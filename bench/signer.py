@@ -7,7 +7,9 @@ tests/support/s3.py), a Hive Metastore that takes ``s3://`` locations, and the r
 process is the client.
 
 * the signer's answer time: ``--signs`` sequential ``POST .../s3-sign`` of a GET under the table
-  on one kept-alive HTTPS connection (``requests``), median and 95th percentile;
+  on one kept-alive HTTPS connection (``requests``), median and 95th percentile; interleaved
+  with the same through a second service with the metadata cache on (the table's location
+  from memory instead of HMS's ``get_table``);
 * a full scan (``load_table`` + ``scan().to_arrow()``) of a table of ``--files`` data files
   (one row each, added with ``add_files``), median of ``--scans`` per mode, interleaved:
   ``vended-credentials`` (PyArrow's S3 FileIO, the client signs) against ``remote-signing``
@@ -35,7 +37,7 @@ sys.path.insert(0, str(REPO))
 from bench.clients import PASSWORD, USER  # noqa: E402
 from bench.harness import Bench, load, machine  # noqa: E402
 
-NAMESPACE, TABLE, PATH = "bench", "scan200", "iceberg"
+NAMESPACE, TABLE, PATH, CACHED = "bench", "scan200", "iceberg", "iceberg-cached"
 
 
 def _signings(gw) -> float:
@@ -73,10 +75,13 @@ def main() -> int:
                         site={"fs.s3.impl": "io.hmsgateway.metastore.ObjectStorePaths"})
         bench.callback(hms.server.stop)
         key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
-        gw = bench.gateway(services=[{
-            "path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]},
-            "options": {"s3": {"endpoint": s3.endpoint, "region": REGION, "credentials_file": in_workdir("s3.ini"),
-                               "role_arn": s3.role_arn}}}], files={"s3.ini": key})
+        options = {"s3": {"endpoint": s3.endpoint, "region": REGION, "credentials_file": in_workdir("s3.ini"),
+                          "role_arn": s3.role_arn}}
+        service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]}, "options": options}
+        # the same service with the metadata cache: the signer's get_table from memory
+        gw = bench.gateway(services=[service, {**service, "path": CACHED,
+                                               "options": {**options, "cache": {"enabled": True}}}],
+                           files={"s3.ini": key})
         os.environ["REQUESTS_CA_BUNDLE"] = str(gw.ca_file)  # PyIceberg's signer session trusts it so
 
         def catalog(delegation: str) -> RestCatalog:
@@ -100,18 +105,21 @@ def main() -> int:
         # the signer alone
         session = requests.Session()
         session.headers["Authorization"] = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
-        url = f"{gw.url(path=PATH)}/v1/namespaces/{NAMESPACE}/tables/{TABLE}/s3-sign"
         body = {"method": "GET", "region": REGION, "headers": {"User-Agent": ["bench"]},
                 "uri": f"{s3.endpoint}/{BUCKET}/{NAMESPACE}/{TABLE}/data/f0000.parquet"}
+        urls = {path: f"{gw.url(path=path)}/v1/namespaces/{NAMESPACE}/tables/{TABLE}/s3-sign"
+                for path in (PATH, CACHED)}
         for _ in range(20):
-            session.post(url, json=body).raise_for_status()
-        times = []
-        for _ in range(args.signs):
-            started = time.perf_counter()
-            session.post(url, json=body).raise_for_status()
-            times.append(time.perf_counter() - started)
-        times.sort()
-        sign_median, sign_p95 = statistics.median(times) * 1000, times[int(len(times) * 0.95)] * 1000
+            for url in urls.values():
+                session.post(url, json=body).raise_for_status()
+        times: dict[str, list[float]] = {PATH: [], CACHED: []}
+        for _ in range(args.signs):  # interleaved: both see the same load
+            for path, url in urls.items():
+                started = time.perf_counter()
+                session.post(url, json=body).raise_for_status()
+                times[path].append(time.perf_counter() - started)
+        signer = {path: (statistics.median(v) * 1000, sorted(v)[int(len(v) * 0.95)] * 1000)
+                  for path, v in times.items()}
 
         # scans, interleaved
         signing = catalog("remote-signing")
@@ -130,7 +138,9 @@ def main() -> int:
                     per_scan = _signings(gw) - before
 
     print(f"machine: {machine()}; load {load()}")
-    print(f"signer answer: median {sign_median:.2f} ms, p95 {sign_p95:.2f} ms ({args.signs} sequential, keep-alive)")
+    for path, label in ((PATH, "signer answer"), (CACHED, "signer answer, metadata cache on")):
+        median, p95 = signer[path]
+        print(f"{label}: median {median:.2f} ms, p95 {p95:.2f} ms ({args.signs} sequential, keep-alive)")
     for mode, values in scans.items():
         print(f"scan of {args.files} files, {mode}: median {statistics.median(values):.2f} s "
               f"({', '.join(f'{v:.2f}' for v in values)})")

@@ -16,6 +16,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg, is_iceberg_view, metadata_location
 from gateway.policy.view import CatalogView
+from gateway.upstream.errors import UpstreamError
 
 
 @dataclass(frozen=True)
@@ -105,17 +106,40 @@ class Catalog:
                                      f"(table_type {(found.parameters or {}).get('table_type')!r})")
         return found
 
-    async def metadata(self, hive_table) -> tuple[str, Any]:
-        """``(metadata_location, TableMetadata)`` of an Iceberg HMS table. Raises
-        :class:`~errors.ServiceFailure` when the file cannot be read."""
+    async def metadata(self, hive_table, *, view: bool = False) -> tuple[str, Any]:
+        """``(metadata_location, TableMetadata)`` of an Iceberg HMS table (``ViewMetadata`` of
+        a view with ``view``). Raises :class:`~errors.ServiceFailure` when the file cannot be
+        read."""
         location = metadata_location(hive_table)
         assert location is not None
         try:
-            return location, await self.files.read(location)
+            return location, await (self.files.read_view if view else self.files.read)(location)
         except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
-            raise errors.ServiceFailure(f"cannot read the metadata file of "
+            raise errors.ServiceFailure(f"cannot read the metadata file of {'view ' if view else ''}"
                                         f"{hive_table.dbName}.{hive_table.tableName}: {type(exc).__name__}: "
                                         f"{str(exc)[:300]}") from None
+
+    async def create(self, db: str, name: str, table, location: str, *, what: str = "Table",
+                     conflict: type[errors.IcebergError] = errors.AlreadyExists, unknown=None) -> None:
+        """HMS's ``create_table`` of ``table`` (an HMS ``Table``) whose first metadata file is at
+        ``location``. The file is deleted only when HMS surely created nothing: a name taken
+        raises ``conflict`` ("<what> already exists", 409), a table HMS refuses
+        :class:`~errors.BadRequest`. When the outcome is unknown (an ``UpstreamError``) the file
+        stays: ``await unknown(exc)`` settles it, or the error is raised."""
+        idl = self.idl
+        try:
+            await self.client.call("create_table", tbl=table)
+        except UpstreamError as exc:
+            if unknown is None:
+                raise
+            await unknown(exc)
+        except idl.AlreadyExistsException:
+            await self.files.delete(location)
+            raise conflict(f"{what} already exists: {db}.{name}") from None
+        except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
+            await self.files.delete(location)
+            raise errors.BadRequest(f"the Hive Metastore refused {what.lower()} {db}.{name}: "
+                                    f"{exc.message}") from None
 
 
 @dataclass(frozen=True)

@@ -225,18 +225,9 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
         raise errors.BadRequest("a staged create must set the table's location (set-location)")
     location = next_metadata_location(new, None)
     await catalog.files.write(new, location)
-    idl = catalog.idl
-    try:
-        await catalog.client.call("create_table", tbl=new_table(idl, db, name, catalog.user, new, location,
-                                                                 catalog.settings.hive2_compatible))
-    except UpstreamError as exc:
-        await settle_unknown(catalog, db, name, None, location, exc)
-    except idl.AlreadyExistsException:
-        await catalog.files.delete(location)
-        raise errors.CommitFailed(f"Table already exists: {db}.{name}") from None
-    except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
-        await catalog.files.delete(location)
-        raise errors.BadRequest(f"the Hive Metastore refused table {db}.{name}: {exc.message}") from None
+    table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.settings.hive2_compatible)
+    await catalog.create(db, name, table, location, conflict=errors.CommitFailed,
+                         unknown=lambda exc: settle_unknown(catalog, db, name, None, location, exc))
     return Reply(body=load_result(location, new))
 
 

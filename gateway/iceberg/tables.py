@@ -24,7 +24,6 @@ from gateway.iceberg.hive_tables import is_iceberg, new_table
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CreateTableRequest, RenameTable, parse
 from gateway.iceberg.routes import hms_name, namespace_name
-from gateway.upstream.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("all", "refs")
@@ -96,16 +95,7 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
     metadata_location = next_metadata_location(metadata, None)
     await catalog.files.write(metadata, metadata_location)
     table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.settings.hive2_compatible)
-    try:
-        await catalog.client.call("create_table", tbl=table)
-    except UpstreamError:
-        raise  # the table may exist now: keep its metadata file
-    except idl.AlreadyExistsException:
-        await catalog.files.delete(metadata_location)
-        raise errors.AlreadyExists(f"Table already exists: {db}.{name}") from None
-    except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
-        await catalog.files.delete(metadata_location)
-        raise errors.BadRequest(f"the Hive Metastore refused table {db}.{name}: {exc.message}") from None
+    await catalog.create(db, name, table, metadata_location)
     delegation = await delegated(catalog, http, db, name, location) if http is not None else ({}, [])
     return Reply(body=load_result(metadata_location, metadata, delegation))
 

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import time
 import uuid as uuids
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.schema import Schema
@@ -320,25 +321,24 @@ def _history_size(properties: dict[str, str]) -> int:
     return size
 
 
+#: Each ``ViewUpdate`` of the spec → how the builder applies it.
+_APPLY: dict[type, Callable[[_Builder, Any], object]] = {
+    AssignUUID: lambda b, u: b.assign_uuid(u.uuid),
+    UpgradeFormatVersion: lambda b, u: b.upgrade_format_version(u.format_version),
+    AddSchema: lambda b, u: b.add_schema(u.schema_),
+    SetLocation: lambda b, u: b.set_location(u.location),
+    SetProperties: lambda b, u: b.set_properties(u.updates),
+    RemoveProperties: lambda b, u: b.remove_properties(u.removals),
+    AddViewVersion: lambda b, u: b.add_version(u.view_version),
+    SetCurrentViewVersion: lambda b, u: b.set_current_version(u.view_version_id),
+}
+
+
 def _apply_one(builder: _Builder, update) -> None:
-    if isinstance(update, AssignUUID):
-        builder.assign_uuid(update.uuid)
-    elif isinstance(update, UpgradeFormatVersion):
-        builder.upgrade_format_version(update.format_version)
-    elif isinstance(update, AddSchema):
-        builder.add_schema(update.schema_)
-    elif isinstance(update, SetLocation):
-        builder.set_location(update.location)
-    elif isinstance(update, SetProperties):
-        builder.set_properties(update.updates)
-    elif isinstance(update, RemoveProperties):
-        builder.remove_properties(update.removals)
-    elif isinstance(update, AddViewVersion):
-        builder.add_version(update.view_version)
-    elif isinstance(update, SetCurrentViewVersion):
-        builder.set_current_version(update.view_version_id)
-    else:  # the request model admits no other; a new one must be added here
+    step = _APPLY.get(type(update))
+    if step is None:  # the request model admits no other; a new one must be added above
         raise InvalidViewUpdate(f"unsupported view update {type(update).__name__}")
+    step(builder, update)
 
 
 def apply(base: ViewMetadata, requirements: list[AssertViewUUID], updates: list) -> ViewMetadata | None:

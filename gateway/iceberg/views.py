@@ -95,16 +95,6 @@ async def hive_view(catalog: Catalog, db: str, name: str):
                             f"table_type {(found.parameters or {}).get('table_type')!r})")
 
 
-async def _metadata(catalog: Catalog, hive) -> tuple[str, Any]:
-    location = metadata_location(hive)
-    assert location is not None
-    try:
-        return location, await catalog.files.read_view(location)
-    except Exception as exc:  # FileIO and pydantic raise many kinds; none is the client's fault
-        raise errors.ServiceFailure(f"cannot read the metadata file of view {hive.dbName}.{hive.tableName}: "
-                                    f"{type(exc).__name__}: {str(exc)[:300]}") from None
-
-
 async def list_views(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
     """``ListTablesResponse`` of the namespace's Iceberg views (paged). Raises ``NoSuchNamespace``,
     ``BadRequest`` (paging)."""
@@ -140,18 +130,8 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     except ValueError as exc:
         raise errors.BadRequest(f"invalid view: {str(exc)[:500]}") from None
     await catalog.files.write_view(metadata, location)
-    idl = catalog.idl
-    table = new_view_table(idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
-    try:
-        await catalog.client.call("create_table", tbl=table)
-    except UpstreamError:
-        raise  # the view may exist now: keep its metadata file
-    except idl.AlreadyExistsException:
-        await catalog.files.delete(location)
-        raise errors.AlreadyExists(f"View already exists: {db}.{name}") from None
-    except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
-        await catalog.files.delete(location)
-        raise errors.BadRequest(f"the Hive Metastore refused view {db}.{name}: {exc.message}") from None
+    table = new_view_table(catalog.idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
+    await catalog.create(db, name, table, location, what="View")
     return Reply(body=load_result(location, metadata))
 
 
@@ -159,7 +139,7 @@ async def load_view(catalog: Catalog, route: Route, request: web.BaseRequest, bo
     """``LoadViewResult``. Raises ``NoSuchView``, ``NoSuchNamespace``, ``Forbidden``."""
     db, name = _names(route)
     _require(catalog, "select", db, name)
-    location, metadata = await _metadata(catalog, await hive_view(catalog, db, name))
+    location, metadata = await catalog.metadata(await hive_view(catalog, db, name), view=True)
     return Reply(body=load_result(location, metadata))
 
 
@@ -218,7 +198,7 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
     await hive_view(catalog, db, name)  # 404 before taking a lock
     async with locked(catalog, db, name):
         hive = await hive_view(catalog, db, name)
-        base_location, base = await _metadata(catalog, hive)
+        base_location, base = await catalog.metadata(hive, view=True)
         try:
             new = apply(base, ask.requirements, ask.updates)
             if new is None:  # nothing changes: no new file (Java's no-op commit)

@@ -255,8 +255,53 @@ async def test_a_failed_requirement_is_409_and_writes_nothing(world):
                                          "uuid": "00000000-0000-0000-0000-000000000000"}]}).encode()
     with pytest.raises(errors.CommitFailed):
         await commit.commit_table(catalog(), "db", "t", body)
-    assert [c[0] for c in hms.calls][-1] == "unlock" and "alter" not in [c[0] for c in hms.calls]
+    called = [c[0] for c in hms.calls]
+    assert "lock" not in called and "alter" not in called  # refused before the lock
     assert len(_metadata_files(tmp_path)) == 1
+
+
+def _another_writer_lands_while_we_wait(hms, tmp_path: Path, **change):
+    """While the commit waits for the lock (its first check_lock), another writer's commit
+    lands: a new metadata file with ``change`` (``properties`` or ``table_uuid``)."""
+    files = MetadataFiles()
+    waiting = hms.check_lock
+
+    async def check_lock(lockid):
+        if ("check_lock", lockid) not in hms.calls:
+            base_location = hms.table.parameters["metadata_location"]
+            base = await files.read(base_location)
+            moved = base.model_copy(update=change)
+            location = next_metadata_location(moved, base_location)
+            await files.write(moved, location)
+            hms.table.parameters = {**hms.table.parameters, "metadata_location": location,
+                                    "previous_metadata_location": base_location}
+        return await waiting(lockid)
+    hms.check_lock = check_lock
+    hms.lock_states = [IDL.LockState.WAITING, IDL.LockState.ACQUIRED]
+
+
+async def test_a_base_that_moved_during_the_lock_wait_is_read_again(world):
+    """The pre-lock work is reused only when the base did not move: else the other writer's
+    change would be lost (the commit is applied to the base read under the lock)."""
+    hms, catalog, first, tmp_path = world
+    _another_writer_lands_while_we_wait(hms, tmp_path, properties={"other": "1"})
+    reply = await commit.commit_table(catalog(), "db", "t", _set_property())
+    properties = json.loads(reply.body)["metadata"]["properties"]
+    assert properties == {"other": "1", "k": "v"}
+    assert hms.table.parameters["previous_metadata_location"] != first  # built on the other commit
+
+
+async def test_a_requirement_that_fails_only_under_the_lock_is_409_and_released(world):
+    hms, catalog, first, tmp_path = world
+    uuid = str((await MetadataFiles().read(first)).table_uuid)
+    _another_writer_lands_while_we_wait(hms, tmp_path, table_uuid="11111111-1111-1111-1111-111111111111")
+    body = json.dumps({"requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
+                       "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}).encode()
+    with pytest.raises(errors.CommitFailed):
+        await commit.commit_table(catalog(), "db", "t", body)
+    called = [c[0] for c in hms.calls]
+    assert "lock" in called and "alter" not in called and called[-1] == "unlock"
+    assert len(_metadata_files(tmp_path)) == 2  # the other writer's; ours never written
 
 
 async def test_a_lock_never_granted_is_409_and_released(world):
