@@ -119,13 +119,14 @@ class Catalog:
                                         f"{hive_table.dbName}.{hive_table.tableName}: {type(exc).__name__}: "
                                         f"{str(exc)[:300]}") from None
 
-    async def create(self, db: str, name: str, table, location: str, *, what: str = "Table",
+    async def create(self, db: str, name: str, table, location: str | None, *, what: str = "Table",
                      conflict: type[errors.IcebergError] = errors.AlreadyExists, unknown=None) -> None:
-        """HMS's ``create_table`` of ``table`` (an HMS ``Table``) whose first metadata file is at
-        ``location``. The file is deleted only when HMS surely created nothing: a name taken
-        raises ``conflict`` ("<what> already exists", 409), a table HMS refuses
-        :class:`~errors.BadRequest`. When the outcome is unknown (an ``UpstreamError``) the file
-        stays: ``await unknown(exc)`` settles it, or the error is raised."""
+        """HMS's ``create_table`` of ``table`` (an HMS ``Table``) whose first metadata file, just
+        written by the gateway, is at ``location`` (None: a file the gateway did not write, as
+        for ``register``, never deleted). The file is deleted only when HMS surely created
+        nothing: a name taken raises ``conflict`` ("<what> already exists", 409), a table HMS
+        refuses :class:`~errors.BadRequest`. When the outcome is unknown (an ``UpstreamError``)
+        the file stays: ``await unknown(exc)`` settles it, or the error is raised."""
         idl = self.idl
         try:
             await self.client.call("create_table", tbl=table)
@@ -134,10 +135,12 @@ class Catalog:
                 raise
             await unknown(exc)
         except idl.AlreadyExistsException:
-            await self.files.delete(location)
+            if location is not None:
+                await self.files.delete(location)
             raise conflict(f"{what} already exists: {db}.{name}") from None
         except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
-            await self.files.delete(location)
+            if location is not None:
+                await self.files.delete(location)
             raise errors.BadRequest(f"the Hive Metastore refused {what.lower()} {db}.{name}: "
                                     f"{exc.message}") from None
 

@@ -47,6 +47,7 @@ OPERATIONS: dict[str, str] = {
     "listTables": f"{_HERE}:list_tables",
     "createTable": f"{_HERE}:create_table",
     "registerTable": "gateway.iceberg.register:register_table",
+    "registerView": "gateway.iceberg.register:register_view",
     "loadTable": f"{_HERE}:load_table",
     "tableExists": f"{_HERE}:table_exists",
     "updateTable": f"{_HERE}:update_table",

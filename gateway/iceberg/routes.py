@@ -50,6 +50,7 @@ ROUTES: tuple[tuple[str, str, str], ...] = (
     ("DELETE", "/v1/namespaces/{namespace}/views/{view}", "dropView"),
     ("HEAD", "/v1/namespaces/{namespace}/views/{view}", "viewExists"),
     ("POST", "/v1/views/rename", "renameView"),
+    ("POST", "/v1/namespaces/{namespace}/register-view", "registerView"),
 )
 
 #: Routes outside the catalog's ``{prefix}``, which ``endpoints`` does not list.

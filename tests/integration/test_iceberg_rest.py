@@ -144,6 +144,7 @@ def test_config_lists_exactly_the_implemented_endpoints(gw):
         "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
         "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
         "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/views/rename",
+        "POST /v1/{prefix}/namespaces/{namespace}/register-view",
     }
 
 

@@ -59,7 +59,7 @@ VIEW_ENDPOINTS = {
     "GET /v1/{prefix}/namespaces/{namespace}/views", "POST /v1/{prefix}/namespaces/{namespace}/views",
     "GET /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}", "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
-    "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/views/rename", "POST /v1/{prefix}/namespaces/{namespace}/register-view",
 }
 
 
@@ -362,3 +362,31 @@ def test_hostile_bodies_on_the_writing_view_routes_are_400_and_change_nothing(gw
             _error(_call(gw, "POST", path, body), 400, "BadRequestException")
     assert (_metadata_files(view.location()), rest.list_views("hostile"),
             _hms_table(module_hms, "hostile", "v").parameters["metadata_location"]) == before
+
+
+def test_register_view_takes_a_view_metadata_file_of_the_namespace(gw, rest, module_hms):
+    _create(rest, "regv.source", "select 7")
+    location = _call(gw, "GET", "/v1/namespaces/regv/views/source").json()["metadata-location"]
+    response = _call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "copy", "metadata-location": location})
+    assert response.status_code == 200, response.text
+    assert response.json()["metadata-location"] == location
+    loaded = _call(gw, "GET", "/v1/namespaces/regv/views/copy").json()
+    assert loaded["metadata"]["versions"][0]["representations"][0]["sql"] == "select 7"
+    hms = _hms_table(module_hms, "regv", "copy")
+    assert hms.tableType == "VIRTUAL_VIEW" and hms.parameters["table_type"] == "ICEBERG-VIEW"
+    assert hms.parameters["metadata_location"] == location
+    # a name taken (by a view or a table) is 409, and the file, not the gateway's, stays
+    for name in ("copy", "source"):
+        _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": name, "metadata-location": location}),
+               409, "AlreadyExistsException")
+    assert Path(location.removeprefix("file:")).exists()
+    # another namespace's file 403; a table's metadata file is not view metadata: 400
+    _create(rest, "regv_other.theirs")
+    theirs = _call(gw, "GET", "/v1/namespaces/regv_other/views/theirs").json()["metadata-location"]
+    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x", "metadata-location": theirs}),
+           403, "ForbiddenException")
+    table = rest.create_table("regv.t", schema=SCHEMA)
+    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view",
+                 {"name": "x", "metadata-location": table.metadata_location}), 400, "BadRequestException")
+    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x"}), 400, "BadRequestException")
+    assert sorted(v[1] for v in rest.list_views("regv")) == ["copy", "source"]
