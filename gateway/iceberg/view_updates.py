@@ -32,6 +32,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.schema import Schema
+from pyiceberg.table.update import (
+    AddSchemaUpdate,
+    AssignUUIDUpdate,
+    RemovePropertiesUpdate,
+    SetLocationUpdate,
+    SetPropertiesUpdate,
+    UpgradeFormatVersionUpdate,
+)
 from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
 __all__ = ["CommitViewRequest", "CreateViewRequest", "InvalidViewUpdate", "RequirementFailed",
@@ -56,35 +64,9 @@ class _Spec(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, arbitrary_types_allowed=True)
 
 
-class AssignUUID(_Spec):
-    action: Literal["assign-uuid"]
-    uuid: str
-
-
-class UpgradeFormatVersion(_Spec):
-    action: Literal["upgrade-format-version"]
-    format_version: int = Field(alias="format-version")
-
-
-class AddSchema(_Spec):
-    action: Literal["add-schema"]
-    schema_: Schema = Field(alias="schema")
-    last_column_id: int | None = Field(alias="last-column-id", default=None)  # deprecated, ignored
-
-
-class SetLocation(_Spec):
-    action: Literal["set-location"]
-    location: str
-
-
-class SetProperties(_Spec):
-    action: Literal["set-properties"]
-    updates: dict[str, str]
-
-
-class RemoveProperties(_Spec):
-    action: Literal["remove-properties"]
-    removals: list[str]
+# The updates a view shares with tables are PyIceberg's models; the two of views alone follow.
+AssignUUID, UpgradeFormatVersion, AddSchema = AssignUUIDUpdate, UpgradeFormatVersionUpdate, AddSchemaUpdate
+SetLocation, SetProperties, RemoveProperties = SetLocationUpdate, SetPropertiesUpdate, RemovePropertiesUpdate
 
 
 class AddViewVersion(_Spec):
@@ -323,7 +305,7 @@ def _history_size(properties: dict[str, str]) -> int:
 
 #: Each ``ViewUpdate`` of the spec → how the builder applies it.
 _APPLY: dict[type, Callable[[_Builder, Any], object]] = {
-    AssignUUID: lambda b, u: b.assign_uuid(u.uuid),
+    AssignUUID: lambda b, u: b.assign_uuid(str(u.uuid)),
     UpgradeFormatVersion: lambda b, u: b.upgrade_format_version(u.format_version),
     AddSchema: lambda b, u: b.add_schema(u.schema_),
     SetLocation: lambda b, u: b.set_location(u.location),

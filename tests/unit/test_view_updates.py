@@ -162,7 +162,7 @@ def test_assert_view_uuid():
     {"updates": [{"action": "add-snapshot", "snapshot": {}}]},
     {"updates": [{"action": "no-such-update"}]},
     {"updates": [], "requirements": [{"type": "assert-table-uuid", "uuid": "x"}]},
-    {"updates": [{"action": "set-properties", "updates": {"a": 1}}]},
+    {"updates": [{"action": "set-properties", "updates": {"a": None}}]},
     {"requirements": []},
     {"updates": [{"action": "add-view-version", "view-version": {"version-id": 1}}]},
 ])
