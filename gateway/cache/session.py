@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from gateway.cache.reads import CACHE_STATUS, MetadataCache
+from gateway.providers.authentication.base import add_response_header
 from gateway.providers.identity import Identity
 
-__all__ = ["CACHE_STATUS", "CacheSession", "cache_status"]
+__all__ = ["CACHE_STATUS", "CacheSession", "cache_status", "report"]
 
 _NAME = "hms-gateway"
 # When reads of one request differ, the summary names the one furthest from a hit.
@@ -66,3 +67,11 @@ def cache_status(session: CacheSession | None) -> str:
     if summary == "hit":
         return f"{_NAME}; hit"
     return f"{_NAME}; fwd={summary}" + ("; stored" if session.stored else "")
+
+
+def report(request, event, session: CacheSession | None) -> None:
+    """Say what the cache did for a request of a caching service: ``Cache-Status`` on its
+    response (:func:`cache_status`) and the audit ``event``'s ``cache`` (the session's
+    :meth:`~CacheSession.summary`, or ``method`` without a session)."""
+    event.cache = session.summary() if session is not None else "method"
+    add_response_header(request, CACHE_STATUS, cache_status(session))

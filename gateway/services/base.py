@@ -136,3 +136,24 @@ class ServiceKind(Protocol):
     async def close(self) -> None:
         """Release everything after a reload replaced the service, or at shutdown."""
         ...
+
+
+class MetastoreBacked:
+    """Start and close of a kind that calls HMS (``upstream``) with an optional metadata cache
+    (``cache``, :meth:`ServiceContext.metadata_cache`): ``hms-thrift``, ``glue``,
+    ``iceberg-rest``."""
+
+    upstream: Upstream
+    cache: MetadataCache | None = None
+
+    async def start(self) -> None:
+        """Start the metadata cache's follower; raises ``ConfigError`` as
+        :meth:`~gateway.cache.reads.MetadataCache.start`."""
+        if self.cache is not None:
+            await self.cache.start()
+
+    async def close(self) -> None:
+        """Stop the cache, then close the upstream pools gracefully (calls in flight finish)."""
+        if self.cache is not None:
+            await self.cache.close()
+        await self.upstream.close()

@@ -32,7 +32,7 @@ from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.cache.reads import MetadataCache
-from gateway.cache.session import CACHE_STATUS, CacheSession, cache_status
+from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.glue import errors
@@ -50,10 +50,9 @@ from gateway.pipeline.outcomes import (
 )
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
-from gateway.providers.authentication.base import add_response_header
 from gateway.providers.authentication.sigv4 import REFUSAL, SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
-from gateway.services.base import ServiceContext
+from gateway.services.base import MetastoreBacked, ServiceContext
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import Upstream
@@ -87,7 +86,7 @@ class _Refused(Exception):
         self.error, self.label, self.headers = error, label, headers
 
 
-class GlueService:
+class GlueService(MetastoreBacked):
     """Serves one ``glue`` service: ``upstream`` its HMS list, ``chain`` its steps, ``policy``
     its catalog policy (None: everything visible)."""
 
@@ -112,16 +111,6 @@ class GlueService:
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.policy, ctx.gateway.limits, options, ctx.metadata_cache(options.cache))
 
-    async def start(self) -> None:
-        """Start the metadata cache's follower; raises ``ConfigError`` as
-        :meth:`~gateway.cache.reads.MetadataCache.start`."""
-        if self.cache is not None:
-            await self.cache.start()
-
-    async def close(self) -> None:
-        if self.cache is not None:
-            await self.cache.close()
-        await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises ``MethodNotAllowed``."""
@@ -150,8 +139,7 @@ class GlueService:
             finally:
                 self._audit(exchange, catalog)
                 if reads is not None:
-                    event.cache = reads.summary()
-                    add_response_header(request, CACHE_STATUS, cache_status(reads))
+                    report_cache(request, event, reads)
         except _Refused as refused:
             event.reason = refused.error.message
             response = refused.error.response(event.request_id)

@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from thriftpy2.thrift import TException
 
 from gateway.cache.reads import MetadataCache
-from gateway.cache.session import CACHE_STATUS, CacheSession, cache_status
+from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.iceberg import errors, operations
@@ -57,10 +57,9 @@ from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthen
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.policy.view import CatalogView
-from gateway.providers.authentication.base import add_response_header
 from gateway.providers.authentication.sigv4 import SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
-from gateway.services.base import ServiceContext
+from gateway.services.base import MetastoreBacked, ServiceContext
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError
 from gateway.upstream.failover import Upstream
@@ -100,7 +99,7 @@ class IcebergRestOptions(BaseModel):
         return self
 
 
-class IcebergRestService:
+class IcebergRestService(MetastoreBacked):
     """Serves one ``iceberg-rest`` service: ``upstream`` its HMS list, ``chain`` its steps,
     ``policy`` its catalog policy (None: everything visible)."""
 
@@ -152,16 +151,6 @@ class IcebergRestService:
         throttle), for operations that check credentials themselves."""
         return next(step for step in self.chain.steps if step.name == "authentication")
 
-    async def start(self) -> None:
-        """Start the metadata cache's follower; raises ``ConfigError`` as
-        :meth:`~gateway.cache.reads.MetadataCache.start`."""
-        if self.cache is not None:
-            await self.cache.start()
-
-    async def close(self) -> None:
-        if self.cache is not None:
-            await self.cache.close()
-        await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label (errors in the spec's model)."""
@@ -194,8 +183,7 @@ class IcebergRestService:
                 if identity is None and catalog.user:
                     event.user = catalog.user
                 if self.cache is not None:
-                    event.cache = reads.summary() if reads is not None else "method"
-                    add_response_header(request, CACHE_STATUS, cache_status(reads))
+                    report_cache(request, event, reads)
         except IcebergError as error:
             error = operations.error_model(event.method)(error)
             event.reason = error.message

@@ -32,7 +32,7 @@ from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import Answered, MethodNotAllowed, status_of
 from gateway.pipeline.reply import Reply
 from gateway.pipeline.step import Chain
-from gateway.services.base import ServiceContext
+from gateway.services.base import MetastoreBacked, ServiceContext
 from gateway.thrift.binary import ONEWAY
 from gateway.thrift.codec import detect_codec
 from gateway.thrift.errors import ProtocolError
@@ -117,7 +117,7 @@ def _response(body: bytes, content_type: str) -> web.Response:
     return web.Response(body=_SlicedBody(body, content_type=content_type))
 
 
-class ThriftRpcService:
+class ThriftRpcService(MetastoreBacked):
     """Serves one ``hms-thrift`` service: ``upstream`` its HMS list, ``chain`` its steps."""
 
     kind = "hms-thrift"
@@ -148,17 +148,6 @@ class ThriftRpcService:
     def _response_bytes(self):
         return metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path)
 
-    async def start(self) -> None:
-        """Start the metadata cache's follower; raises ``ConfigError`` as
-        :meth:`MetadataCache.start`."""
-        if self.cache is not None:
-            await self.cache.start()
-
-    async def close(self) -> None:
-        """Close the upstream pools gracefully (calls in flight finish)."""
-        if self.cache is not None:
-            await self.cache.close()
-        await self.upstream.close()
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises pipeline outcomes."""
