@@ -19,7 +19,7 @@ from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_s
 from gateway.policy.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument, check_argument_paths
 from gateway.thrift.schema import ServiceSchema
 
-__all__ = ["ALL", "CACHED", "Scope", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
+__all__ = ["ALL", "CACHED", "NO_CATALOG_CHANGE", "Scope", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
 
 
 class Scope(NamedTuple):
@@ -71,7 +71,7 @@ _TABLE_WRITES: dict[str, tuple[str, str]] = {
 #: Calls that are not reads by name but change no database, table or partition: locks,
 #: transactions, the identity handshake. Any other write the tables above do not name drops
 #: everything (exact, at the price of the hit rate).
-_NO_CATALOG_CHANGE = frozenset({
+NO_CATALOG_CHANGE = frozenset({
     "set_ugi", "lock", "check_lock", "unlock", "heartbeat", "heartbeat_txn_range", "open_txns",
     "abort_txn", "abort_txns", "commit_txn", "compact", "flushCache", "setMetaConf",
     "renew_delegation_token", "cancel_delegation_token", "add_token", "remove_token",
@@ -118,7 +118,7 @@ def _database(db: str) -> tuple[int, ...]:
 def touched_by_write(method: str, args) -> tuple[int, ...]:
     """The slots a write of ``method`` with ``args`` (thriftpy2, or None when they did not
     decode) must bump: its table's or database's, or :data:`ALL` when it cannot be told."""
-    if method in _NO_CATALOG_CHANGE:
+    if method in NO_CATALOG_CHANGE:
         return ()
     if args is None:
         return ALL

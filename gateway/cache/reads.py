@@ -23,7 +23,7 @@ from gateway.cache.generations import generations
 from gateway.cache.methods import CACHED, check_paths, dependencies
 from gateway.cache.settings import CacheOptions
 from gateway.cache.store import Entry, ReplyStore
-from gateway.cache.writes import activate
+from gateway.cache.writes import activate, invalidate
 from gateway.config import ConfigError
 from gateway.events.poller import NotificationPoller
 from gateway.observability import metrics
@@ -36,13 +36,22 @@ from gateway.thrift.schema import ServiceSchema
 from gateway.thrift.walk import reply_succeeded
 from gateway.upstream.errors import UpstreamError
 
-__all__ = ["CACHE_STATUS", "Lookup", "MetadataCache"]
+__all__ = ["CACHE_STATUS", "Lookup", "MetadataCache", "status_value"]
 
 log = logging.getLogger(__name__)
 
 #: The response header (RFC 9211) and this cache's name in it.
 CACHE_STATUS = "Cache-Status"
 _NAME = "hms-gateway"
+
+
+def status_value(result: str, stored: bool = False) -> str:
+    """This cache's ``Cache-Status`` value (RFC 9211 section 2) for a lookup ``result``:
+    ``hit``, else ``fwd=<result>`` (``miss``, ``stale``, ``bypass``, ``method``), with
+    ``stored`` when the reply was kept."""
+    if result == "hit":
+        return f"{_NAME}; hit"
+    return f"{_NAME}; fwd={result}" + ("; stored" if stored else "")
 
 
 @dataclass(slots=True)
@@ -78,7 +87,7 @@ class MetadataCache:
         self.ttl = ttl
         self.store = ReplyStore(options.max_bytes, self._evicted)
         self.follower: NotificationFollower | None = NotificationFollower(
-            NotificationPoller(upstream, schema), options.poll_interval_seconds, self._bump,
+            NotificationPoller(upstream, schema), options.poll_interval_seconds, invalidate,
             self.store.clear, labels)
         self._bytes = metrics.child(metrics.CACHE_BYTES, *labels)
         self._entries = metrics.child(metrics.CACHE_ENTRIES, *labels)
@@ -183,7 +192,7 @@ class MetadataCache:
             return self._forward(exchange, result)
         if result == "hit":
             exchange.event.cache = "hit"
-            add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; hit")
+            add_response_header(exchange.request, CACHE_STATUS, status_value("hit"))
         return found
 
     def stored(self, exchange: Exchange, lookup: Lookup, reply: bytes) -> None:
@@ -192,16 +201,16 @@ class MetadataCache:
         kept = self.keep(lookup, reply)
         exchange.event.cache = lookup.result
         add_response_header(exchange.request, CACHE_STATUS,
-                            f"{_NAME}; fwd={lookup.result}" + ("; stored" if kept else ""))
+                            status_value(lookup.result, kept))
 
     def forwarded(self, exchange: Exchange, lookup: Lookup) -> None:
         """After a miss whose upstream call failed: say so (nothing kept)."""
         exchange.event.cache = lookup.result
-        add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; fwd={lookup.result}")
+        add_response_header(exchange.request, CACHE_STATUS, status_value(lookup.result))
 
     def _forward(self, exchange: Exchange, why: str) -> None:
         exchange.event.cache = why
-        add_response_header(exchange.request, CACHE_STATUS, f"{_NAME}; fwd={why}")
+        add_response_header(exchange.request, CACHE_STATUS, status_value(why))
         return None
 
     def _key(self, method: str, identity: Identity | None, args) -> bytes:
@@ -215,10 +224,6 @@ class MetadataCache:
         return b"".join(parts)
 
     # --- invalidation and metrics ------------------------------------------------------------
-
-    def _bump(self, slots: tuple[int, ...], source: str) -> None:
-        generations().bump(slots)
-        metrics.child(metrics.CACHE_INVALIDATIONS, source).inc()
 
     def _evicted(self, reason: str, count: int) -> None:
         metrics.child(metrics.CACHE_EVICTIONS, *self.labels, reason).inc(count)

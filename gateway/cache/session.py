@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from gateway.cache.reads import CACHE_STATUS, MetadataCache
+from gateway.cache.reads import CACHE_STATUS, MetadataCache, status_value
 from gateway.providers.authentication.base import add_response_header
 from gateway.providers.identity import Identity
 
 __all__ = ["CACHE_STATUS", "CacheSession", "cache_status", "report"]
 
-_NAME = "hms-gateway"
 # When reads of one request differ, the summary names the one furthest from a hit.
 _RANK = {"hit": 0, "miss": 1, "stale": 2, "bypass": 3}
 
@@ -62,11 +61,8 @@ def cache_status(session: CacheSession | None) -> str:
     did not use the cache, or it made none); ``fwd=method`` for a request that may change the
     catalog (``session`` None: its reads go to HMS)."""
     if session is None:
-        return f"{_NAME}; fwd=method"
-    summary = session.summary()
-    if summary == "hit":
-        return f"{_NAME}; hit"
-    return f"{_NAME}; fwd={summary}" + ("; stored" if session.stored else "")
+        return status_value("method")
+    return status_value(session.summary(), bool(session.stored))
 
 
 def report(request, event, session: CacheSession | None) -> None:

@@ -11,7 +11,7 @@ outcome is unknown (a timeout) is treated as done.
 from __future__ import annotations
 
 from gateway.cache.generations import generations
-from gateway.cache.methods import touched_by_write
+from gateway.cache.methods import NO_CATALOG_CHANGE, touched_by_write
 from gateway.observability import metrics
 from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
@@ -19,7 +19,15 @@ from gateway.thrift.objects import decode_args
 from gateway.thrift.schema import load_schema
 from gateway.upstream.failover import CALL_OBSERVERS, is_read_only
 
-__all__ = ["activate", "note_write"]
+__all__ = ["activate", "invalidate", "note_write"]
+
+def invalidate(slots, source: str) -> None:
+    """Bump the shared counters ``slots`` (every worker's entries depending on them miss from
+    now on) and count it in ``hms_gateway_cache_invalidations_total{source}`` (``event``,
+    ``write``, ``resync``)."""
+    generations().bump(slots)
+    metrics.child(metrics.CACHE_INVALIDATIONS, source).inc()
+
 
 def activate() -> None:
     """Start noting writes of every upstream call in this process (a service with a cache was
@@ -35,8 +43,8 @@ def note_write(request: bytes) -> None:
         name = read_message_header(request)[0].name
     except ProtocolError:
         return  # never sent: the pool refuses what it cannot frame
-    if is_read_only(name):
-        return
+    if is_read_only(name) or name in NO_CATALOG_CHANGE:
+        return  # before decoding: locks and heartbeats come by the thousand
     method = load_schema().methods.get(name)
     try:
         args = decode_args(request, method) if method is not None else None
@@ -44,5 +52,4 @@ def note_write(request: bytes) -> None:
         args = None
     slots = touched_by_write(name, args)
     if slots:
-        generations().bump(slots)
-        metrics.child(metrics.CACHE_INVALIDATIONS, "write").inc()
+        invalidate(slots, "write")

@@ -39,7 +39,9 @@ class Exchange:
     ``call`` is the strict-binary message that goes upstream; request-side steps may replace it.
     ``args`` is ``call``'s arguments as thriftpy2 objects, decoded once by the first step that
     needs them (catalog policy) and kept for the request's later hooks; None until then, and
-    set back to None by a step that replaces ``call``.
+    set back to None by a step that replaces ``call``. ``view`` is the caller's
+    :class:`~gateway.policy.view.CatalogView` for this request, built once by the catalog policy
+    step, so its per-request decisions serve every later hook.
     """
 
     request: web.BaseRequest
@@ -50,6 +52,7 @@ class Exchange:
     header: MessageHeader | None = None
     call: bytes = b""
     args: object | None = None
+    view: object | None = None
 
     def response_headers(self) -> CIMultiDict[str]:
         """:func:`response_headers` of this request."""

@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)
 _READ_PREFIXES = ("get", "fetch_", "show_", "list_", "partition_name_", "check_", "aliveSince")
 _PROBE = encode_binary_call("get_all_databases", 0, [])
 
-#: Called with every call's strict-binary message after it was sent (or failed), before the
-#: caller gets the outcome: the metadata cache registers here (``gateway.cache.writes``) to drop
-#: what a write touches, so this layer needs to know nothing of it.
+#: Called with the strict-binary message of every call that is not ``read_only``, after it was
+#: sent (or failed) and before the caller gets the outcome: the metadata cache registers here
+#: (``gateway.cache.writes``) to drop what a write touches, so this layer knows nothing of it.
 CALL_OBSERVERS: list = []
 
 
@@ -98,8 +98,12 @@ class Upstream:
         """As ``UpstreamPool.call``, with failover. ``read_only`` allows retrying a call that
         was sent. Raises the last upstream's error when every attempt failed.
 
-        Every :data:`CALL_OBSERVERS` sees the call before it returns or raises (the metadata
-        cache drops what a write touches: its writer then reads it, on any worker)."""
+        Every :data:`CALL_OBSERVERS` sees a call that is not ``read_only`` before it returns or
+        raises (the metadata cache drops what a write touches: its writer then reads it, on any
+        worker)."""
+        if read_only or not CALL_OBSERVERS:  # reads change nothing an observer tracks
+            return await self._call(request, expect_reply=expect_reply, identity=identity,
+                                    read_only=read_only, sink=sink, origin=origin)
         try:
             return await self._call(request, expect_reply=expect_reply, identity=identity,
                                     read_only=read_only, sink=sink, origin=origin)

@@ -84,9 +84,11 @@ class CatalogPolicy(Step):
         return cls(ctx.topology, ctx.config.path, ctx.policy, ctx.schema)
 
     def _view(self, exchange: Exchange) -> CatalogView:
-        identity = exchange.identity
-        assert identity is not None, "identity assertion runs first"
-        return CatalogView(self.engine, identity.user, identity.groups)
+        if exchange.view is None:  # once per request: its decisions are cached for the request
+            identity = exchange.identity
+            assert identity is not None, "identity assertion runs first"
+            exchange.view = CatalogView(self.engine, identity.user, identity.groups)
+        return exchange.view  # type: ignore[return-value]
 
     def _args(self, exchange: Exchange):
         assert exchange.header is not None
