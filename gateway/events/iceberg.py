@@ -30,13 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pyiceberg.catalog import ICEBERG, METADATA_LOCATION, TABLE_TYPE
 from pyiceberg.exceptions import ValidationError as MetadataInvalid
-from pyiceberg.io import load_file_io
 from pyiceberg.table.metadata import TableMetadataUtil
 
 from gateway.events.hcat import table_parameters
 from gateway.events.messages import MessageFormatError, gunzip
 from gateway.events.model import MetastoreEvent
+from gateway.iceberg.files import file_io
+from gateway.iceberg.hive_tables import PREVIOUS_METADATA_LOCATION
 from gateway.iceberg.storage import S3Options, load_storage
 
 __all__ = ["ICEBERG_COMMIT", "IcebergCommits", "IcebergCommitOptions", "MetadataUnreadable",
@@ -46,8 +48,6 @@ log = logging.getLogger(__name__)
 
 #: The ``types`` filter value that selects the ``ALTER_TABLE`` events carrying ``iceberg``.
 ICEBERG_COMMIT = "ICEBERG_COMMIT"
-_METADATA_LOCATION, _TABLE_TYPE = "metadata_location", "table_type"
-_PREVIOUS = "previous_metadata_location"
 #: Summary keys naming partitions (``partitions.<partition path>``, Iceberg's
 #: ``write.summary.partition-limit``): a partition path holds column names and values.
 _PARTITION_SUMMARY_PREFIX = "partitions."
@@ -101,10 +101,10 @@ def commit_locations(event: MetastoreEvent) -> tuple[str, str | None] | None:
         return None
     after = table_parameters(event.message.get("tableObjAfterJson")) or {}
     before = table_parameters(event.message.get("tableObjBeforeJson")) or {}
-    new = after.get(_METADATA_LOCATION)
-    if str(after.get(_TABLE_TYPE, "")).lower() != "iceberg" or not isinstance(new, str) or not new:
+    new = after.get(METADATA_LOCATION)
+    if str(after.get(TABLE_TYPE, "")).lower() != ICEBERG or not isinstance(new, str) or not new:
         return None
-    previous = before.get(_METADATA_LOCATION) or after.get(_PREVIOUS)
+    previous = before.get(METADATA_LOCATION) or after.get(PREVIOUS_METADATA_LOCATION)
     if previous == new:
         return None
     return new, previous if isinstance(previous, str) else None
@@ -126,7 +126,7 @@ class SnapshotReader:
     def _load(self, location: str) -> dict[str, Any] | None:
         limit = self.options.max_metadata_bytes
         try:
-            source = load_file_io(self.file_io, location).new_input(location)
+            source = file_io(self.file_io, location).new_input(location)
             size = len(source)
             if size > limit:
                 raise MetadataUnreadable(f"{size} bytes, more than max_metadata_bytes {limit}")

@@ -99,7 +99,7 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     # already stale gets its 409 (or 404, 400) at once instead of after its turn at the lock.
     hive = await catalog.hive_table(db, name)
     base_location, base = await catalog.metadata(hive)
-    checked = base_location, base, _apply(request, base_location, base)
+    checked = base_location, base, apply_updates(request, base_location, base)
     async with locked(catalog, db, name):
         return await _commit_locked(catalog, db, name, request, checked)
 
@@ -115,10 +115,7 @@ async def locked(catalog: Catalog, db: str, name: str) -> AsyncIterator[int]:
         yield lockid
     finally:
         heartbeat.cancel()
-        try:
-            await catalog.client.unlock(lockid)
-        except Exception:  # HMS expires it (hive.txn.timeout); the commit's answer stands
-            log.warning("unlock of lock %s on %s.%s failed", lockid, db, name, exc_info=True)
+        await _release(catalog, lockid)
 
 
 async def _lock(catalog: Catalog, db: str, name: str) -> int:
@@ -164,21 +161,23 @@ async def _heartbeat(catalog: Catalog, lockid: int) -> None:
 async def _release(catalog: Catalog, lockid: int) -> None:
     try:
         await catalog.client.unlock(lockid)
-    except Exception:
+    except Exception:  # HMS expires it (hive.txn.timeout); the commit's answer stands
         log.warning("unlock of lock %s failed", lockid, exc_info=True)
 
 
-def _apply(request, base_location: str, base):
-    """The metadata after ``request``'s updates on ``base``, its requirements checked first.
-    Raises :class:`~errors.CommitFailed` (a requirement failed), :class:`~errors.BadRequest`."""
+def apply_updates(request, base_location: str, base, subject: str = ""):
+    """The metadata after ``request``'s updates on ``base``, its requirements checked first
+    (``subject``, a table's name, prefixes the messages of a multi-table commit). Raises
+    :class:`~errors.CommitFailed` (a requirement failed), :class:`~errors.BadRequest`."""
     try:
         for requirement in request.requirements:
             requirement.validate(base)
         return update_table_metadata(base, request.updates, metadata_location=base_location)
     except CommitFailedException as exc:
-        raise errors.CommitFailed(str(exc)[:1000]) from None
+        raise errors.CommitFailed(f"{subject}: {str(exc)[:1000]}" if subject else str(exc)[:1000]) from None
     except (ValueError, TypeError, KeyError) as exc:  # PyIceberg's checks of an update
-        raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
+        what = f"invalid update of {subject}" if subject else "invalid update"
+        raise errors.BadRequest(f"{what}: {str(exc)[:500]}") from None
 
 
 async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked) -> Reply:
@@ -189,21 +188,31 @@ async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked)
         base_location, base, new = checked
     else:
         base_location, base = await catalog.metadata(hive)
-        new = _apply(request, base_location, base)
+        new = apply_updates(request, base_location, base)
     if new == base:
         return Reply(body=load_result(base_location, base))
     new_location = next_metadata_location(new, base_location)
     await catalog.files.write(new, new_location)
     table = committed_table(catalog.idl, hive, base, base_location, new, new_location,
                             catalog.settings.hive2_compatible)
+    await alter_committed(catalog, db, name, table, base_location, new_location)
+    return Reply(body=load_result(new_location, new))
+
+
+async def alter_committed(catalog: Catalog, db: str, name: str, table, base_location: str,
+                          new_location: str, what: str = "") -> None:
+    """Step 4 of a table or view commit under the lock: point ``db.name`` at the written
+    ``new_location`` (``table``, the HMS ``Table`` after the commit). An unknown outcome is
+    settled by :func:`settle_unknown`; HMS's refusal deletes the file (nothing references it)
+    and raises :class:`~errors.CommitFailed`. ``what``: ``"view "`` in messages of views."""
     try:
         await catalog.client.alter_table(db, name, table, COMMIT_CONTEXT)
     except UpstreamError as exc:
         await settle_unknown(catalog, db, name, base_location, new_location, exc)
     except (catalog.idl.InvalidOperationException, catalog.idl.MetaException) as exc:
         await catalog.files.delete(new_location)
-        raise errors.CommitFailed(f"the Hive Metastore refused the commit of {db}.{name}: {exc.message}") from None
-    return Reply(body=load_result(new_location, new))
+        raise errors.CommitFailed(f"the Hive Metastore refused the commit of {what}{db}.{name}: "
+                                  f"{exc.message}") from None
 
 
 async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.routes import Route
+from gateway.iceberg.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 
 SIGNER_ENDPOINT = "v1/namespaces/{namespace}/tables/{table}/s3-sign"
@@ -33,8 +34,8 @@ async def delegated(catalog: Catalog, request: web.BaseRequest, db: str, table: 
     """``(config, storage-credentials)`` for a load or create answer of ``db.table`` at
     ``location``. Raises :class:`~gateway.iceberg.errors.ServiceFailure` when STS fails."""
     service = catalog.service
-    vendor = getattr(service, "vendor", None)
-    if vendor is None or not location.startswith(("s3://", "s3a://", "s3n://")):
+    vendor = service.vendor
+    if vendor is None or not on_s3(location):
         return {}, []
     for mode in requested(request.headers.get(HEADER)):
         if mode == VENDED:
@@ -68,7 +69,7 @@ async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequ
     catalog.require("select", db, table)
     hive = await catalog.hive_table(db, table)
     location = (hive.sd.location or "") if hive.sd else ""
-    vendor = getattr(catalog.service, "vendor", None)
-    if vendor is None or not location.startswith(("s3://", "s3a://", "s3n://")):
+    vendor = catalog.service.vendor
+    if vendor is None or not on_s3(location):
         return Reply(body={"storage-credentials": []})
     return Reply(body={"storage-credentials": await _vended(catalog, db, table, location)})

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
+from functools import lru_cache
+from urllib.parse import urlsplit
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import load_file_io
@@ -30,6 +32,18 @@ VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "writ
 _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 
+def file_io(properties: Mapping[str, str], location: str):
+    """PyIceberg's FileIO for ``location`` with ``properties``, built once per properties and
+    scheme (:func:`pyiceberg.io.load_file_io` builds a new one, with its own filesystem and
+    connections, on every call)."""
+    return _file_io(tuple(sorted(properties.items())), urlsplit(location).scheme.lower() or "file")
+
+
+@lru_cache(maxsize=64)
+def _file_io(properties: tuple[tuple[str, str], ...], scheme: str):
+    return load_file_io(dict(properties), f"{scheme}://io/")
+
+
 class MetadataFiles:
     """Reads and writes metadata files with FileIO ``properties`` (the service's ``file_io``
     options, then the table's own properties)."""
@@ -38,7 +52,7 @@ class MetadataFiles:
         self.properties = dict(properties or {})
 
     def _io(self, location: str, table_properties: Mapping[str, str] | None = None):
-        return load_file_io({**self.properties, **(table_properties or {})}, location)
+        return file_io({**self.properties, **(table_properties or {})}, location)
 
     async def read(self, location: str) -> TableMetadata:
         """The table metadata in the file at ``location``. Raises ``OSError`` (missing or

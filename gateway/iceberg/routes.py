@@ -100,6 +100,10 @@ def _decode(segment: str) -> str:
         raise BadRequest("a path segment is not UTF-8 after percent-decoding") from None
 
 
+#: :data:`ROUTES` with each template split into its segments, once.
+_SPLIT = tuple((method, tuple(template.split("/")[1:]), operation) for method, template, operation in ROUTES)
+
+
 def match(method: str, path: str) -> Route:
     """The route of ``method`` on ``path`` (below the service path, starting with ``/``).
 
@@ -107,8 +111,7 @@ def match(method: str, path: str) -> Route:
     ``Allow``) for a method the path does not take, :class:`BadRequest` for bad names."""
     segments = path.split("/")[1:]
     allowed: list[str] = []
-    for route_method, template, operation in ROUTES:
-        parts = template.split("/")[1:]
+    for route_method, parts, operation in _SPLIT:
         if len(parts) != len(segments):
             continue
         if any(p != s for p, s in zip(parts, segments) if not p.startswith("{")):

@@ -110,11 +110,20 @@ def load_storage(options: S3Options, base: Path) -> S3Storage:
     return S3Storage(options, found)
 
 
+#: Location schemes of S3 (Hadoop's ``s3a``/``s3n`` too).
+S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+def on_s3(location: str) -> bool:
+    """Whether ``location`` is an S3 URI (:data:`S3_SCHEMES`)."""
+    return location.startswith(tuple(f"{scheme}://" for scheme in S3_SCHEMES))
+
+
 def split_location(location: str) -> tuple[str, str]:
     """``(bucket, key prefix)`` of an ``s3://``/``s3a://``/``s3n://`` location; the prefix has no
     leading and one trailing ``/`` (``""`` for a whole bucket). Raises ``ValueError``."""
     parts = urlsplit(location)
-    if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
+    if parts.scheme not in S3_SCHEMES or not parts.netloc:
         raise ValueError(f"not an S3 location: {location[:200]!r}")
     key = parts.path.strip("/")
     return parts.netloc, f"{key}/" if key else ""

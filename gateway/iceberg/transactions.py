@@ -26,7 +26,7 @@ Access needed per table as for a single commit (``update`` and/or ``alter``). A 
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import json
 import logging
 from contextlib import AsyncExitStack
@@ -34,13 +34,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
-from pyiceberg.exceptions import CommitFailedException
-from pyiceberg.table.update import AssertCreate, update_table_metadata
+from pyiceberg.table.update import AssertCreate
 
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import commit_request, document
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.commit import _heartbeat, _lock, _release, accesses
+from gateway.iceberg.commit import accesses, apply_updates, locked
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
 from gateway.iceberg.routes import Route, hms_name, namespace_name
@@ -113,10 +112,7 @@ async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRe
         await catalog.hive_table(change.db, change.name)  # 404 before any lock
     async with AsyncExitStack() as locks:
         for change in changes:  # one fixed order: no deadlock between two transactions
-            lockid = await _lock(catalog, change.db, change.name)
-            locks.push_async_callback(_release, catalog, lockid)
-            heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))
-            locks.callback(heartbeat.cancel)
+            await locks.enter_async_context(locked(catalog, change.db, change.name))
         await _prepare(catalog, changes)
         written = [c for c in changes if c.changed]
         await _write(catalog, written)
@@ -130,15 +126,7 @@ async def _prepare(catalog: Catalog, changes: list[Change]) -> None:
         change.hive = await catalog.hive_table(change.db, change.name)
         change.base_location, change.base = await catalog.metadata(change.hive)
     for change in changes:
-        try:
-            for requirement in change.request.requirements:
-                requirement.validate(change.base)
-            change.new = update_table_metadata(change.base, change.request.updates,
-                                               metadata_location=change.base_location)
-        except CommitFailedException as exc:
-            raise errors.CommitFailed(f"{change.key}: {str(exc)[:1000]}") from None
-        except (ValueError, TypeError, KeyError) as exc:
-            raise errors.BadRequest(f"invalid update of {change.key}: {str(exc)[:500]}") from None
+        change.new = apply_updates(change.request, change.base_location, change.base, change.key)
         if change.changed:
             change.new_location = next_metadata_location(change.new, change.base_location)
 
@@ -164,10 +152,9 @@ async def _delete_files(catalog: Catalog, changes: list[Change]) -> None:
 
 def _committed(catalog: Catalog, change: Change) -> Any:
     """The HMS table of ``change`` after it (built on a copy: ``change.hive`` is the rollback)."""
-    copy = type(change.hive)(**{name: getattr(change.hive, name)
-                                for _, name, *_ in change.hive.thrift_spec.values()})
-    copy.parameters = dict(change.hive.parameters or {})
-    return committed_table(catalog.idl, copy, change.base, change.base_location, change.new,
+    table = copy.copy(change.hive)
+    table.parameters = dict(change.hive.parameters or {})
+    return committed_table(catalog.idl, table, change.base, change.base_location, change.new,
                            change.new_location, catalog.settings.hive2_compatible)
 
 

@@ -42,6 +42,8 @@ from pyiceberg.table.update import (
 )
 from pyiceberg.view.metadata import ViewHistoryEntry, ViewMetadata, ViewVersion
 
+from gateway.iceberg.bodies import TableIdentifier
+
 __all__ = ["CommitViewRequest", "CreateViewRequest", "InvalidViewUpdate", "RequirementFailed",
            "apply", "new_view"]
 
@@ -96,15 +98,10 @@ class AssertViewUUID(_Spec):
                                     f"{base.view_uuid} != {self.uuid}")
 
 
-class ViewIdentifier(_Spec):
-    namespace: list[str]
-    name: str
-
-
 class CommitViewRequest(_Spec):
     """The spec's ``CommitViewRequest``: optional ``identifier``, ``requirements``, ``updates``."""
 
-    identifier: ViewIdentifier | None = None
+    identifier: TableIdentifier | None = None  # the spec's TableIdentifier
     requirements: list[AssertViewUUID] = Field(default_factory=list)
     updates: list[ViewUpdate]
 
@@ -132,7 +129,7 @@ class _Builder:
         self.history: list[ViewHistoryEntry] = list(base.version_log) if base else []
         self.properties = dict(base.properties) if base else {}
         self.current_version_id = base.current_version_id if base else None
-        self.previous = _version(base, base.current_version_id) if base else None
+        self.previous = _version_of(base.versions, base.current_version_id) if base else None
         self.changes = 0
         self.added_versions: set[int] = set()
         self.last_added_version: int | None = None
@@ -267,10 +264,6 @@ class _Builder:
             })
         except ValidationError as exc:
             raise InvalidViewUpdate(f"invalid view metadata: {exc.errors()[0]['msg']}") from None
-
-
-def _version(metadata: ViewMetadata, version_id: int) -> ViewVersion | None:
-    return _version_of(metadata.versions, version_id)
 
 
 def _version_of(versions: list[ViewVersion], version_id: int | None) -> ViewVersion | None:

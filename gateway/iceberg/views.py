@@ -30,10 +30,9 @@ from pydantic import BaseModel
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import RenameTable, parse
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.commit import locked, settle_unknown
+from gateway.iceberg.commit import alter_committed, locked
 from gateway.iceberg.files import next_view_metadata_location
 from gateway.iceberg.hive_tables import (
-    COMMIT_CONTEXT,
     committed_view_table,
     is_iceberg,
     is_iceberg_view,
@@ -49,7 +48,6 @@ from gateway.iceberg.view_updates import (
     apply,
     new_view,
 )
-from gateway.upstream.errors import UpstreamError
 
 
 def load_result(location: str, metadata) -> bytes:
@@ -209,15 +207,7 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
         except ValueError as exc:
             raise errors.BadRequest(f"invalid view update: {str(exc)[:500]}") from None
         await catalog.files.write_view(new, new_location)
-        idl = catalog.idl
-        table = committed_view_table(idl, hive, base, base_location, new, new_location,
+        table = committed_view_table(catalog.idl, hive, base, base_location, new, new_location,
                                      catalog.settings.hive2_compatible)
-        try:
-            await catalog.client.alter_table(db, name, table, COMMIT_CONTEXT)
-        except UpstreamError as exc:
-            await settle_unknown(catalog, db, name, base_location, new_location, exc)
-        except (idl.InvalidOperationException, idl.MetaException) as exc:
-            await catalog.files.delete(new_location)
-            raise errors.CommitFailed(f"the Hive Metastore refused the commit of view {db}.{name}: "
-                                      f"{exc.message}") from None
+        await alter_committed(catalog, db, name, table, base_location, new_location, "view ")
     return Reply(body=load_result(new_location, new))

@@ -111,7 +111,6 @@ class GlueService(MetastoreBacked):
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.policy, ctx.gateway.limits, options, ctx.metadata_cache(options.cache))
 
-
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises ``MethodNotAllowed``."""
         request, event = exchange.request, exchange.event

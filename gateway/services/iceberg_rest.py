@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -145,12 +146,11 @@ class IcebergRestService(MetastoreBacked):
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.policy, ctx.gateway.limits, options, storage, ctx.metadata_cache(options.cache))
 
-    @property
+    @cached_property
     def authentication(self):
         """The topology's authentication step in this service's chain (its providers and failure
         throttle), for operations that check credentials themselves."""
         return next(step for step in self.chain.steps if step.name == "authentication")
-
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label (errors in the spec's model)."""

@@ -148,7 +148,6 @@ class ThriftRpcService(MetastoreBacked):
     def _response_bytes(self):
         return metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path)
 
-
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises pipeline outcomes."""
         request = exchange.request
