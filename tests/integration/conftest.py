@@ -142,6 +142,14 @@ def module_hms(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixture
 
 
 @pytest.fixture(scope="module")
+def hive_catalog(module_hms: RunningHMS):
+    """PyIceberg's ``HiveCatalog`` straight on ``module_hms`` (no gateway), its warehouse the HMS's."""
+    from pyiceberg.catalog.hive import HiveCatalog  # only the Iceberg modules need PyIceberg
+
+    return HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
+
+
+@pytest.fixture(scope="module")
 def pyiceberg_env() -> Iterator[None]:
     """``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` unset for the module: ``requests`` prefers them
     to PyIceberg's ``ssl.cabundle``, which must name the gateway's CA."""

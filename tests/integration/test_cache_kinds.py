@@ -6,21 +6,15 @@ call whose upstream call failed keeps nothing."""
 
 from __future__ import annotations
 
-import base64
-import json
-import ssl
-import urllib.error
-import urllib.request
-
 import pyarrow as pa
 import pytest
-from pyiceberg.catalog.hive import HiveCatalog
+import requests
 from pyiceberg.catalog.rest import RestCatalog
 
 from tests.support.gateway import audit_record, post, service, wait_for
 from tests.support.hms import free_port
+from tests.support.iceberg.clients import call, rest_catalog
 from tests.support.relay import TcpRelay
-from tests.support.thriftpy_client import direct_thriftpy_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
@@ -43,80 +37,74 @@ def gw(module_hms, module_gateway_factory):
 
 @pytest.fixture(scope="module")
 def rest(gw) -> RestCatalog:
-    catalog = RestCatalog("gw", uri=gw.url(path="iceberg"), ssl={"cabundle": str(gw.ca_file)},
-                          auth={"type": "basic", "basic": {"username": USER, "password": PASSWORD}})
+    catalog = rest_catalog(gw, user=USER, password=PASSWORD)
     catalog.create_namespace(NS)
     table = catalog.create_table(f"{NS}.trips", schema=pa.schema([("id", pa.int64())]))
     table.append(pa.table({"id": [1, 2]}))
     return catalog
 
 
-def _http(gw, path: str, *, method: str = "GET", body: bytes | None = None, headers=None):
-    request = urllib.request.Request(gw.url(path=path), data=body, method=method)
-    request.add_header("Authorization", "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode())
-    for name, value in (headers or {}).items():
-        request.add_header(name, value)
-    context = ssl.create_default_context(cafile=str(gw.ca_file))
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=30) as response:
-            return response.status, response.headers, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
+def _glue(gw, target: str, payload: dict) -> requests.Response:
+    return call(gw, "POST", "", payload, service="glue", auth=(USER, PASSWORD), validate=False,  # not Iceberg
+                headers={"X-Amz-Target": f"AWSGlue.{target}", "Content-Type": "application/x-amz-json-1.1"})
 
 
-def _glue(gw, target: str, payload: dict):
-    return _http(gw, "glue", method="POST", body=json.dumps(payload).encode(),
-                 headers={"X-Amz-Target": f"AWSGlue.{target}", "Content-Type": "application/x-amz-json-1.1"})
-
-
-def _following(call):
-    """``call()``'s answer once the cache follows HMS's log (before, it forwards: ``fwd=bypass``)."""
+def _following(ask):
+    """``ask()``'s answer once the cache follows HMS's log (before, it forwards: ``fwd=bypass``)."""
     def answered():
-        status, headers, body = call()
-        return (status, headers, body) if headers.get("Cache-Status") != "hms-gateway; fwd=bypass" else None
-    return wait_for(answered)
+        answer = ask()
+        return [answer] if answer.headers.get("Cache-Status") != "hms-gateway; fwd=bypass" else None
+    return wait_for(answered)[0]  # in a list: an error answer is false
 
 
-def _hit(call):
-    """``call()``'s first answer served from the cache. Events of earlier writes still on their
+def _hit(ask):
+    """``ask()``'s first answer served from the cache. Events of earlier writes still on their
     way through the notification log may drop an entry once more (``fwd=stale``: the cache errs
     on the side of HMS), so a hit is waited for, not assumed."""
-    return wait_for(lambda: (lambda answer: answer if answer[1].get("Cache-Status") == HIT else None)(call()))
+    def hit():
+        answer = ask()
+        return [answer] if _headers(answer).get("Cache-Status") == HIT else None
+    return wait_for(hit)[0]
 
 
-def _load(gw, table: str = "trips"):
-    return _http(gw, f"iceberg/v1/namespaces/{NS}/tables/{table}")
+def _headers(answer: requests.Response | tuple) -> dict:
+    """The headers of an answer of :func:`call` or of a ``post`` triple ``(status, headers, body)``."""
+    return answer.headers if isinstance(answer, requests.Response) else answer[1]
+
+
+def _load(gw, table: str = "trips") -> requests.Response:
+    return call(gw, "GET", f"/v1/namespaces/{NS}/tables/{table}", auth=(USER, PASSWORD))
 
 
 def test_glue_reads_hit_and_equal_fresh_answers(gw, rest):
     first = _following(lambda: _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "trips"}))
-    assert first[0] == 200
-    status, headers, again = _hit(lambda: _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "trips"}))
-    assert status == 200
-    assert json.loads(again) == json.loads(first[2])
-    assert audit_record(gw, headers["X-Request-Id"])["cache"] == "hit"
+    assert first.status_code == 200
+    again = _hit(lambda: _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "trips"}))
+    assert again.status_code == 200
+    assert again.json() == first.json()
+    assert audit_record(gw, again.headers["X-Request-Id"])["cache"] == "hit"
     # a missing table is Glue's error, and HMS's exception is not kept
     for _ in range(2):
-        status, headers, body = _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "nope"})
-        assert status == 400 and json.loads(body)["__type"] == "EntityNotFoundException"
-        assert headers["Cache-Status"] == "hms-gateway; fwd=miss"
+        missing = _glue(gw, "GetTable", {"DatabaseName": NS, "Name": "nope"})
+        assert missing.status_code == 400 and missing.json()["__type"] == "EntityNotFoundException"
+        assert missing.headers["Cache-Status"] == "hms-gateway; fwd=miss"
 
 
 def test_iceberg_loads_hit_and_a_commit_is_read_at_once_by_both_kinds(gw, rest):
-    status, _, cached = _hit(lambda: _load(gw))
-    assert status == 200
+    cached = _hit(lambda: _load(gw))
+    assert cached.status_code == 200
     _hit(lambda: _glue(gw, "GetTables", {"DatabaseName": NS}))  # Glue's listing is cached too
 
     table = rest.load_table(f"{NS}.trips")
     table.append(pa.table({"id": [3]}))  # a commit through the gateway
     rest.create_table(f"{NS}.fares", schema=pa.schema([("id", pa.int64())]))
 
-    status, headers, body = _load(gw)  # no wait: the commit dropped the entries before its reply
-    assert status == 200 and headers["Cache-Status"].startswith("hms-gateway; fwd=")
-    loaded = json.loads(body)
-    assert loaded["metadata-location"] != json.loads(cached)["metadata-location"]
+    answer = _load(gw)  # no wait: the commit dropped the entries before its reply
+    assert answer.status_code == 200 and answer.headers["Cache-Status"].startswith("hms-gateway; fwd=")
+    loaded = answer.json()
+    assert loaded["metadata-location"] != cached.json()["metadata-location"]
     assert len(loaded["metadata"]["snapshots"]) == 2
-    names = [t["Name"] for t in json.loads(_glue(gw, "GetTables", {"DatabaseName": NS})[2])["TableList"]]
+    names = [t["Name"] for t in _glue(gw, "GetTables", {"DatabaseName": NS}).json()["TableList"]]
     assert sorted(names) == ["fares", "trips"]
 
 
@@ -124,24 +112,23 @@ def test_a_commit_reads_hms_itself(gw, rest):
     """A commit's reads never come from the cache: ``fwd=method``, whatever is cached."""
     _hit(lambda: _load(gw))
     table = rest.load_table(f"{NS}.trips")
-    body = json.dumps({"requirements": [{"type": "assert-current-schema-id",
-                                          "current-schema-id": table.metadata.current_schema_id}],
-                       "updates": [{"action": "set-properties", "updates": {"owner-team": "cache"}}]})
-    status, headers, answer = _http(gw, f"iceberg/v1/namespaces/{NS}/tables/trips", method="POST",
-                                    body=body.encode(), headers={"Content-Type": "application/json"})
-    assert status == 200, answer
-    assert headers["Cache-Status"] == "hms-gateway; fwd=method"
-    assert audit_record(gw, headers["X-Request-Id"])["cache"] == "method"
-    assert json.loads(_load(gw)[2])["metadata"]["properties"]["owner-team"] == "cache"
+    body = {"requirements": [{"type": "assert-current-schema-id",
+                              "current-schema-id": table.metadata.current_schema_id}],
+            "updates": [{"action": "set-properties", "updates": {"owner-team": "cache"}}]}
+    answer = call(gw, "POST", f"/v1/namespaces/{NS}/tables/trips", body, auth=(USER, PASSWORD))
+    assert answer.status_code == 200, answer.content
+    assert answer.headers["Cache-Status"] == "hms-gateway; fwd=method"
+    assert audit_record(gw, answer.headers["X-Request-Id"])["cache"] == "method"
+    assert _load(gw).json()["metadata"]["properties"]["owner-team"] == "cache"
 
 
-def test_an_external_commit_is_seen_after_the_next_poll(gw, rest, module_hms):
-    before = json.loads(_hit(lambda: _load(gw))[2])["metadata-location"]
-    hive = HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
+def test_an_external_commit_is_seen_after_the_next_poll(gw, rest, hive_catalog):
+    before = _hit(lambda: _load(gw)).json()["metadata-location"]
+    hive = hive_catalog
     hive.load_table(f"{NS}.trips").append(pa.table({"id": [4]}))  # straight to HMS
     after = hive.load_table(f"{NS}.trips").metadata_location
     assert after != before
-    seen = wait_for(lambda: (lambda s, h, b: json.loads(b)["metadata-location"] == after and h)(*_load(gw)))
+    seen = wait_for(lambda: (lambda answer: answer.json()["metadata-location"] == after and answer.headers)(_load(gw)))
     assert seen["Cache-Status"].startswith("hms-gateway; fwd=")  # the entry was dropped, not served
 
 

@@ -25,6 +25,7 @@ from requests_gssapi import REQUIRED, HTTPSPNEGOAuth
 from gateway.certs import write_client_certificate
 from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider
 from tests.support.hms import RunningHMS
+from tests.support.iceberg.clients import all_access_policy, call, error_of, rest_catalog
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client
 
@@ -37,12 +38,7 @@ SIGNING_REGION = "eu-west-1"
 AWS_KEYS = {"sam": ("AKIASAM00000000001", "sam-secret-key")}
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
 GUARDED = "iceberg-guarded"  # the same HMS with a catalog policy and a trusted engine
-POLICY = """
-policies:
-  - id: 1
-    name: bea does everything
-    resources: {database: ["*"], table: ["*"], column: ["*"]}
-    allow: [{users: [bea], accesses: [all]}]
+POLICY = all_access_policy("bea") + """\
   - id: 2
     name: analysts read shop
     resources: {database: [shop], table: ["*"], column: ["*"]}
@@ -93,11 +89,6 @@ def gw(module_hms, kerberos_realm, clients, tmp_path_factory, module_gateway_fac
     return gw
 
 
-def _catalog(gw: RunningGateway, path: str = PATH, **properties) -> RestCatalog:
-    ssl = {"cabundle": str(gw.ca_file), **properties.pop("ssl", {})}
-    return RestCatalog("gw", **{"uri": gw.url(path=path), "ssl": ssl, **properties})
-
-
 def _token(sub: str, **claims) -> str:
     now = int(time.time())
     return jwt.encode({"iss": "tests", "aud": "hms-gateway", "sub": sub, "exp": now + 300, "nbf": now, **claims},
@@ -126,22 +117,22 @@ def _round_trip(catalog: RestCatalog, ns: str) -> None:
 
 
 def test_basic(gw, module_hms):
-    catalog = _catalog(gw, auth={"type": "basic", "basic": {"username": "bea", "password": "bea-password"}})
+    catalog = rest_catalog(gw, user="bea", password="bea-password")
     _round_trip(catalog, "by_basic")
     assert _owners(module_hms, "by_basic", "t") == ("bea", "bea")
 
 
 def test_bearer_jwt_token(gw, module_hms):
-    _round_trip(_catalog(gw, token=_token("tom")), "by_token")
+    _round_trip(rest_catalog(gw, token=_token("tom")), "by_token")
     assert _owners(module_hms, "by_token", "t") == ("tom", "tom")
-    expired = requests.get(gw.url(path=PATH) + "/v1/config", verify=str(gw.ca_file), timeout=30,
-                           headers={"Authorization": f"Bearer {_token('tom', exp=int(time.time()) - 60)}"})
-    assert expired.status_code == 401 and expired.json()["error"]["type"] == "NotAuthorizedException"
+    expired = call(gw, "GET", "/v1/config", auth=None,
+                   headers={"Authorization": f"Bearer {_token('tom', exp=int(time.time()) - 60)}"})
+    error_of(expired, 401, "NotAuthorizedException")
 
 
 def test_client_certificate(gw, module_hms):
     certs = gw.workdir / "certs"
-    catalog = _catalog(gw, ssl={"client": {"cert": str(certs / "cora.crt"), "key": str(certs / "cora.key")}})
+    catalog = rest_catalog(gw, ssl={"client": {"cert": str(certs / "cora.crt"), "key": str(certs / "cora.key")}})
     _round_trip(catalog, "by_mtls")
     assert _owners(module_hms, "by_mtls", "t") == ("cora", "cora")
 
@@ -150,17 +141,14 @@ def test_sigv4(gw, module_hms):
     key, secret = AWS_KEYS["sam"]
     signed = {"rest.sigv4-enabled": "true", "rest.signing-name": "glue", "rest.signing-region": SIGNING_REGION,
               "client.access-key-id": key, "client.region": SIGNING_REGION}
-    _round_trip(_catalog(gw, **signed, **{"client.secret-access-key": secret}), "by_sigv4")
+    _round_trip(rest_catalog(gw, **signed, **{"client.secret-access-key": secret}), "by_sigv4")
     assert _owners(module_hms, "by_sigv4", "t") == ("sam", "sam")
     with pytest.raises(UnauthorizedError):  # a wrong secret: the signature does not match
-        _catalog(gw, **signed, **{"client.secret-access-key": "not-the-secret"})
+        rest_catalog(gw, **signed, **{"client.secret-access-key": "not-the-secret"})
 
 
 def _spnego(gw: RunningGateway, method: str, path: str, body: dict | None = None) -> requests.Response:
-    return requests.request(method, gw.url(path=PATH) + path, verify=str(gw.ca_file), timeout=30,
-                            data=None if body is None else json.dumps(body),
-                            headers={"Content-Type": "application/json"},
-                            auth=HTTPSPNEGOAuth(mutual_authentication=REQUIRED))
+    return call(gw, method, path, body, service=PATH, auth=HTTPSPNEGOAuth(mutual_authentication=REQUIRED))
 
 
 def test_kerberos_spnego_with_requests_gssapi_and_curl(gw, module_hms, clients):
@@ -190,10 +178,8 @@ def test_kerberos_spnego_with_requests_gssapi_and_curl(gw, module_hms, clients):
 
 
 def test_without_credentials_every_challenge_in_the_error_model(gw):
-    answer = requests.get(gw.url(path=PATH) + "/v1/config", verify=str(gw.ca_file), timeout=30)
-    assert answer.status_code == 401
-    error = answer.json()["error"]
-    assert set(error) == {"message", "type", "code"} and error["type"] == "NotAuthorizedException"
+    answer = call(gw, "GET", "/v1/config", service=PATH, auth=None)
+    error_of(answer, 401, "NotAuthorizedException")
     challenges = [c.split()[0] for c in answer.raw.headers.getlist("WWW-Authenticate")]
     assert challenges == ["Basic", "Bearer", "AWS4-HMAC-SHA256", "Negotiate"]
 
@@ -201,7 +187,7 @@ def test_without_credentials_every_challenge_in_the_error_model(gw):
 def test_a_table_with_denied_columns_loads_only_for_a_trusted_engine(gw):
     """As Glue's GetUnfilteredTableMetadata: trino (trusted) acting for ana gets the whole table
     with the columns ana may read in ``config``; ana herself gets 403 saying why."""
-    bea = _catalog(gw, path=GUARDED, auth={"type": "basic", "basic": {"username": "bea", "password": "bea-password"}})
+    bea = rest_catalog(gw, user="bea", password="bea-password", path=GUARDED)
     bea.create_namespace("shop")
     schema = Schema(NestedField(1, "id", LongType(), required=False),
                     NestedField(2, "customer", StringType(), required=False),
@@ -209,14 +195,14 @@ def test_a_table_with_denied_columns_loads_only_for_a_trusted_engine(gw):
     bea.create_table("shop.orders", schema=schema)
     bea.create_table("shop.items", schema=SCHEMA)
 
-    ana = _catalog(gw, path=GUARDED, auth={"type": "basic", "basic": {"username": "ana", "password": "ana-password"}})
+    ana = rest_catalog(gw, user="ana", password="ana-password", path=GUARDED)
     assert ana.load_table("shop.items").schema() == SCHEMA  # no column denied: loads for anyone
     with pytest.raises(ForbiddenError, match="ana may not read every column of shop.orders: .*trusted engine"):
         ana.load_table("shop.orders")
 
     def load(user: str, table: str, headers: dict | None = None) -> requests.Response:
-        return requests.get(f"{gw.url(path=GUARDED)}/v1/namespaces/shop/tables/{table}", params={"doAs": "ana"},
-                            auth=(user, f"{user}-password"), headers=headers, verify=str(gw.ca_file), timeout=30)
+        return call(gw, "GET", f"/v1/namespaces/shop/tables/{table}?doAs=ana", service=GUARDED,
+                    auth=(user, f"{user}-password"), headers=headers)
 
     answer = load("trino", "orders")
     assert answer.status_code == 200, answer.text
@@ -227,6 +213,5 @@ def test_a_table_with_denied_columns_loads_only_for_a_trusted_engine(gw):
     assert "authorized-columns" not in TableResponse.model_validate_json(load("trino", "items").content).config
     # bea may impersonate nobody; trino acting as itself reads everything (no denied column)
     assert load("bea", "orders").status_code == 403
-    as_itself = requests.get(f"{gw.url(path=GUARDED)}/v1/namespaces/shop/tables/orders",
-                             auth=("trino", "trino-password"), verify=str(gw.ca_file), timeout=30)
+    as_itself = call(gw, "GET", "/v1/namespaces/shop/tables/orders", service=GUARDED, auth=("trino", "trino-password"))
     assert as_itself.status_code == 404  # trino has no grant of its own on shop

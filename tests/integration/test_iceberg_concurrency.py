@@ -26,6 +26,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from tests.support.gateway import RunningGateway
 from tests.support.hms import RunningHMS
+from tests.support.iceberg.clients import rest_catalog
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
@@ -46,9 +47,7 @@ def gw(module_hms, module_gateway_factory) -> RunningGateway:
 
 
 def _rest(gw: RunningGateway) -> RestCatalog:
-    return RestCatalog("gw", **{"uri": gw.url(path=PATH),
-                                "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}},
-                                "ssl": {"cabundle": str(gw.ca_file)}})
+    return rest_catalog(gw, user=USER, password=PASSWORD, path=PATH)
 
 
 def _hive(hms: RunningHMS) -> HiveCatalog:

@@ -29,6 +29,7 @@ from pyiceberg.types import LongType, NestedField
 
 from tests.support.gateway import GatewayFactory, RunningGateway
 from tests.support.hms import RunningHMS, free_port, start_hms
+from tests.support.iceberg.clients import rest_catalog
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 pytestmark = pytest.mark.integration
@@ -139,9 +140,7 @@ def _gateway(factory: GatewayFactory, port: int) -> RunningGateway:
 
 
 def _rest(gw: RunningGateway) -> RestCatalog:
-    return RestCatalog("gw", **{"uri": gw.url(path=PATH),
-                                "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}},
-                                "ssl": {"cabundle": str(gw.ca_file)}})
+    return rest_catalog(gw, user=USER, password=PASSWORD, path=PATH)
 
 
 def _locks(hms: RunningHMS, db: str, table: str) -> list:

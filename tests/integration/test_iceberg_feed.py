@@ -14,12 +14,12 @@ import urllib.request
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
-from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from tests.support.feed import EVENTS_PATH, PASSWORD, POLICY, auth, events_service
 from tests.support.gateway import RunningGateway
+from tests.support.iceberg.clients import rest_catalog
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
@@ -58,8 +58,7 @@ def _commits(gw: RunningGateway, user: str, after: int, count: int) -> list[dict
 
 def test_commits_through_the_gateway_and_directly_appear_with_snapshot_operation_and_user(gw, module_hms):
     start = _poll(gw, "admin")["next"]  # follow from now
-    rest = RestCatalog("gw", **{"uri": gw.url(path="iceberg"), "ssl": {"cabundle": str(gw.ca_file)},
-                                "auth": {"type": "basic", "basic": {"username": "etl", "password": PASSWORD}}})
+    rest = rest_catalog(gw, user="etl", password=PASSWORD)
     rest.create_namespace("feeddb")
     through_gateway = rest.create_table("feeddb.rest_t", schema=SCHEMA)
     through_gateway.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))

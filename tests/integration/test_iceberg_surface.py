@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import requests
-from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import OAuthError
 from pyiceberg.schema import Schema
@@ -22,7 +22,7 @@ from pyiceberg.types import LongType, NestedField
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.gateway_token import GatewayTokenProvider
 from tests.support.gateway import RunningGateway, audit_record, htpasswd_provider, metric
-from tests.support.iceberg.spec import validating
+from tests.support.iceberg.clients import call, error_of, rest_catalog, session
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
@@ -55,17 +55,8 @@ def gw(module_hms, key_file, module_gateway_factory) -> RunningGateway:
         users={USER: PASSWORD, "analyst": "analyst-password"}, limits={"max_request_bytes": MAX_BODY})
 
 
-def _session(gw: RunningGateway) -> requests.Session:
-    session = validating(requests.Session())
-    session.verify = str(gw.ca_file)
-    return session
-
-
-def _rest(gw: RunningGateway, path: str = PATH, **auth) -> RestCatalog:
-    catalog = RestCatalog("gw", **{"uri": gw.url(path=path), "ssl": {"cabundle": str(gw.ca_file)},
-                                   **(auth or {"credential": f"{USER}:{PASSWORD}"})})
-    validating(catalog._session)  # every later answer checked against the spec
-    return catalog
+def _rest(gw: RunningGateway, **auth) -> RestCatalog:
+    return rest_catalog(gw, **(auth or {"credential": f"{USER}:{PASSWORD}"}))
 
 
 @pytest.fixture(scope="module")
@@ -73,20 +64,7 @@ def rest(gw) -> RestCatalog:
     return _rest(gw)
 
 
-@pytest.fixture(scope="module")
-def hive(module_hms) -> HiveCatalog:
-    return HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri())
-
-
-def _call(gw, method: str, path: str, body: dict | bytes | None = None, *, service: str = PATH,
-          auth=(USER, PASSWORD), headers: dict | None = None) -> requests.Response:
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    return _session(gw).request(method, gw.url(path=service) + path, data=data, auth=auth,
-                                headers={"Content-Type": "application/json", **(headers or {})}, timeout=60)
-
-
-def _error(response: requests.Response) -> dict:
-    return response.json()["error"]
+_call = partial(call, auth=(USER, PASSWORD))
 
 
 def _expired_token(key_file: Path) -> str:
@@ -111,7 +89,7 @@ def test_pyiceberg_with_a_credential_gets_a_token_and_works_end_to_end(rest, mod
 
 
 def test_the_token_endpoint_answers_the_spec_s_token_response(gw):
-    response = _session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
+    response = session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
         "grant_type": "client_credentials", "client_id": USER, "client_secret": PASSWORD, "scope": "catalog"})
     assert response.status_code == 200 and response.headers["Cache-Control"] == "no-store"
     body = response.json()
@@ -124,10 +102,10 @@ def test_the_token_endpoint_answers_the_spec_s_token_response(gw):
 
 
 def test_wrong_client_credentials_are_401_invalid_client(gw):
-    response = _session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
+    response = session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
         "grant_type": "client_credentials", "client_id": USER, "client_secret": "wrong"})
     assert response.status_code == 401 and response.json()["error"] == "invalid_client"
-    response = _session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
+    response = session(gw).post(gw.url(path=PATH) + "/v1/oauth/tokens", timeout=30, data={
         "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token": "x"})
     assert response.status_code == 400 and response.json()["error"] == "unsupported_grant_type"
     with pytest.raises(OAuthError):
@@ -137,7 +115,7 @@ def test_wrong_client_credentials_are_401_invalid_client(gw):
 def test_an_expired_token_is_401_in_the_error_model_and_pyiceberg_refreshes(gw, rest, key_file):
     expired = _expired_token(key_file)
     response = _call(gw, "GET", "/v1/namespaces", auth=None, headers={"Authorization": f"Bearer {expired}"})
-    assert response.status_code == 401 and _error(response)["type"] == "NotAuthorizedException"
+    error_of(response, 401, "NotAuthorizedException")
     assert 'Bearer realm="HMS Gateway"' in response.headers["WWW-Authenticate"]
     manager = rest._session.auth.auth_manager
     manager._token = expired  # as if the token had run out
@@ -147,7 +125,7 @@ def test_an_expired_token_is_401_in_the_error_model_and_pyiceberg_refreshes(gw, 
 
 # --- register -----------------------------------------------------------------------------------
 
-def test_register_takes_a_metadata_file_of_the_namespace(rest, hive):
+def test_register_takes_a_metadata_file_of_the_namespace(rest, hive_catalog):
     rest.create_namespace("reg")
     source = rest.create_table("reg.source", schema=SCHEMA)
     source.append(pa.table({"id": pa.array([7], pa.int64())}))
@@ -155,14 +133,14 @@ def test_register_takes_a_metadata_file_of_the_namespace(rest, hive):
     registered = rest.register_table("reg.copy", location)
     assert registered.metadata_location == location
     assert registered.scan().to_arrow()["id"].to_pylist() == [7]
-    assert hive.load_table("reg.copy").metadata_location == location  # HMS holds it as HiveCatalog would
+    assert hive_catalog.load_table("reg.copy").metadata_location == location  # HMS holds it as HiveCatalog would
 
 
-def test_register_refusals(gw, rest, hive, module_hms):
+def test_register_refusals(gw, rest, hive_catalog, module_hms):
     rest.create_namespace("reg2")
     rest.create_namespace("other_ns")
     theirs = rest.create_table("other_ns.t", schema=SCHEMA).metadata_location
-    before = hive.list_tables("reg2")
+    before = hive_catalog.list_tables("reg2")
     cases = [
         ({"name": "x", "metadata-location": theirs}, 403, "ForbiddenException"),  # another namespace's file
         ({"name": "x", "metadata-location": theirs.replace("other_ns.db", "reg2.db/../other_ns.db")}, 403,
@@ -178,15 +156,15 @@ def test_register_refusals(gw, rest, hive, module_hms):
     cases.append(({"name": "x", "metadata-location": notes.as_uri()}, 400, "BadRequestException"))
     for body, status, kind in cases:
         response = _call(gw, "POST", "/v1/namespaces/reg2/register", body)
-        assert (response.status_code, _error(response)["type"]) == (status, kind), body
+        assert error_of(response)["type"] == kind and response.status_code == status, body
     rest.create_table("reg2.taken", schema=SCHEMA)
     mine = rest.load_table("reg2.taken").metadata_location
     response = _call(gw, "POST", "/v1/namespaces/reg2/register", {"name": "taken", "metadata-location": mine})
-    assert response.status_code == 409 and _error(response)["type"] == "AlreadyExistsException"
-    assert hive.list_tables("reg2") == before + [("reg2", "taken")]
+    error_of(response, 409, "AlreadyExistsException")
+    assert hive_catalog.list_tables("reg2") == before + [("reg2", "taken")]
 
 
-def test_register_prefixes_admit_a_shared_area(gw, rest, hive, module_hms):
+def test_register_prefixes_admit_a_shared_area(gw, rest, hive_catalog, module_hms):
     rest.create_namespace("staging")
     rest.create_namespace("imported_ns")
     staged = rest.create_table("staging.t", schema=SCHEMA,
@@ -229,9 +207,9 @@ def test_bad_metrics_reports_are_400_and_an_unknown_table_404(gw, rest):
     for body in ({**COMMIT_REPORT, "report-type": "other-report"}, {"report-type": "commit-report"},
                  {**SCAN_REPORT, "schema-id": "zero"}):
         response = _call(gw, "POST", "/v1/namespaces/mx/tables/t/metrics", body)
-        assert response.status_code == 400 and _error(response)["type"] == "BadRequestException", body
+        assert error_of(response)["type"] == "BadRequestException" and response.status_code == 400, body
     response = _call(gw, "POST", "/v1/namespaces/mx/tables/nothing/metrics", COMMIT_REPORT)
-    assert response.status_code == 404 and _error(response)["type"] == "NoSuchTableException"
+    error_of(response, 404, "NoSuchTableException")
 
 
 # --- transactions -------------------------------------------------------------------------------
@@ -259,7 +237,7 @@ def test_one_stale_requirement_is_409_and_no_table_changes(gw, rest, module_hms)
     stale = [{"type": "assert-table-uuid", "uuid": "00000000-0000-0000-0000-000000000000"}]
     response = _call(gw, "POST", "/v1/transactions/commit",
                      {"table-changes": [_change("tx2", "a", {"k": "a"}), _change("tx2", "b", {"k": "b"}, requirements=stale)]})
-    assert response.status_code == 409 and _error(response)["type"] == "CommitFailedException"
+    error_of(response, 409, "CommitFailedException")
     assert rest.load_table("tx2.a").metadata_location == a.metadata_location
     assert rest.load_table("tx2.b").metadata_location == b.metadata_location
     assert {n: _files(module_hms.warehouse_dir / "tx2.db" / n / "metadata") for n in "ab"} == before
@@ -280,16 +258,17 @@ WRITING = [("POST", "/v1/namespaces/hostile/tables/t"), ("POST", "/v1/transactio
            ("POST", "/v1/tables/rename")]
 
 
-def test_hostile_bodies_are_400_and_change_nothing(gw, rest, hive, module_hms):
+def test_hostile_bodies_are_400_and_change_nothing(gw, rest, hive_catalog, module_hms):
     rest.create_namespace("hostile")
     table = rest.create_table("hostile.t", schema=SCHEMA)
     metadata = module_hms.warehouse_dir / "hostile.db" / "t" / "metadata"
+    hive = hive_catalog
     files, namespaces, tables = _files(metadata), hive.list_namespaces(), hive.list_tables("hostile")
     for method, path in WRITING:
         for body in HOSTILE:
             response = _call(gw, method, path, body)
             assert response.status_code == 400, (path, body[:40], response.text[:200])
-            assert _error(response)["type"] == "BadRequestException"
+            error_of(response, kind="BadRequestException")
     assert _files(metadata) == files  # nothing written to storage
     assert (hive.list_namespaces(), hive.list_tables("hostile")) == (namespaces, tables)  # nor to HMS
     assert rest.load_table("hostile.t").metadata_location == table.metadata_location
@@ -297,7 +276,7 @@ def test_hostile_bodies_are_400_and_change_nothing(gw, rest, hive, module_hms):
 
 def test_a_table_and_namespace_listing_stay_in_the_spec(gw, rest):
     """Config, listings, loads, HEADs and 404s of this module's objects, all spec-checked."""
-    session = _session(gw)
+    checked = session(gw)
     base = gw.url(path=PATH)
     for method, path, status in [("GET", "/v1/config", 200), ("GET", "/v1/namespaces", 200),
                                  ("GET", "/v1/namespaces/tx/tables?pageSize=1", 200),
@@ -305,7 +284,7 @@ def test_a_table_and_namespace_listing_stay_in_the_spec(gw, rest):
                                  ("HEAD", "/v1/namespaces/tx/tables/a", 204),
                                  ("GET", "/v1/namespaces/tx/tables/none", 404),
                                  ("DELETE", "/v1/namespaces/tx", 409)]:
-        response = session.request(method, base + path, auth=(USER, PASSWORD), timeout=30)
+        response = checked.request(method, base + path, auth=(USER, PASSWORD), timeout=30)
         assert response.status_code == status, (method, path, response.text[:200])
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
-import requests
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import (
     ForbiddenError,
@@ -26,19 +26,14 @@ from pyiceberg.types import LongType, NestedField, StringType
 from pyiceberg.view.metadata import SQLViewRepresentation, ViewMetadata, ViewRepresentation, ViewVersion
 
 from tests.support.gateway import RunningGateway, in_workdir
-from tests.support.iceberg.spec import validating
+from tests.support.iceberg.clients import ETL_ALL_POLICY, call, error_of, rest_catalog
 from tests.support.thrift_gen import hive_metastore_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH, POLICY_PATH = "iceberg", "iceberg-policy"
 USER, PASSWORD = "etl", "etl-password"
-POLICY = """
-policies:
-  - id: 1
-    name: etl does everything
-    resources: {database: ["*"], table: ["*"], column: ["*"]}
-    allow: [{users: [etl], accesses: [all]}]
+POLICY = ETL_ALL_POLICY + """\
   - id: 2
     name: analyst reads the public views of sales
     resources: {database: [sales], table: ["pub_*"], column: ["*"]}
@@ -75,10 +70,7 @@ def gw(module_hms, module_gateway_factory) -> RunningGateway:
 
 
 def _rest(gw: RunningGateway, user: str = USER, password: str = PASSWORD, path: str = PATH) -> RestCatalog:
-    catalog = RestCatalog("gw", **{"uri": gw.url(path=path), "ssl": {"cabundle": str(gw.ca_file)},
-                                   "auth": {"type": "basic", "basic": {"username": user, "password": password}}})
-    validating(catalog._session)  # every later answer checked against the spec
-    return catalog
+    return rest_catalog(gw, user=user, password=password, path=path)
 
 
 @pytest.fixture(scope="module")
@@ -86,20 +78,7 @@ def rest(gw) -> RestCatalog:
     return _rest(gw)
 
 
-def _call(gw, method: str, path: str, body: dict | bytes | None = None, *, service: str = PATH,
-          auth=(USER, PASSWORD)) -> requests.Response:
-    session = validating(requests.Session())
-    session.verify = str(gw.ca_file)
-    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    return session.request(method, gw.url(path=service) + path, data=data, auth=auth,
-                           headers={"Content-Type": "application/json"}, timeout=60)
-
-
-def _error(response: requests.Response, status: int, kind: str) -> str:
-    assert response.status_code == status, response.text
-    error = response.json()["error"]
-    assert error["type"] == kind and error["code"] == status, error
-    return error["message"]
+_call = partial(call, auth=(USER, PASSWORD))
 
 
 def _version(sql: str, namespace: str, schema_id: int = 0, dialect: str = "spark") -> ViewVersion:
@@ -210,7 +189,7 @@ def test_list_views_pages(gw, rest):
         seen += [i["name"] for i in page["identifiers"]]
         token, pages = page.get("next-page-token"), pages + 1
     assert seen == [f"v{i}" for i in range(5)] and pages == 3
-    _error(_call(gw, "GET", "/v1/namespaces/paged/views?pageToken=not-a-token"), 400, "BadRequestException")
+    error_of(_call(gw, "GET", "/v1/namespaces/paged/views?pageToken=not-a-token"), 400, "BadRequestException")
 
 
 def test_exists_is_204_or_404_without_a_body(gw, rest):
@@ -235,11 +214,12 @@ def test_rename_within_and_across_namespaces_and_drop(gw, rest, module_hms):
     assert rest.load_view("landing.w").current_version().version_id == 1
 
     onto_table = {"source": {"namespace": ["landing"], "name": "w"}, "destination": {"namespace": ["landing"], "name": "taken"}}
-    assert "Table already exists" in _error(_call(gw, "POST", "/v1/views/rename", onto_table), 409, "AlreadyExistsException")
+    refused = error_of(_call(gw, "POST", "/v1/views/rename", onto_table), 409, "AlreadyExistsException")
+    assert "Table already exists" in refused["message"]
     gone = {**rename, "source": {"namespace": ["moves"], "name": "v"}}
-    _error(_call(gw, "POST", "/v1/views/rename", gone), 404, "NoSuchViewException")
+    error_of(_call(gw, "POST", "/v1/views/rename", gone), 404, "NoSuchViewException")
     nowhere = {"source": {"namespace": ["landing"], "name": "w"}, "destination": {"namespace": ["nowhere"], "name": "w"}}
-    _error(_call(gw, "POST", "/v1/views/rename", nowhere), 404, "NoSuchNamespaceException")
+    error_of(_call(gw, "POST", "/v1/views/rename", nowhere), 404, "NoSuchNamespaceException")
 
     rest.drop_view("landing.w")
     assert not rest.view_exists("landing.w") and rest.table_exists("landing.taken")
@@ -250,8 +230,10 @@ def test_rename_within_and_across_namespaces_and_drop(gw, rest, module_hms):
 def test_tables_and_views_do_not_pass_for_each_other(gw, rest):
     _create(rest, "mixed.v")
     rest.create_table("mixed.t", schema=SCHEMA)
-    assert "is an Iceberg view" in _error(_call(gw, "GET", "/v1/namespaces/mixed/tables/v"), 404, "NoSuchTableException")
-    assert "is an Iceberg table" in _error(_call(gw, "GET", "/v1/namespaces/mixed/views/t"), 404, "NoSuchViewException")
+    error = error_of(_call(gw, "GET", "/v1/namespaces/mixed/tables/v"), 404, "NoSuchTableException")
+    assert "is an Iceberg view" in error["message"]
+    error = error_of(_call(gw, "GET", "/v1/namespaces/mixed/views/t"), 404, "NoSuchViewException")
+    assert "is an Iceberg table" in error["message"]
     with pytest.raises(NoSuchTableError):
         rest.drop_table("mixed.v")
     with pytest.raises(NoSuchViewError):
@@ -260,13 +242,14 @@ def test_tables_and_views_do_not_pass_for_each_other(gw, rest):
         rest.load_view("mixed.t")
     body = {"name": "t", "schema": SCHEMA_JSON, "properties": {},
             "view-version": json.loads(_version("select 1", "mixed").model_dump_json())}
-    assert "Table already exists" in _error(_call(gw, "POST", "/v1/namespaces/mixed/views", body), 409,
-                                            "AlreadyExistsException")
-    assert "View already exists" in _error(_call(gw, "POST", "/v1/namespaces/mixed/views", {**body, "name": "v"}),
-                                           409, "AlreadyExistsException")
+    error = error_of(_call(gw, "POST", "/v1/namespaces/mixed/views", body), 409, "AlreadyExistsException")
+    assert "Table already exists" in error["message"]
+    error = error_of(_call(gw, "POST", "/v1/namespaces/mixed/views", {**body, "name": "v"}), 409,
+                     "AlreadyExistsException")
+    assert "View already exists" in error["message"]
     table = {"name": "v", "schema": SCHEMA_JSON}
-    assert "View already exists" in _error(_call(gw, "POST", "/v1/namespaces/mixed/tables", table), 409,
-                                           "AlreadyExistsException")
+    error = error_of(_call(gw, "POST", "/v1/namespaces/mixed/tables", table), 409, "AlreadyExistsException")
+    assert "View already exists" in error["message"]
     assert rest.list_tables("mixed") == [("mixed", "t")] and rest.list_views("mixed") == [("mixed", "v")]
 
 
@@ -282,26 +265,29 @@ def test_bad_requests_are_400_and_write_nothing_stale_ones_409(gw, rest, module_
                  {"updates": [{"action": "set-properties", "updates": {"write.metadata.compression-codec": "lz4"}}]},
                  {"identifier": {"namespace": ["errs"], "name": "other"}, "updates": []}):
         response = _call(gw, "POST", "/v1/namespaces/errs/views/v", body)
-        _error(response, 400, "BadRequestException")
+        error_of(response, 400, "BadRequestException")
     stale = _replace_body("select 2", "errs", "00000000-0000-0000-0000-000000000000")
-    assert "view UUID does not match" in _error(_call(gw, "POST", "/v1/namespaces/errs/views/v", stale), 409,
-                                                "CommitFailedException")
+    error = error_of(_call(gw, "POST", "/v1/namespaces/errs/views/v", stale), 409, "CommitFailedException")
+    assert "view UUID does not match" in error["message"]
     assert _hms_table(module_hms, "errs", "v").parameters["metadata_location"] == before
     assert _metadata_files(view.location()) == files
 
-    _error(_call(gw, "GET", "/v1/namespaces/errs/views/missing"), 404, "NoSuchViewException")
-    _error(_call(gw, "POST", "/v1/namespaces/errs/views/missing", {"updates": []}), 404, "NoSuchViewException")
-    _error(_call(gw, "GET", "/v1/namespaces/nowhere/views/v"), 404, "NoSuchNamespaceException")
-    _error(_call(gw, "GET", "/v1/namespaces/nowhere/views"), 404, "NoSuchNamespaceException")
-    assert "nested namespaces" in _error(_call(gw, "GET", "/v1/namespaces/errs%1Fsub/views"), 400, "BadRequestException")
-    assert "invalid view name" in _error(_call(gw, "GET", "/v1/namespaces/errs/views/bad-name"), 400,
-                                         "BadRequestException")
+    error_of(_call(gw, "GET", "/v1/namespaces/errs/views/missing"), 404, "NoSuchViewException")
+    error_of(_call(gw, "POST", "/v1/namespaces/errs/views/missing", {"updates": []}), 404, "NoSuchViewException")
+    error_of(_call(gw, "GET", "/v1/namespaces/nowhere/views/v"), 404, "NoSuchNamespaceException")
+    error_of(_call(gw, "GET", "/v1/namespaces/nowhere/views"), 404, "NoSuchNamespaceException")
+    error = error_of(_call(gw, "GET", "/v1/namespaces/errs%1Fsub/views"), 400, "BadRequestException")
+    assert "nested namespaces" in error["message"]
+    error = error_of(_call(gw, "GET", "/v1/namespaces/errs/views/bad-name"), 400, "BadRequestException")
+    assert "invalid view name" in error["message"]
     create = {"name": "bad-name", "schema": SCHEMA_JSON, "properties": {},
               "view-version": json.loads(_version("select 1", "errs").model_dump_json())}
-    assert "letters, digits" in _error(_call(gw, "POST", "/v1/namespaces/errs/views", create), 400, "BadRequestException")
-    _error(_call(gw, "POST", "/v1/namespaces/errs/views", {**create, "name": "ok", "schema": "no"}), 400,
-           "BadRequestException")
-    _error(_call(gw, "POST", "/v1/namespaces/nowhere/views", {**create, "name": "ok"}), 404, "NoSuchNamespaceException")
+    error = error_of(_call(gw, "POST", "/v1/namespaces/errs/views", create), 400, "BadRequestException")
+    assert "letters, digits" in error["message"]
+    error_of(_call(gw, "POST", "/v1/namespaces/errs/views", {**create, "name": "ok", "schema": "no"}), 400,
+             "BadRequestException")
+    error_of(_call(gw, "POST", "/v1/namespaces/nowhere/views", {**create, "name": "ok"}), 404,
+             "NoSuchNamespaceException")
     assert rest.list_views("errs") == [("errs", "v")]
 
 
@@ -323,20 +309,21 @@ def test_policy_hides_with_404_refuses_with_403_and_filters_listings(gw, rest):
     with pytest.raises(ForbiddenError):
         analyst.create_view("sales.pub_new", SCHEMA, _version("select 1", "sales"))
     replace = _replace_body("select 2", "sales")
-    assert "analyst may not alter sales.pub_a" in _error(
+    assert "analyst may not alter sales.pub_a" in error_of(
         _call(gw, "POST", "/v1/namespaces/sales/views/pub_a", replace, service=POLICY_PATH,
-              auth=("analyst", "analyst-password")), 403, "ForbiddenException")
-    _error(_call(gw, "POST", "/v1/namespaces/sales/views/private_b", replace, service=POLICY_PATH,
-                 auth=("analyst", "analyst-password")), 404, "NoSuchViewException")
+              auth=("analyst", "analyst-password")), 403, "ForbiddenException")["message"]
+    error_of(_call(gw, "POST", "/v1/namespaces/sales/views/private_b", replace, service=POLICY_PATH,
+                   auth=("analyst", "analyst-password")), 404, "NoSuchViewException")
 
     dev = ("dev", "dev-password")
     move = {"source": {"namespace": ["sales"], "name": "private_b"},
             "destination": {"namespace": ["archive"], "name": "private_b"}}
-    assert "dev may not create archive" in _error(
-        _call(gw, "POST", "/v1/views/rename", move, service=POLICY_PATH, auth=dev), 403, "ForbiddenException")
+    error = error_of(_call(gw, "POST", "/v1/views/rename", move, service=POLICY_PATH, auth=dev), 403,
+                     "ForbiddenException")
+    assert "dev may not create archive" in error["message"]
     within = {**move, "destination": {"namespace": ["sales"], "name": "private_c"}}
-    _error(_call(gw, "POST", "/v1/views/rename", within, service=POLICY_PATH, auth=("analyst", "analyst-password")),
-           404, "NoSuchViewException")  # analyst cannot see private_b
+    error_of(_call(gw, "POST", "/v1/views/rename", within, service=POLICY_PATH, auth=("analyst", "analyst-password")),
+             404, "NoSuchViewException")  # analyst cannot see private_b
     answer = _call(gw, "POST", "/v1/namespaces/sales/views/private_b", replace, service=POLICY_PATH, auth=dev)
     assert answer.status_code == 200 and answer.json()["metadata"]["current-version-id"] == 2
     with pytest.raises(ForbiddenError):
@@ -359,7 +346,7 @@ def test_hostile_bodies_on_the_writing_view_routes_are_400_and_change_nothing(gw
               _hms_table(module_hms, "hostile", "v").parameters["metadata_location"])
     for path in ("/v1/namespaces/hostile/views", "/v1/namespaces/hostile/views/v", "/v1/views/rename"):
         for body in HOSTILE:
-            _error(_call(gw, "POST", path, body), 400, "BadRequestException")
+            error_of(_call(gw, "POST", path, body), 400, "BadRequestException")
     assert (_metadata_files(view.location()), rest.list_views("hostile"),
             _hms_table(module_hms, "hostile", "v").parameters["metadata_location"]) == before
 
@@ -377,16 +364,16 @@ def test_register_view_takes_a_view_metadata_file_of_the_namespace(gw, rest, mod
     assert hms.parameters["metadata_location"] == location
     # a name taken (by a view or a table) is 409, and the file, not the gateway's, stays
     for name in ("copy", "source"):
-        _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": name, "metadata-location": location}),
-               409, "AlreadyExistsException")
+        error_of(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": name, "metadata-location": location}),
+                 409, "AlreadyExistsException")
     assert Path(location.removeprefix("file:")).exists()
     # another namespace's file 403; a table's metadata file is not view metadata: 400
     _create(rest, "regv_other.theirs")
     theirs = _call(gw, "GET", "/v1/namespaces/regv_other/views/theirs").json()["metadata-location"]
-    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x", "metadata-location": theirs}),
-           403, "ForbiddenException")
+    error_of(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x", "metadata-location": theirs}),
+             403, "ForbiddenException")
     table = rest.create_table("regv.t", schema=SCHEMA)
-    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view",
-                 {"name": "x", "metadata-location": table.metadata_location}), 400, "BadRequestException")
-    _error(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x"}), 400, "BadRequestException")
+    error_of(_call(gw, "POST", "/v1/namespaces/regv/register-view",
+                   {"name": "x", "metadata-location": table.metadata_location}), 400, "BadRequestException")
+    error_of(_call(gw, "POST", "/v1/namespaces/regv/register-view", {"name": "x"}), 400, "BadRequestException")
     assert sorted(v[1] for v in rest.list_views("regv")) == ["copy", "source"]
