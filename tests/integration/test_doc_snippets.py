@@ -43,7 +43,9 @@ from tests.support.doc_snippets import (
     Snippet,
     collect,
     parse,
+    section_blocks,
     shell_commands,
+    transcript_commands,
 )
 
 SNIPPETS = collect()
@@ -137,7 +139,7 @@ def test_parser_reads_markers_indents_and_output_lines():
 HEADER = re.compile(r"^#\s+(?:config/)?(?P<path>[\w./-]+\.(?:ya?ml|json))\b")
 #: Keys whose value names a file, and what the sandbox writes there when the block does not.
 FILE_KEYS = {"users_file", "policy_file", "ca_file", "jwks_ca_file", "client_ca", "certificate",
-             "private_key", "public_key_file", "keytab", "passcode_file"}
+             "private_key", "public_key_file", "keytab", "passcode_file", "credentials_file"}
 
 
 @pytest.fixture(scope="module")
@@ -251,6 +253,9 @@ class Sandbox:
                 subprocess.run(["ktutil"], input=script, text=True, check=True, capture_output=True, timeout=30)
             elif key == "policy_file":
                 path.write_text(json.dumps(POLICY_RANGER) if path.suffix == ".json" else yaml.safe_dump(POLICY_YAML))
+            elif key == "credentials_file":  # an AWS shared-credentials file (options.s3)
+                path.write_text(f"[default]\naws_access_key_id = AKIAEXAMPLE\n"
+                                f"aws_secret_access_key = {secrets.token_hex(20)}\n")
             else:
                 path.write_bytes(secrets.token_bytes(64))
 
@@ -258,7 +263,8 @@ class Sandbox:
         kind = section_kind(snippet, name)
         data = json.loads(text) if snippet.lang == "json" else yaml.safe_load(text)
         if kind == "policy":
-            path = self.config / (name or f"policies/snippet.{snippet.lang}")
+            # ``name="policies/x.json"`` names a block that cannot carry a ``# <path>`` line (JSON)
+            path = self.config / (name or snippet.attrs.get("name") or f"policies/snippet.{snippet.lang}")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text)
             self.policies.append(path)
@@ -303,6 +309,29 @@ def test_config_block_passes_check_config(snippet: Snippet, materials, tmp_path)
         sandbox.add(snippet, name, text)
     status, output = sandbox.check()
     assert status == 0, f"{snippet.where} ({snippet.kind}) as printed is refused:\n{output}"
+
+
+@pytest.mark.parametrize("snippet", of_kind("transcript"), ids=_id)
+def test_transcript_prints_as_shown(snippet: Snippet, materials, tmp_path):
+    """Each ``$ hms-gateway ...`` line, run in a sandbox holding the configuration blocks of the
+    block's section, prints exactly the lines under it and exits with the ``[N]`` shown."""
+    sandbox = Sandbox(tmp_path, materials)
+    for block in section_blocks(snippet, SNIPPETS, frozenset(CONFIG_KINDS - {"helm-values"})):
+        for name, text in sections(block):
+            sandbox.add(block, name, text)
+    status, output = sandbox.check()
+    assert status == 0, f"{snippet.where}: the configuration of its section is refused:\n{output}"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    commands = transcript_commands(snippet)
+    assert commands, f"{snippet.where}: no `$ ` command"
+    for command in commands:
+        assert command.command.startswith("hms-gateway "), f"{snippet.where}: {command.command!r}"
+        run = subprocess.run(["bash", "-c", command.command], cwd=tmp_path, env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert run.stdout.rstrip("\n").split("\n") == command.expected, \
+            f"{snippet.where}: {command.command}\nprinted:\n{run.stdout}{run.stderr}"
+        if command.status is not None:
+            assert run.returncode == command.status, f"{snippet.where}: {command.command}: exit {run.returncode}"
 
 
 @pytest.mark.parametrize("snippet", of_kind("helm-values"), ids=_id)

@@ -28,6 +28,8 @@ KINDS: dict[str, str] = {
     "gateway": "the gateway file (config/gateway.yaml), checked by check-config",
     "policy": "a catalog policy file (YAML or Ranger JSON), loaded by the policy engine",
     "helm-values": "Helm values merged over the chart's values.yaml: the chart's schema and check-config",
+    "transcript": "`$ hms-gateway ...` lines with the output printed under them (and `[status]`), run "
+                  "against the configuration blocks of the same section",
     "not-run": "what cannot run here (diagrams, other machines, clusters); needs reason=\"...\"",
 }
 FLAGS = frozenset({"fragment"})
@@ -177,3 +179,49 @@ def shell_commands(snippet: Snippet) -> list[ShellCommand]:
     if current:
         commands.append(ShellCommand(start, " ".join(current), []))
     return commands
+
+
+#: A Markdown heading line (outside fenced blocks).
+_HEADING = re.compile(r"^#{1,6} ")
+
+
+def section_blocks(snippet: Snippet, snippets: list[Snippet], kinds: frozenset[str]) -> list[Snippet]:
+    """The blocks of ``kinds`` before ``snippet`` in its section of the same file (since the
+    last Markdown heading above it; lines inside fenced blocks are not headings)."""
+    lines = (ROOT / snippet.file).read_text(encoding="utf-8").split("\n")
+    same = [s for s in snippets if s.file == snippet.file]
+    inside = {n for s in same for n in range(s.line, s.line + s.body.count("\n") + 2)}
+    start = max((n for n in range(1, snippet.line) if n not in inside and _HEADING.match(lines[n - 1])), default=0)
+    return [s for s in same if start < s.line < snippet.line and s.kind in kinds]
+
+
+@dataclass(frozen=True)
+class TranscriptCommand:
+    """One ``$ command`` of a transcript (continuation lines joined), the lines printed under
+    it, and the exit status shown as a trailing ``[N]`` (None: not shown)."""
+
+    command: str
+    expected: list[str]
+    status: int | None
+
+
+_STATUS = re.compile(r"^(?P<out>.*?)\s+\[(?P<status>\d+)\]$")
+
+
+def transcript_commands(snippet: Snippet) -> list[TranscriptCommand]:
+    """The commands of a ``transcript`` block."""
+    commands: list[list] = []
+    continued = False
+    for raw in snippet.body.rstrip("\n").split("\n"):
+        line = raw.rstrip()
+        if continued:
+            commands[-1][0] += " " + line.rstrip("\\").strip()
+        elif line.startswith("$ "):
+            commands.append([line[2:].rstrip("\\").strip(), [], None])
+        elif commands and line:
+            status = _STATUS.match(line)
+            commands[-1][1].append(status["out"] if status else line)
+            if status:
+                commands[-1][2] = int(status["status"])
+        continued = line.endswith("\\")
+    return [TranscriptCommand(c, out, status) for c, out, status in commands]
