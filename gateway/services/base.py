@@ -89,6 +89,11 @@ def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
     )
 
 
+def key_path(loc: tuple) -> str:
+    """A pydantic error location as a configuration key suffix: ``.key`` and ``[i]``."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
 def validate_options(model: type[BaseModel] | None, ctx_source: str, index: int,
                      kind: str, options: dict[str, Any], context: dict[str, Any] | None = None) -> Any:
     """``options`` validated into ``model`` (pydantic validation ``context``: ``schema``, the
@@ -105,8 +110,7 @@ def validate_options(model: type[BaseModel] | None, ctx_source: str, index: int,
         return model.model_validate(options, context=context)
     except ValidationError as exc:
         loc, reason = reported_error(model, exc)
-        key = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-        raise ConfigError(ctx_source, f"services[{index}].options{key}", reason) from None
+        raise ConfigError(ctx_source, f"services[{index}].options{key_path(loc)}", reason) from None
 
 
 class ServiceKind(Protocol):

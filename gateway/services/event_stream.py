@@ -50,6 +50,7 @@ from cloudevents.core.formats.json import JSONFormat
 from cloudevents.core.v1.event import CloudEvent
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.config import reported_error
 from gateway.events import hcat
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
 from gateway.events.iceberg import ICEBERG_COMMIT, IcebergCommitOptions, IcebergCommits, file_io_of, for_viewer
@@ -61,7 +62,7 @@ from gateway.pipeline.outcomes import MethodNotAllowed
 from gateway.policy.columns import filter_parameters
 from gateway.policy.view import CatalogView
 from gateway.providers.identity import Identity
-from gateway.services.base import ServiceContext
+from gateway.services.base import ServiceContext, key_path
 
 __all__ = ["EventStreamService"]
 
@@ -279,9 +280,9 @@ class EventStreamService:
             try:
                 settings = BrokerSettings.model_validate(
                     options.broker, context={"base_dir": Path(ctx.source).parent})
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                raise ctx.error(".".join(["options.broker", *(str(p) for p in first["loc"])]), first["msg"]) from None
+            except ValidationError as exc:  # named as validate_options names the others
+                loc, reason = reported_error(BrokerSettings, exc)
+                raise ctx.error(f"options.broker{key_path(loc)}", reason) from None
             # Without offset_file, the offset and the one-publisher lock are HMS's (leader.py).
             self.publisher = BrokerPublisher(
                 self.feed, settings, client=MetastoreClient(self.upstream, ctx.schema, identity=identity),
