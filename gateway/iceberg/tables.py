@@ -58,12 +58,20 @@ def _not_modified(if_none_match: str | None, tag: str) -> bool:
 
 
 async def list_tables(catalog: Catalog, db: str, query) -> Reply:
+    return await listing(catalog, db, query, is_iceberg, "listTables")
+
+
+async def listing(catalog: Catalog, db: str, query, keep, operation: str) -> Reply:
+    """The spec's ``ListTablesResponse`` of ``db``'s HMS tables that ``keep`` (a predicate on
+    the HMS ``Table``: Iceberg tables, Iceberg views), paged as ``operation``. Names the user
+    may not see are dropped before their objects are read. Raises ``NoSuchNamespace``,
+    ``Forbidden``, ``BadRequest`` (paging)."""
     catalog.require("", db)
     await catalog.database(db)
-    names = await catalog.client.call("get_all_tables", db_name=db)
+    names = catalog.view.visible_tables(db, await catalog.client.call("get_all_tables", db_name=db))
     tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
-    iceberg = [t.tableName for t in tables if is_iceberg(t)]
-    chosen, token = paged(catalog.view.visible_tables(db, iceberg), "listTables", [db], query)
+    kept = {t.tableName for t in tables if keep(t)}
+    chosen, token = paged([n for n in names if n in kept], operation, [db], query)
     body = {"identifiers": [{"namespace": [db], "name": n} for n in chosen]}
     if token is not None:
         body["next-page-token"] = token

@@ -39,7 +39,7 @@ from gateway.iceberg.hive_tables import (
     metadata_location,
     new_view_table,
 )
-from gateway.iceberg.namespaces import paged
+from gateway.iceberg.tables import listing
 from gateway.iceberg.routes import Route, hms_name, namespace_name
 from gateway.iceberg.view_updates import (
     CommitViewRequest,
@@ -98,16 +98,7 @@ async def list_views(catalog: Catalog, route: Route, request: web.BaseRequest, b
     ``BadRequest`` (paging)."""
     db = route.namespace
     assert db is not None
-    catalog.require("", db)
-    await catalog.database(db)
-    names = await catalog.client.call("get_all_tables", db_name=db)
-    tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
-    views = [t.tableName for t in tables if is_iceberg_view(t)]
-    chosen, token = paged(catalog.view.visible_tables(db, views), "listViews", [db], request.query)
-    answer: dict = {"identifiers": [{"namespace": [db], "name": n} for n in chosen]}
-    if token is not None:
-        answer["next-page-token"] = token
-    return Reply(body=answer)
+    return await listing(catalog, db, request.query, is_iceberg_view, "listViews")
 
 
 async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
