@@ -19,7 +19,6 @@ handlers below adapt HTTP (query, headers) to the first slice's typed functions.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from functools import cache
 
@@ -29,6 +28,7 @@ from gateway.iceberg import commit, namespaces, tables
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.routes import ENDPOINTS, Route
+from gateway.registry import resolve
 
 Handler = Callable[[Catalog, Route, web.BaseRequest, bytes], Awaitable[Reply]]
 
@@ -83,7 +83,7 @@ def handler(operation: str) -> Handler:
     target = OPERATIONS.get(operation)
     if target is None:
         raise LookupError(f"no handler registered for Iceberg REST operation {operation!r}")
-    return _resolve(target)
+    return resolve(target)
 
 
 @cache
@@ -91,16 +91,11 @@ def error_model(operation: str | None) -> Callable[[IcebergError], IcebergError]
     """How ``operation``'s refusals are written (the catalog's error model unless
     :data:`ERROR_MODELS` names another)."""
     target = ERROR_MODELS.get(operation or "")
-    return _resolve(target) if target else _same
+    return resolve(target) if target else _same
 
 
 def _same(error: IcebergError) -> IcebergError:
     return error
-
-
-def _resolve(target: str):
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 # --- the first slice's operations ----------------------------------------------------------------

@@ -8,10 +8,10 @@ name the pipeline steps of its chain (:data:`gateway.pipeline.steps.STEPS`), in 
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
 from gateway.pipeline.steps import STEPS, UnknownRole
+from gateway.registry import resolve
 
 #: ``kind`` in a topology's service → ``"module:Class"`` of its handler.
 KINDS: dict[str, str] = {
@@ -35,8 +35,7 @@ def service_kind(name: str) -> type | None:
     target = KINDS.get(name)
     if target is None:
         return None
-    module, _, attribute = target.partition(":")
-    cls = getattr(importlib.import_module(module), attribute)
+    cls = resolve(target)
     if getattr(cls, "kind", None) != name:
         raise TypeError(f"{target} must declare kind = {name!r}")
     roles = getattr(cls, "roles", None)

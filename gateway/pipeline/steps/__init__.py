@@ -12,11 +12,11 @@ ownership assertion) are built once per topology through ``ctx.per_topology``.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterable
 from functools import cache
 
 from gateway.pipeline.step import Chain, Step, StepContext
+from gateway.registry import resolve
 
 #: Role name → ``"module:Class"`` of its step, as :data:`gateway.services.KINDS` (imported only
 #: when a kind asks for the role). The class declares the same ``name``.
@@ -45,8 +45,7 @@ def step_class(role: str) -> type[Step]:
     target = STEPS.get(role)
     if target is None:
         raise UnknownRole(f"no pipeline step has role {role!r}; known roles: {', '.join(STEPS)}")
-    module, _, attribute = target.partition(":")
-    cls = getattr(importlib.import_module(module), attribute)
+    cls = resolve(target)
     if getattr(cls, "name", None) != role:
         raise TypeError(f"{target} must declare name = {role!r}")
     return cls

@@ -10,11 +10,11 @@ with the model's ``build()``.
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 from typing import get_args
 
 from gateway.providers.authentication.settings import ProviderSettings
+from gateway.registry import resolve
 
 PROVIDERS: dict[str, str] = {
     "htpasswd": "gateway.providers.authentication.htpasswd:HtpasswdProvider",
@@ -28,8 +28,7 @@ PROVIDERS: dict[str, str] = {
 
 
 def _load(tag: str, target: str) -> type[ProviderSettings]:
-    module, _, attribute = target.partition(":")
-    model = getattr(importlib.import_module(module), attribute)
+    model = resolve(target)
     if not (isinstance(model, type) and issubclass(model, ProviderSettings)):
         raise TypeError(f"{target} is not a ProviderSettings model")
     field = model.model_fields.get("type")
