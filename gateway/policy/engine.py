@@ -36,26 +36,14 @@ that can concern a user (by user, group, ``public``, ``{USER}``) are worked out 
 
 from __future__ import annotations
 
-import re
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import NamedTuple
 
+from gateway.policy.compiled import CompiledPolicy, Lru, PolicyEntry
 from gateway.policy.listing import NameFilter, visible_names
+from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS, LEVELS, Policy, PolicySet
 
-from gateway.policy.model import (
-    ACCESS_TYPES,
-    ALL,
-    ANY_ACCESS,
-    LEVELS,
-    Policy,
-    PolicySet,
-    ResourceSpec,
-)
-
-_USER_TOKEN = "{user}"  # Ranger's {USER} resource macro, after lower-casing
 _SUBJECT_CACHE_SIZE = 1024
 _DATABASE_CACHE_SIZE = 8192
 _FILTER_CACHE_SIZE = 2048
@@ -96,114 +84,6 @@ class Decision:
         return f"{verdict} by policy {self.policy_id} ({self.policy_name})"
 
 
-def _has_wildcard(value: str) -> bool:
-    return "*" in value or "?" in value
-
-
-def _to_regex(value: str) -> str:
-    """Ranger's wildcard value as a regex: ``*`` any run, ``?`` one character, the rest literal
-    (unlike fnmatch, ``[...]`` is literal, as in ``RangerAbstractResourceMatcher``)."""
-    return "(?:" + re.escape(value).replace(r"\*", ".*").replace(r"\?", ".") + ")"
-
-
-@lru_cache(maxsize=4096)
-def _user_regex(values: tuple[str, ...], user: str) -> re.Pattern[str]:
-    """Values holding ``{USER}``, with the user's (lower-cased) name put in, as one regex."""
-    alternatives = []
-    for value in values:
-        parts = [_to_regex(p)[3:-1] for p in value.split(_USER_TOKEN)]
-        alternatives.append("(?:" + re.escape(user).join(parts) + ")")
-    return re.compile("|".join(alternatives), re.DOTALL)
-
-
-class _LevelMatcher:
-    """One policy level, compiled: exact values in a set, wildcard values in one regex."""
-
-    __slots__ = ("key", "excludes", "match_any", "literals", "prefixes", "regex", "user_values",
-                 "wild", "needles", "spec", "_per_user")
-
-    def __init__(self, spec: ResourceSpec):
-        values = [v.lower() for v in spec.values]
-        self.spec = spec
-        self.key = (tuple(sorted(set(values))), spec.excludes)
-        self.excludes = spec.excludes
-        self.match_any = "*" in values and not spec.excludes  # Ranger's isMatchAny
-        self.user_values = tuple(v for v in values if _USER_TOKEN in v)
-        static = [v for v in values if _USER_TOKEN not in v]
-        self.literals = frozenset(v for v in static if not _has_wildcard(v))
-        # 'prefix*', the usual Ranger value, as a prefix; other wildcard values as one regex
-        self.prefixes = tuple(v[:-1] for v in static if v.endswith("*") and not _has_wildcard(v[:-1]))
-        wild_values = [v for v in static if _has_wildcard(v) and not (v.endswith("*") and not _has_wildcard(v[:-1]))]
-        wild = "|".join(_to_regex(v) for v in wild_values)
-        # Each wildcard value's literal runs: a listing lacking one of them cannot match it.
-        self.needles = tuple(tuple(r for r in re.split(r"[*?]", v) if r) for v in wild_values)
-        self.wild = wild  # the wildcard values as one regex source, or ""
-        self.regex = re.compile(wild, re.DOTALL) if wild else None
-        self._per_user: _Lru | None = None
-
-    def match(self, value: str, user: str) -> bool:
-        """``value`` lower-cased."""
-        if self.match_any:
-            return True
-        hit = (
-            value in self.literals
-            or value.startswith(self.prefixes)
-            or (self.regex is not None and self.regex.fullmatch(value) is not None)
-            or (bool(self.user_values) and self.user_pattern(user.lower()).fullmatch(value) is not None)
-        )
-        return hit != self.excludes
-
-    def user_pattern(self, user: str) -> re.Pattern[str]:
-        """The ``{USER}`` values with ``user`` (lower-cased) put in, as one regex."""
-        return _user_regex(self.user_values, user)
-
-    def for_user(self, user: str) -> "_LevelMatcher":
-        """This level with ``{USER}`` replaced by ``user`` (lower-cased): plain values that batch
-        matching handles (literals, prefixes, one regex pass). Itself when it names no
-        ``{USER}``, or when the user name holds a wildcard character or the macro itself."""
-        if not self.user_values or _has_wildcard(user) or _USER_TOKEN in user:
-            return self
-        if self._per_user is None:
-            self._per_user = _Lru(256)
-        hit = self._per_user.get(user)
-        if hit is None:
-            values = tuple(v.replace(_USER_TOKEN, user) for v in (x.lower() for x in self.spec.values))
-            hit = self._per_user.put(user, _LevelMatcher(ResourceSpec(values, self.spec.excludes)))
-        return hit
-
-
-class _Compiled:
-    """A policy with its levels compiled; ``deep_any[r]``: every level below the first ``r``
-    is ``*``, so a request naming ``r`` levels is a SELF match."""
-
-    __slots__ = ("policy", "id", "name", "priority", "order", "matchers", "depth", "deep_any")
-
-    def __init__(self, policy: Policy, order: int):
-        self.policy = policy
-        self.id, self.name, self.priority, self.order = policy.id, policy.name, policy.priority, order
-        self.matchers = tuple(_LevelMatcher(spec) for spec in policy.resources)
-        self.depth = len(self.matchers)
-        self.deep_any = tuple(
-            all(m.match_any for m in self.matchers[r:]) for r in range(self.depth + 1)
-        )
-
-
-class _Entry(NamedTuple):
-    """A policy as it concerns one (user, groups): the accesses its deny and allow items
-    decide for them after exceptions, and whether it denies everything else."""
-
-    policy: _Compiled
-    denied: frozenset[str]
-    allowed: frozenset[str]
-    deny_all_else: bool
-
-    def verdict(self, access: str) -> bool | None:
-        """True allow, False deny, None no say (Ranger ``getMatchingPolicyItem`` order)."""
-        if access in self.denied:
-            return False
-        if access in self.allowed:
-            return True
-        return False if self.deny_all_else else None
 
 
 def _granted(items, exceptions, user: str, groups: frozenset[str]) -> frozenset[str]:
@@ -217,10 +97,10 @@ def _granted(items, exceptions, user: str, groups: frozenset[str]) -> frozenset[
     return frozenset(granted)
 
 
-def _decide(matched: Iterable[tuple[_Entry, bool]], access: str) -> Decision:
+def _decide(matched: Iterable[tuple[PolicyEntry, bool]], access: str) -> Decision:
     """One access type across the matched policies, each with ``descendant`` (its denials
     ignored); ``matched`` in evaluation order (priority, then file order)."""
-    best: tuple[_Entry, bool] | None = None
+    best: tuple[PolicyEntry, bool] | None = None
     for entry, descendant in matched:
         if best is not None and entry.policy.priority < best[0].policy.priority:
             break  # a lower priority never overrides a decision
@@ -234,7 +114,7 @@ def _decide(matched: Iterable[tuple[_Entry, bool]], access: str) -> Decision:
     return Decision(best[1], best[0].policy.id, access, best[0].policy.name)
 
 
-def _decide_any(matched: Sequence[tuple[_Entry, bool]]) -> Decision:
+def _decide_any(matched: Sequence[tuple[PolicyEntry, bool]]) -> Decision:
     """Ranger's ``_any``: allowed if one access type is; denied by a policy if all are denied."""
     first_denial = None
     undecided = False
@@ -251,28 +131,10 @@ def _decide_any(matched: Sequence[tuple[_Entry, bool]]) -> Decision:
     return Decision(False, first_denial.policy_id, ANY_ACCESS, first_denial.policy_name)
 
 
-def _allowed_any(matched: Sequence[tuple[_Entry, bool]]) -> bool:
+def _allowed_any(matched: Sequence[tuple[PolicyEntry, bool]]) -> bool:
     return _decide_any(matched).allowed
 
 
-class _Lru(OrderedDict):
-    """A bounded map dropping the least recently used entry."""
-
-    def __init__(self, size: int):
-        super().__init__()
-        self.size = size
-
-    def get(self, key):
-        value = super().get(key)
-        if value is not None:
-            self.move_to_end(key)
-        return value
-
-    def put(self, key, value):
-        self[key] = value
-        if len(self) > self.size:
-            self.popitem(last=False)
-        return value
 
 
 class PolicyEngine:
@@ -288,17 +150,17 @@ class PolicyEngine:
         enabled = [p for p in policy_list if p.enabled]
         # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
         order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
-        self._policies = tuple(_Compiled(enabled[i], rank) for rank, i in enumerate(order))
-        self._subjects = _Lru(_SUBJECT_CACHE_SIZE)
-        self._databases = _Lru(_DATABASE_CACHE_SIZE)
-        self._filters = _Lru(_FILTER_CACHE_SIZE)
+        self._policies = tuple(CompiledPolicy(enabled[i], rank) for rank, i in enumerate(order))
+        self._subjects = Lru(_SUBJECT_CACHE_SIZE)
+        self._databases = Lru(_DATABASE_CACHE_SIZE)
+        self._filters = Lru(_FILTER_CACHE_SIZE)
 
     def __len__(self) -> int:
         return len(self._policies)
 
     # --- the policies that concern one (user, groups), and one database, cached ------------
 
-    def _subject(self, user: str, groups: Iterable[str]) -> tuple[_Entry, ...]:
+    def _subject(self, user: str, groups: Iterable[str]) -> tuple[PolicyEntry, ...]:
         key = (user, groups if isinstance(groups, frozenset) else frozenset(groups))
         entries = self._subjects.get(key)
         if entries is None:
@@ -308,11 +170,11 @@ class PolicyEngine:
                 denied = _granted(p.deny, p.deny_exceptions, user, key[1])
                 allowed = _granted(p.allow, p.allow_exceptions, user, key[1])
                 if denied or allowed or p.deny_all_else:
-                    out.append(_Entry(compiled, denied, allowed, p.deny_all_else))
+                    out.append(PolicyEntry(compiled, denied, allowed, p.deny_all_else))
             entries = self._subjects.put(key, tuple(out))
         return entries
 
-    def _at_database(self, user: str, groups: Iterable[str], database: str) -> tuple[_Entry, ...]:
+    def _at_database(self, user: str, groups: Iterable[str], database: str) -> tuple[PolicyEntry, ...]:
         """The subject's policies whose database level matches ``database`` (lower-cased)."""
         entries = self._subject(user, groups)
         key = (id(entries), database)  # entries live as long as their cache slot
@@ -324,7 +186,7 @@ class PolicyEngine:
 
     def _matches(
         self, user: str, groups: Iterable[str], levels: tuple[str, ...], any_access: bool
-    ) -> list[tuple[_Entry, bool]]:
+    ) -> list[tuple[PolicyEntry, bool]]:
         """(entry, descendant) for each policy whose resource matches ``levels``."""
         out = []
         r = len(levels)

@@ -16,10 +16,8 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import compress
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from gateway.policy.engine import _Entry
+from gateway.policy.compiled import PolicyEntry
 
 #: The ``_any`` verdict of matched (entry, descendant) pairs in evaluation order (the engine's).
 Decide = Callable[[list], bool]
@@ -103,10 +101,10 @@ class NameFilter:
     __slots__ = ("constant", "variable", "base", "literals", "prefixes", "lengths", "trie", "wild", "runs",
                  "level", "user", "_decide", "_values", "_verdicts")
 
-    def __init__(self, entries: "tuple[_Entry, ...]", k: int, user: str, decide: Decide):
+    def __init__(self, entries: tuple[PolicyEntry, ...], k: int, user: str, decide: Decide):
         self.level, self.user, self._decide = k, user, decide
-        self.constant: "list[tuple[_Entry, bool]]" = []
-        self.variable: "list[tuple[_Entry, bool]]" = []
+        self.constant: list[tuple[PolicyEntry, bool]] = []
+        self.variable: list[tuple[PolicyEntry, bool]] = []
         for entry in entries:
             if entry.policy.depth <= k:
                 continue  # says nothing about the level below

@@ -1,6 +1,7 @@
-"""``gateway/`` has no import circle (issue 21): every module can be read, tested and replaced
-from the bottom up. The graph is the module-level imports of every module (``ast``), without
-those under ``if TYPE_CHECKING:`` (annotations only) or inside functions (deliberately lazy)."""
+"""``gateway/`` has no import circle of any kind (issues 21 and 34): every module can be read,
+tested and replaced from the bottom up. The graph is every import of every module (``ast``):
+module level, under ``if TYPE_CHECKING:`` (annotations only) and inside functions (deferred), so
+neither a type-only nor a lazy import can hide a circle."""
 
 from __future__ import annotations
 
@@ -15,32 +16,15 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Imports run when the module is imported: module level, also inside ``try``/``if``
-    (except ``if TYPE_CHECKING:``), never inside a function or class body."""
-    found, todo = [], list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        elif isinstance(node, ast.If):
-            todo.extend(node.orelse if _is_type_checking(node.test) else node.body + node.orelse)
-        elif isinstance(node, ast.Try):
-            todo.extend(node.body + node.orelse + node.finalbody)
-            for handler in node.handlers:
-                todo.extend(handler.body)
-        elif isinstance(node, ast.With):
-            todo.extend(node.body)
-    return found
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module: module level, under ``if TYPE_CHECKING:``, inside
+    functions and classes. A type-only or deferred import is still a dependency: the two
+    modules cannot be read, tested or replaced one without the other."""
+    return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def import_graph(root: Path = GATEWAY) -> dict[str, set[str]]:
-    """Module → the ``gateway`` modules it imports at module level. ``from package import name``
+    """Module → the ``gateway`` modules it imports anywhere. ``from package import name``
     counts the submodule when ``name`` is one, else the package; importing ``a.b.c`` also runs
     ``a`` and ``a.b``, but a package importing its own submodules is no circle, so only the
     named module is an edge."""
@@ -49,7 +33,7 @@ def import_graph(root: Path = GATEWAY) -> dict[str, set[str]]:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
-        for node in _module_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -92,22 +76,26 @@ def test_the_cycle_finder_finds_a_circle_and_accepts_a_tree():
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-def test_the_graph_reads_module_level_imports_only(tmp_path):
+def test_the_graph_reads_type_only_and_deferred_imports(tmp_path):
     pkg = tmp_path / "gateway"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
     (pkg / "a.py").write_text(
         "from typing import TYPE_CHECKING\nfrom gateway.sub import b\nfrom . import c\n"
-        "if TYPE_CHECKING:\n    from gateway import d\n"
-        "def f():\n    from gateway import d\n")
+        "if TYPE_CHECKING:\n    from gateway import d\n")
     (pkg / "sub" / "b.py").write_text("from ..c import x\n")
     (pkg / "c.py").write_text("x = 1\n")
-    (pkg / "d.py").write_text("import gateway.a\n")
+    (pkg / "d.py").write_text("def f():\n    import gateway.e\n")
+    (pkg / "e.py").write_text("class K:\n    from gateway.sub.b import x\n")
     graph = import_graph(pkg)
-    assert graph["gateway.a"] == {"gateway.sub.b", "gateway.c"}
+    assert graph["gateway.a"] == {"gateway.sub.b", "gateway.c", "gateway.d"}
     assert graph["gateway.sub.b"] == {"gateway.c"}
-    assert graph["gateway.d"] == {"gateway.a"}
+    assert graph["gateway.d"] == {"gateway.e"}
+    assert graph["gateway.e"] == {"gateway.sub.b"}
+    assert find_cycle(graph) is None
+    (pkg / "c.py").write_text("def g():\n    from gateway.a import y\n")  # deferred, still a circle
+    assert find_cycle(import_graph(pkg)) == ["gateway.a", "gateway.c", "gateway.a"]
 
 
 def test_gateway_has_no_import_circle():
