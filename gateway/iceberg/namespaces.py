@@ -7,8 +7,7 @@ Properties map as PyIceberg's ``HiveCatalog`` maps them (``_annotate_namespace``
 
 from __future__ import annotations
 
-from gateway.glue.errors import InvalidInput
-from gateway.glue.pagination import page
+from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.bodies import CreateNamespace, UpdateNamespaceProperties, page_params, parse
@@ -26,7 +25,7 @@ def paged(names: list[str], operation: str, scope: list, query) -> tuple[list[st
     try:
         return page(names, lambda n: n, operation=operation, scope=scope, token=token or None,
                     limit=size or 100)
-    except InvalidInput:
+    except InvalidPageToken:
         raise errors.BadRequest("invalid pageToken") from None
 
 

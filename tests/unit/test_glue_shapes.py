@@ -125,26 +125,9 @@ def test_error_bodies_are_what_boto3_reads_as_error_codes():
     assert parsed["Error"] == {"Code": "EntityNotFoundException", "Message": "Table customers not found."}
 
 
-def test_pages_follow_each_other_without_repeats_and_the_last_has_no_token():
-    names = [f"t{i:03d}" for i in range(25)][::-1]
-    seen, token = [], None
-    while True:
-        chosen, token = page(names, str.lower, operation="GetTables", scope=["db"], token=token, limit=10)
-        seen += chosen
-        if token is None:
-            break
-    assert seen == sorted(names)
-
-
-def test_a_page_resumes_after_its_key_when_the_listing_changed():
-    chosen, token = page(["a", "b", "c", "d"], str.lower, operation="GetTables", scope=[], token=None, limit=2)
-    assert chosen == ["a", "b"]
-    assert page(["b", "c", "d", "aa"], str.lower, operation="GetTables", scope=[], token=token, limit=2)[0] == ["c", "d"]
-
-
 @pytest.mark.parametrize("token", ["", "%%%", "bm90IGpzb24=", 7, "x" * 9000])
 def test_tokens_that_do_not_decode_are_invalid_input(token):
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match="^Invalid NextToken$"):
         page(["a"], str.lower, operation="GetTables", scope=[], token=token, limit=1)
 
 
