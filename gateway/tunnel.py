@@ -38,7 +38,7 @@ from gateway.thrift.binary import ONEWAY, BinaryMessageScanner, read_message_hea
 from gateway.thrift.codec import BINARY
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
-from gateway.upstream.failover import is_read_only
+from gateway.thrift.hive_methods import is_read_only
 
 __all__ = ["TunnelSettings", "Tunnel", "TunnelRefused", "check_listen_address", "spark_setting",
            "run_tunnel", "untrusted_certificate", "add_arguments", "cmd_tunnel"]

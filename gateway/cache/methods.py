@@ -2,7 +2,7 @@
 bumps (:mod:`gateway.cache.generations`).
 
 Argument paths are thriftpy2 attribute paths in ``<method>_args``, as in
-:mod:`gateway.policy.hive_methods`, whose tables this module reuses; :func:`check_paths` checks
+:mod:`gateway.thrift.hive_methods`, whose tables this module reuses; :func:`check_paths` checks
 the paths this module adds against an IDL (a unit test runs it on the bundled one).
 
 The cached reads are pure: their reply depends only on their arguments and the catalog's state
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_slot, table_slot
-from gateway.policy.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument, check_argument_paths
+from gateway.thrift.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument, check_argument_paths
 from gateway.thrift.schema import ServiceSchema
 
 __all__ = ["ALL", "CACHED", "NO_CATALOG_CHANGE", "Scope", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
@@ -51,7 +51,7 @@ CACHED: dict[str, Scope] = {
     **{m: Scope("table", READS[m].db, READS[m].table) for m in _TABLE_READS},
 }
 
-#: Writes of partitions and statistics that :data:`~gateway.policy.hive_methods.WRITES` does not
+#: Writes of partitions and statistics that :data:`~gateway.thrift.hive_methods.WRITES` does not
 #: list (the policy refuses them), by the table they change. ``add_partitions`` names its
 #: table in each partition: see :func:`touched_by_write`.
 _TABLE_WRITES: dict[str, tuple[str, str]] = {

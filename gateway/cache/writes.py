@@ -17,7 +17,8 @@ from gateway.thrift.binary import read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.objects import decode_args
 from gateway.thrift.schema import load_schema
-from gateway.upstream.failover import CALL_OBSERVERS, is_read_only
+from gateway.thrift.hive_methods import is_read_only
+from gateway.upstream.failover import CALL_OBSERVERS
 
 __all__ = ["activate", "invalidate", "note_write"]
 

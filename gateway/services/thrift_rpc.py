@@ -40,7 +40,8 @@ from gateway.thrift.reply_translator import binary_passthrough, reply_translator
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.walk import call_objects, reply_succeeded
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
-from gateway.upstream.failover import Upstream, is_read_only
+from gateway.thrift.hive_methods import is_read_only
+from gateway.upstream.failover import Upstream
 from gateway.upstream.streaming import ClientGone, ReplySink, StreamBroken
 
 log = logging.getLogger(__name__)

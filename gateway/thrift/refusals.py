@@ -14,7 +14,7 @@ from gateway.thrift.schema import MethodSchema
 from gateway.thrift.translate import INTERNAL_ERROR
 
 #: How HMS 2.3.10 answers a read of a missing object (measured per method, see
-#: :data:`gateway.policy.hive_methods.READS`): the declared exception and its message, with
+#: :data:`gateway.thrift.hive_methods.READS`): the declared exception and its message, with
 #: ``{database}``, ``{table}``, ``{index}`` and ``{function}`` the names the call gave.
 MISSING: dict[str, tuple[str, str]] = {
     "no_such_database": ("NoSuchObjectException", "{database}"),

@@ -5,7 +5,8 @@
 * An upstream that fails is marked down, skipped, and probed in the background every
   ``probe_interval`` seconds until it answers again. When every upstream is down, all are tried.
 * A call moves to another upstream only when that cannot repeat a change: when the request was
-  never sent (the connection could not be opened), or when the method only reads.
+  never sent (the connection could not be opened), or when the method only reads (the caller's
+  ``read_only``, from :func:`gateway.thrift.hive_methods.is_read_only`).
 """
 
 from __future__ import annotations
@@ -23,19 +24,12 @@ from gateway.upstream.streaming import ReplySink
 
 log = logging.getLogger(__name__)
 
-# HMS methods that only read (Hive's naming: get_*, fetch, show_*, ... and fb303's getters).
-_READ_PREFIXES = ("get", "fetch_", "show_", "list_", "partition_name_", "check_", "aliveSince")
 _PROBE = encode_binary_call("get_all_databases", 0, [])
 
 #: Called with the strict-binary message of every call that is not ``read_only``, after it was
 #: sent (or failed) and before the caller gets the outcome: the metadata cache registers here
 #: (``gateway.cache.writes``) to drop what a write touches, so this layer knows nothing of it.
 CALL_OBSERVERS: list = []
-
-
-def is_read_only(method: str) -> bool:
-    """True when the HMS method ``method`` cannot change anything, so a retry is harmless."""
-    return method.startswith(_READ_PREFIXES)
 
 
 class Dispatchable(Protocol):

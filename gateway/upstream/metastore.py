@@ -41,7 +41,7 @@ from gateway.thrift.binary import EXCEPTION, read_message_header
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import MethodSchema, SchemaKeyed, ServiceSchema, load_schema
 from gateway.upstream.errors import UpstreamBadReply
-from gateway.upstream.failover import is_read_only
+from gateway.thrift.hive_methods import is_read_only
 
 #: The exception classes the bundled Hive 2.3 IDL declares, importable from this module.
 IDL_EXCEPTIONS = (
@@ -142,7 +142,7 @@ class MetastoreClient:
     send no ``set_ugi``) unless a call names another.
 
     ``schema`` defaults to the bundled Hive 2.3 IDL. Calls of methods that only read
-    (:func:`~gateway.upstream.failover.is_read_only`) may be retried on another upstream after
+    (:func:`~gateway.thrift.hive_methods.is_read_only`) may be retried on another upstream after
     a failure; the others only when they were never sent.
     """
 

@@ -16,7 +16,7 @@ from thriftpy2.thrift import TMessageType, TType
 from thriftpy2.transport import TMemoryBuffer
 
 from gateway.thrift.schema import load_schema
-from gateway.upstream.failover import is_read_only
+from gateway.thrift.hive_methods import is_read_only
 from tests.support.gateway import htpasswd_provider, post, service
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 
@@ -37,7 +37,7 @@ policies:
     allow: [{{users: [alice], accesses: [select]}}]
 """
 SCHEMA = load_schema()
-READS = sorted(m for m in SCHEMA.methods if is_read_only(m) or m == "isPartitionMarkedForEvent")
+READS = sorted(m for m in SCHEMA.methods if is_read_only(m))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from gateway.upstream.errors import UpstreamTimeout
-from gateway.upstream.failover import Upstream, is_read_only
+from gateway.upstream.failover import Upstream
 from gateway.upstream.pool import UpstreamPool
 from tests.support.fake_hms import CALL, REPLY, FakeHMS
 
@@ -15,15 +15,6 @@ from tests.support.fake_hms import CALL, REPLY, FakeHMS
 async def closed_url() -> str:
     async with FakeHMS() as gone:
         return gone.url
-
-
-def test_read_only_methods():
-    for m in ("get_all_databases", "get_table", "get_partitions_by_expr", "getStatus", "fetch_x",
-              "show_locks", "partition_name_to_vals"):
-        assert is_read_only(m)
-    for m in ("create_database", "drop_table", "alter_table", "add_partitions", "lock", "heartbeat",
-              "set_ugi", "shutdown"):
-        assert not is_read_only(m)
 
 
 async def test_failover_when_the_first_refuses():

@@ -7,7 +7,7 @@ method of the Hive 2.3 IDL that lists or names a database, table, partition, ind
 * listings keep only the names the user may see (Ranger's ``_any`` access: some access on the
   object or on something below it); functions follow their database;
 * a call naming an object the user may not see is answered exactly as HMS 2.3.10 answers for a
-  missing object (measured per method, :data:`gateway.policy.hive_methods.READS`), so that a refusal cannot be told
+  missing object (measured per method, :data:`gateway.thrift.hive_methods.READS`), so that a refusal cannot be told
   from absence and cannot be used to probe for names; nothing reaches HMS;
 * columns the user may not ``select`` are removed from tables, partitions, indexes, field lists,
   column statistics, key constraints and the column-bearing table properties
@@ -15,11 +15,11 @@ method of the Hive 2.3 IDL that lists or names a database, table, partition, ind
   :mod:`gateway.pipeline.partition_splice`); partition keys stay (partition values and names carry them);
 * writes need the matching Ranger access; ``alter_table`` by a user who does not see every
   column is refused too (it would write the filtered schema back);
-* methods naming no catalog object (:data:`~gateway.policy.hive_methods.NEUTRAL`) pass; any other method is refused while a
+* methods naming no catalog object (:data:`~gateway.thrift.hive_methods.NEUTRAL`) pass; any other method is refused while a
   policy is attached (fail closed): a ``MetaException`` "does not have privileges" where the
   method declares one, else a ``TApplicationException``.
 
-Which argument names what is :mod:`gateway.policy.hive_methods`; what the user sees is one
+Which argument names what is :mod:`gateway.thrift.hive_methods`; what the user sees is one
 :class:`~gateway.policy.view.CatalogView` per request; the replies written in place of HMS's
 are :mod:`gateway.thrift.refusals`. A call's arguments are decoded once per request and kept
 on ``exchange.args``. docs/security.md lists every method and what is checked.
@@ -39,7 +39,7 @@ from gateway.pipeline.step import Step, StepContext
 from gateway.thrift.objects import encode_reply
 from gateway.policy import Decision, PolicyEngine
 from gateway.policy.columns import filter_result
-from gateway.policy.hive_methods import (
+from gateway.thrift.hive_methods import (
     COLUMN_REPLIES,
     LISTINGS,
     NEUTRAL,

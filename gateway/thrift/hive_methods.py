@@ -1,8 +1,10 @@
-"""Which argument of which Hive Metastore Thrift method names which database, table and column,
-and what each method needs: the job Apache Ranger's Hive agent does (``RangerHiveAuthorizer``,
-which maps each Hive operation to its resources and access type) for the methods of the Hive
-2.3 IDL. The catalog-policy step (:mod:`gateway.pipeline.steps.catalog_policy`) enforces these
-tables; docs/security.md lists them.
+"""The catalogue of Hive Metastore Thrift methods: which argument of which method names which
+database, table and column, and what each method needs (the job Apache Ranger's Hive agent does
+in ``RangerHiveAuthorizer``, which maps each Hive operation to its resources and access type) for
+the methods of the Hive 2.3 IDL, and which methods only read (:func:`is_read_only`). The
+catalog-policy step (:mod:`gateway.pipeline.steps.catalog_policy`) enforces these tables
+(docs/security.md lists them), the metadata cache reuses them (:mod:`gateway.cache.methods`),
+and the upstream layer retries only what :func:`is_read_only` allows.
 
 Argument paths are attribute paths in thriftpy2's ``<method>_args`` (``"req.dbName"``);
 :func:`check_paths` verifies every one against an IDL when a step is built.
@@ -127,6 +129,19 @@ WHOLE_TABLE_WRITES = frozenset({"alter_table", "alter_table_with_environment_con
 
 #: Methods whose replies the policy reads (listings and replies carrying columns).
 REPLY_METHODS = frozenset(LISTINGS) | frozenset(OBJECT_LISTINGS) | COLUMN_REPLIES
+
+#: Hive's naming of methods that only read (``get_*``, ``fetch_*``, ``show_*``… and fb303's
+#: getters), for the many reads the tables above do not name.
+_READ_PREFIXES = ("get", "fetch_", "show_", "list_", "partition_name_", "check_", "aliveSince")
+#: Reads the tables above name whatever their names say (``isPartitionMarkedForEvent``).
+_NAMED_READS = frozenset(READS) | frozenset(LISTINGS) | frozenset(OBJECT_LISTINGS) | NEUTRAL
+
+
+def is_read_only(method: str) -> bool:
+    """True when the HMS method ``method`` cannot change anything, so a retry on another
+    upstream is harmless and the metadata cache has nothing to drop: a read these tables name,
+    or a method Hive names as a read."""
+    return method in _NAMED_READS or method.startswith(_READ_PREFIXES)
 
 
 def argument(args, path: str):
