@@ -3,10 +3,11 @@ counters of its database or table (:func:`gateway.cache.methods.touched_by_event
 log, an id that went back (HMS reset or another database) drop everything.
 
 The calls are :class:`gateway.events.poller.NotificationPoller`'s, through the service's
-upstream. Polls start every half ``interval``; :meth:`NotificationFollower.fresh` is true while
-the last successful poll started less than ``interval`` ago, and the cache answers from memory
-only then: a change committed before a poll started is dropped before that poll ends, so a hit
-is never older than ``interval``.
+upstream, read as :func:`gateway.upstream.notification_log.read_new` reads the log. Polls start
+every half ``interval``; :meth:`NotificationFollower.fresh` is true while the last successful
+poll started less than ``interval`` ago, and the cache answers from memory only then: a change
+committed before a poll started is dropped before that poll ends, so a hit is never older than
+``interval``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from gateway.cache.methods import ALL, touched_by_event
 from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.upstream.errors import UpstreamBadReply, UpstreamError
 from gateway.upstream.metastore import TException
+from gateway.upstream.notification_log import Skip, read_new
 
 __all__ = ["LISTENER_KEYS", "NotificationFollower"]
 
@@ -77,27 +79,20 @@ class NotificationFollower:
         self._on_resync()
 
     async def poll_once(self) -> None:
-        """One poll: the current id, then the new events in batches. Raises UpstreamError."""
+        """One poll: the current id, then the new events in batches
+        (:func:`~gateway.upstream.notification_log.read_new`). Raises UpstreamError."""
         started = asyncio.get_running_loop().time()
-        current = await self.poller.current_id()
-        if self.last_id is None:
-            self.last_id = current  # entries are filled from now on: nothing older to drop
-        elif current < self.last_id:
-            self._resync(f"HMS event id went back from {self.last_id} to {current}")
-            self.last_id = current
-        while self.last_id < current:
-            batch = await self.poller.next_events(self.last_id, MAX_BATCH)
-            if not batch:
-                self._resync(f"events after {self.last_id} were trimmed")
-                self.last_id = current
-                break
-            if batch[0].event_id > self.last_id + 1:
-                self._resync(f"events {self.last_id + 1}..{batch[0].event_id - 1} were trimmed")
-            for event in batch:
-                slots = touched_by_event(event.event_type, event.db, event.table, event.message)
-                if slots:
-                    self._bump(slots, "event")
-            self.last_id = max(self.last_id, max(event.event_id for event in batch))
+        # The first read starts at the current id: entries are filled from now on, nothing older to drop.
+        async for step in read_new(self.poller, self.last_id, batch=MAX_BATCH):
+            if isinstance(step, Skip):
+                if step.reason != "start":
+                    self._resync(step.describe())
+            else:
+                for event in step.events:
+                    slots = touched_by_event(event.event_type, event.db, event.table, event.message)
+                    if slots:
+                        self._bump(slots, "event")
+            self.last_id = step.position
         self._fresh_since = started
 
     async def start(self) -> None:

@@ -1,7 +1,8 @@
 """The change feed of one upstream service: one poller, one ring, any number of clients.
 
 Every ``poll_interval`` seconds the feed asks HMS for its current notification id and reads
-what is new in batches of at most 1,000 (:mod:`gateway.events.poller`); clients read from the
+what is new in batches of at most 1,000 (:mod:`gateway.events.poller`, read as
+:func:`gateway.upstream.notification_log.read_new` reads the log); clients read from the
 shared :class:`~gateway.events.ring.EventRing` and wait on one shared future, so a thousand
 subscribers cost one poll per interval.
 
@@ -15,13 +16,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from gateway.events.model import MetastoreEvent
 from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.events.ring import EventRing
 from gateway.observability import metrics
 from gateway.upstream.errors import UpstreamError
+from gateway.upstream.notification_log import Skip, read_new
 
 __all__ = ["EVENT_TYPES", "ChangeFeed", "FeedUnavailable", "Resync"]
 
@@ -159,14 +161,20 @@ class ChangeFeed:
 
     async def _poll(self) -> None:
         self.polls += 1
-        current = await self.poller.current_id()
-        if not self.ready or current < self.ring.newest_id:
-            if self.ready:
-                log.warning("change feed %s/%s: HMS event id went back from %d to %d (HMS reset)",
-                            *self.labels, self.ring.newest_id, current)
-            # Backfill the ring so clients that resume after a gateway restart find their ids.
-            self.ring.reset(max(0, current - self.ring.capacity))
-        await self._catch_up(current)
+        # Until ready, and after a reset, the ring is backfilled so that clients that resume
+        # after a gateway restart find their ids.
+        async for step in read_new(self.poller, self.ring.newest_id if self.ready else None,
+                                   batch=MAX_BATCH, backfill=self.ring.capacity):
+            if isinstance(step, Skip):
+                if step.reason == "reset":
+                    log.warning("change feed %s/%s: %s (HMS reset)", *self.labels, step.describe())
+                # After a gap (events HMS trimmed before this feed read them) nobody may resume
+                # across it: the ring starts after it.
+                self.ring.reset(step.position)
+                continue
+            self.ring.extend(self._increasing(step.events))
+            self._seen_types.update(event.event_type for event in step.events)
+            self._wake()
         if not self.ready:
             self.ready = True
             self._wake()
@@ -175,21 +183,7 @@ class ChangeFeed:
         if newest is not None:
             metrics.child(metrics.FEED_LAG, *self.labels).set(max(0.0, time.time() - newest))
 
-    async def _catch_up(self, current: int) -> None:
-        while self.ring.newest_id < current:
-            after = self.ring.newest_id
-            batch = await self.poller.next_events(after, MAX_BATCH)
-            if not batch:  # HMS's time-to-live removed everything up to ``current``
-                self.ring.reset(current)
-                break
-            if batch[0].event_id > after + 1:
-                # A gap: HMS trimmed events this feed never read; nobody may resume across it.
-                self.ring.reset(batch[0].event_id - 1)
-            self.ring.extend(self._increasing(batch))
-            self._seen_types.update(event.event_type for event in batch)
-            self._wake()
-
-    def _increasing(self, batch: list[MetastoreEvent]) -> list[MetastoreEvent]:
+    def _increasing(self, batch: Sequence[MetastoreEvent]) -> list[MetastoreEvent]:
         """``batch`` without events at or below an id already kept: HMS 2.3 can give two events
         the same id when they commit on concurrent connections (HIVE-16886, fixed in Hive 3 by
         locking NOTIFICATION_SEQUENCE); only the first of them can be delivered."""
