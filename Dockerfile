@@ -8,11 +8,13 @@ FROM python:3.11-slim AS builder
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# A C compiler for the Thrift translation's extension (gateway/thrift/_speedups.c); the runtime
-# stage gets the built venv only. Debian's current gcc is what the base image's Python expects.
+# A C compiler for the Thrift translation's extension (gateway/thrift/_speedups.c), and MIT
+# Kerberos' headers and krb5-config for pyspnego[kerberos]'s gssapi and krb5, which build from
+# source; the runtime stage gets the built venv only. Debian's current gcc is what the base
+# image's Python expects.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && apt-get install -y --no-install-recommends gcc libc6-dev libkrb5-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -33,6 +35,13 @@ FROM python:3.11-slim
 LABEL org.opencontainers.image.title="hms-gateway" \
       org.opencontainers.image.description="Knox-style authenticating HTTPS gateway for the Apache Hive Metastore" \
       org.opencontainers.image.licenses="Apache-2.0"
+
+# The Kerberos libraries the venv's gssapi and krb5 extensions link against (SPNEGO, the
+# tunnel's Kerberos); libraries only, no headers or compiler.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends libgssapi-krb5-2 libkrb5-3 \
+ && rm -rf /var/lib/apt/lists/*
 
 # Numeric UID so Kubernetes runAsNonRoot can verify it without resolving /etc/passwd.
 RUN groupadd --system --gid 10001 hmsgw \

@@ -11,7 +11,7 @@ S3_DEMO    := $(filter 1 yes true,$(S3))
 DEMO_S3_STAMP := $(VENV)/.installed-demo-s3
 STEP   := ./scripts/step.sh
 
-.PHONY: run test unit install certs bench soak fuzz clean
+.PHONY: run test unit install certs bench soak fuzz clean fresh
 
 run: $(DEMO_STAMP) $(if $(S3_DEMO),$(DEMO_S3_STAMP))
 	@$(STEP) "development certificates" $(VENV)/bin/hms-gateway certs --out certs
@@ -45,6 +45,12 @@ $(STAMP): $(DEMO_STAMP) tests/node/package-lock.json
 	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]'
 	@$(STEP) "Node.js test client (npm ci)" sh -c 'cd tests/node && npm ci --no-audit --no-fund --silent'
 	@touch $(STAMP)
+
+# The README's commands on a clean Debian 12 root (debootstrap, chroot; needs root): `make run`
+# until the demo's PyIceberg program reads its rows, then `make unit`, with each step's time.
+# Run it before changing dependencies or install scripts (CONTRIBUTING.md).
+fresh:
+	./scripts/fresh.sh
 
 certs: install
 	$(VENV)/bin/hms-gateway certs --out certs

@@ -1,14 +1,26 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the gateway needs, only those that are missing.
-#   scripts/install-system-deps.sh demo   what `make run` needs: Java, a JDK (the listener jar), curl
+#   scripts/install-system-deps.sh demo   what `make run` needs: Java, a JDK (the listener jar), curl,
+#                                         and what `pip install` builds from source (see below)
 #   scripts/install-system-deps.sh        (or `all`) also what the tests use: `make install`, `make test`
 # Without root and with something missing, it fails loudly: nothing is silently skipped.
+# `make fresh` (scripts/fresh.sh) proves the demo set is enough on a clean Debian 12 root.
 set -euo pipefail
 set_name=${1:-all}
+# A package is present when its command is on PATH ...
 declare -A want=(
   [java]=default-jre-headless
   [javac]=default-jdk-headless  # scripts/build-listener.sh: the demo's HMS runs the listener jar
   [curl]=curl                   # the demo's banner calls it with curl
+  # pyspnego[kerberos] pulls gssapi and krb5, which have no wheels here: they build against
+  # MIT Kerberos (krb5-config) with a C compiler; so does setup.py's gateway/thrift/_speedups.c.
+  [krb5-config]=libkrb5-dev
+  [gcc]=gcc
+)
+# ... or, for header-only packages (no command), when dpkg says it is installed.
+headers=(
+  libc6-dev    # the C library's headers, for every build above
+  python3-dev  # Python.h, for the same builds
 )
 case "$set_name" in
   demo) ;;
@@ -16,7 +28,6 @@ case "$set_name" in
     want+=(
       [thrift]=thrift-compiler
       [htpasswd]=apache2-utils
-      [krb5-config]=libkrb5-dev
       [krb5kdc]=krb5-kdc
       [kadmin.local]=krb5-admin-server
       [kinit]=krb5-user
@@ -34,6 +45,9 @@ esac
 missing=()
 for cmd in "${!want[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${want[$cmd]}")
+done
+for pkg in "${headers[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ]; then
