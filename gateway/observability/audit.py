@@ -12,8 +12,11 @@ or ``failed``), ``detail`` (the metrics outcome: ``ok``, ``exception``, ``forbid
 On a service with a catalog policy (``policy_file``), also: ``policy_decision`` (``allowed`` or
 ``denied``), ``policy_access`` (the Ranger access checked: ``select``, ``alter``… or ``_any``
 for visibility), ``policy_id`` (the deciding policy, ``-1`` when none decided, as Ranger
-reports), ``policy_hidden`` (objects a listing hid) and ``policy_columns_hidden`` (columns
-removed from the reply); these fields are left out of lines of services without a policy.
+reports; ``null`` when the request was judged object by object), ``policy_hidden`` (objects a
+listing, or events a change feed, hid) and ``policy_columns_hidden`` (columns removed from the
+reply); these fields are left out of lines of services without a policy. Every kind with a
+policy fills them from the request's :class:`~gateway.policy.view.CatalogView`
+(:meth:`AuditEvent.record_policy`, or the Thrift policy step as it judges).
 
 Nothing secret is written: no header values, no passwords or tokens, no request bodies; names
 are truncated to 256 characters. ``audit.path`` in the gateway file sends the lines to a file
@@ -44,6 +47,7 @@ from aiohttp import web
 
 from gateway.client_address import client_address
 from gateway.config import AuditConfig
+from gateway.policy.view import CatalogView
 
 REQUEST_ID_HEADER = "X-Request-Id"
 
@@ -169,6 +173,15 @@ class AuditEvent:
     objects: Callable[[], tuple[str | None, str | None]] | None = None
     #: True: no line for this request (a service summarizes such requests in a later line).
     summarized: bool = False
+
+    def record_policy(self, view: CatalogView, decision: str, access: str = "_any",
+                      policy_id: int | None = None) -> None:
+        """The policy fields of the line from the request's ``view``: ``decision`` (``allowed``
+        or ``denied``) on ``access``, the deciding ``policy_id`` when one policy decided the
+        request, and what ``view`` hid (``policy_hidden``: objects or events; and
+        ``policy_columns_hidden``: distinct columns)."""
+        self.policy_decision, self.policy_access, self.policy_id = decision, access, policy_id
+        self.policy_hidden, self.policy_columns_hidden = view.hidden, len(view.hidden_columns)
 
     def _resolve_objects(self) -> None:
         if self.objects is not None:

@@ -332,6 +332,15 @@ class EventStreamService:
         viewer = None
         if self.policy is not None and exchange.identity is not None:
             viewer = CatalogView(self.policy, exchange.identity.user, exchange.identity.groups)
+            exchange.view = viewer
+        try:
+            return await self._serve(exchange, query, viewer, sse)
+        finally:
+            if viewer is not None:  # the stream is served, filtered: what the policy hid from it
+                exchange.event.record_policy(viewer, "allowed")
+
+    async def _serve(self, exchange: Exchange, query: _Query, viewer: CatalogView | None,
+                     sse: bool) -> tuple[web.StreamResponse, str]:
         with self.feed.subscribed():
             try:
                 if query.after is None or sse:
@@ -361,7 +370,12 @@ class EventStreamService:
         prefix = self.options.topic_prefix
 
         def accepts(event: MetastoreEvent) -> bool:
-            return (viewer is None or _visible(viewer, event)) and query.matches(event, prefix)
+            if not query.matches(event, prefix):
+                return False
+            if viewer is None or _visible(viewer, event):
+                return True
+            viewer.hidden += 1  # an event the client asked for, hidden by the policy
+            return False
 
         return accepts
 

@@ -209,8 +209,7 @@ class GlueService(MetastoreBacked):
         event.database, event.table = catalog.object
         if catalog.decision is None:
             return
-        event.policy_decision, event.policy_access = catalog.decision, "_any"
-        event.policy_hidden, event.policy_columns_hidden = catalog.hidden, catalog.columns_hidden
+        event.record_policy(catalog.view, catalog.decision)
         for outcome, count in ((catalog.decision, 1), ("hidden", catalog.hidden),
                                ("columns_hidden", catalog.columns_hidden)):
             if count:
