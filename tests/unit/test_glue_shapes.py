@@ -125,18 +125,13 @@ def test_error_bodies_are_what_boto3_reads_as_error_codes():
     assert parsed["Error"] == {"Code": "EntityNotFoundException", "Message": "Table customers not found."}
 
 
-@pytest.mark.parametrize("token", ["", "%%%", "bm90IGpzb24=", 7, "x" * 9000])
-def test_tokens_that_do_not_decode_are_invalid_input(token):
+def test_a_bad_next_token_is_invalid_input():
+    """Glue's wording of gateway.paging's refusals (tests/unit/test_paging.py tests the tokens)."""
     with pytest.raises(InvalidInput, match="^Invalid NextToken$"):
-        page(["a"], str.lower, operation="GetTables", scope=[], token=token, limit=1)
-
-
-def test_a_token_of_another_listing_is_invalid_input():
+        page(["a"], str.lower, operation="GetTables", scope=[], token="%%%", limit=1)
     _, token = page(["a", "b"], str.lower, operation="GetTables", scope=["sales"], token=None, limit=1)
-    with pytest.raises(InvalidInput, match="another request"):
+    with pytest.raises(InvalidInput, match="^Invalid NextToken: it belongs to another request$"):
         page(["a", "b"], str.lower, operation="GetTables", scope=["finance"], token=token, limit=1)
-    with pytest.raises(InvalidInput, match="another request"):
-        page(["a", "b"], str.lower, operation="GetDatabases", scope=["sales"], token=token, limit=1)
 
 
 @pytest.mark.parametrize("value, ok", [(None, 100), (1, 1), (100, 100), (0, None), (101, None),
