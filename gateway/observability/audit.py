@@ -42,12 +42,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from json.encoder import encode_basestring_ascii as _json_string
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from gateway.client_address import client_address
 from gateway.config import AuditConfig
-from gateway.policy.view import CatalogView
+
+if TYPE_CHECKING:  # an annotation only: the audit log is loaded before any policy
+    from gateway.policy.view import CatalogView
 
 REQUEST_ID_HEADER = "X-Request-Id"
 
