@@ -53,6 +53,7 @@ from pydantic import ValidationError
 from gateway.cache.generations import FILE_NAME as CACHE_GENERATIONS, attach_shared, create_shared
 from gateway.config import ConfigError, GatewayConfig, load_gateway_config, load_topologies
 from gateway.providers.authentication.settings import FailureThrottle
+from gateway.upstream import table_queue
 from gateway.providers.authentication.throttle import AuthFailureThrottle, Throttled
 from gateway.worker_role import WorkerRole
 
@@ -461,6 +462,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     _current_worker = role.index
     share_budgets(SupervisorBudgets(role))
     attach_shared(role.runtime_dir / CACHE_GENERATIONS)
+    table_queue.share(role.runtime_dir)  # commits to one table queue across workers (issue 33)
     tasks: set[asyncio.Task] = set()
 
     def started(gateway: Gateway) -> None:

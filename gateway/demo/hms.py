@@ -281,6 +281,15 @@ class EmbeddedHMS:
             # it, but HMS's AcidEventListener (TxnHandler) does not, so drop_database failed with
             # NoClassDefFoundError com/jolbox/bonecp/BoneCPConfig. commons-dbcp is there.
             "datanucleus.connectionPoolingType": "DBCP",
+            # HMS's own lock housekeeping, as a site with transactions runs it (docs/operations.md,
+            # HMS locks): with the compactor's initiator on, HMS 2.3 starts AcidHouseKeeperService,
+            # whose performTimeOuts deletes lock requests not heard of for hive.txn.timeout.
+            "hive.support.concurrency": "true",
+            "hive.txn.manager": "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager",
+            "hive.compactor.initiator.on": "true",
+            "hive.txn.timeout": "300s",
+            "hive.timedout.txn.reaper.start": "10s",
+            "hive.timedout.txn.reaper.interval": "60s",
             **self.site,
         }
         body = "".join(

@@ -79,8 +79,8 @@ class BrokerSettings(BaseModel):
     of the HMS database ``state_database`` (default ``hms_gateway``) and only the holder of the
     service's HMS lock publishes (:mod:`gateway.events.leader`): ``lock_heartbeat_seconds``
     between heartbeats, ``lock_lease_seconds`` the holder's own lease after a heartbeat (keep it
-    below HMS's ``hive.txn.timeout``, 300 s by default), ``lock_check_seconds`` between a
-    standby's checks.
+    below ``lock_timeout_seconds``, HMS's ``hive.txn.timeout``, 300 s by default),
+    ``lock_check_seconds`` between a standby's checks.
     ``topic_prefix``: HCatalog's ``hcat.msgbus.topic.prefix`` (default ``hcat``).
     ``batch_size``: events per STOMP transaction. ``receipt_timeout_seconds``: how long a
     ``COMMIT`` may wait for its receipt. ``retry_seconds``: pause after a broker failure.
@@ -99,6 +99,7 @@ class BrokerSettings(BaseModel):
     lock_heartbeat_seconds: float = Field(60.0, gt=0)
     lock_lease_seconds: float = Field(240.0, gt=0)
     lock_check_seconds: float = Field(5.0, gt=0)
+    lock_timeout_seconds: float = Field(300.0, gt=0)
     topic_prefix: str = Field(hcat.DEFAULT_TOPIC_PREFIX, min_length=1)
     batch_size: int = Field(100, ge=1, le=1000)
     receipt_timeout_seconds: float = Field(10.0, gt=0)
@@ -123,6 +124,8 @@ class BrokerSettings(BaseModel):
         if self.lock_heartbeat_seconds * 2 > self.lock_lease_seconds:
             raise ValueError("lock_lease_seconds must be at least twice lock_heartbeat_seconds "
                              "(one lost heartbeat must not end the lease)")
+        if self.lock_lease_seconds >= self.lock_timeout_seconds:
+            raise ValueError("lock_lease_seconds must be below lock_timeout_seconds (HMS's hive.txn.timeout)")
         return self
 
     @field_validator("passcode_file", "offset_file")
@@ -291,7 +294,7 @@ class BrokerPublisher:
             self.lock = PublisherLock(
                 client, settings.state_database, lock_name(topology, path),
                 heartbeat_seconds=settings.lock_heartbeat_seconds, lease_seconds=settings.lock_lease_seconds,
-                check_seconds=settings.lock_check_seconds)
+                check_seconds=settings.lock_check_seconds, timeout_seconds=settings.lock_timeout_seconds)
             self._offsets = OffsetStore(client, settings.state_database, f"hms-gateway.publisher.{name}.offset")
         self._leading = metrics.child(metrics.BROKER_PUBLISHER_LEADING, *name.split("/", 1)) if "/" in name else None
         self._wait_seconds = wait_seconds

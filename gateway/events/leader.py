@@ -14,9 +14,13 @@ Kubernetes Lease would need an API server, which the gateway otherwise never tal
   ``lease_seconds`` (shorter than ``hive.txn.timeout``) without a successful one, or at once when
   HMS answers ``NoSuchLockException``/``TxnAbortedException``, :meth:`PublisherLock.valid` turns
   false and the publisher stops before another replica can have been granted the lock.
-* **Takeover**: after a clean stop the holder unlocks, and a standby takes over within
-  ``check_seconds``. After a crash, within ``hive.txn.timeout`` + the reaper's interval +
-  ``check_seconds`` (300 + 180 + 5 s with the defaults).
+* **Takeover**: after a clean stop the holder unlocks (a standby's ``WAITING`` request too: it
+  would block every later replica), and a standby takes over within ``check_seconds``. After
+  a crash, within ``hive.txn.timeout`` + ``check_seconds`` (300 + 5 s with the defaults): the
+  first standby releases the dead holder's request itself once its heartbeat is older than
+  ``hive.txn.timeout`` (``timeout_seconds``), and at once when the holder was a gateway process
+  of its own host that is gone (:mod:`gateway.upstream.locks`); HMS's own housekeeping, every
+  ``hive.timedout.txn.reaper.interval``, does the same for standbys of older gateways.
 * **The offset** (the last event id the broker acknowledged) is a parameter of the database
   ``state_database`` (created when missing), key ``hms-gateway.publisher.<topology>/<path>.offset``:
   ``alter_database`` writes no notification in HMS 2.3 (Hive 3+ writes ``ALTER_DATABASE``,
@@ -33,14 +37,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 import re
-import socket
 import time
 
-from thriftpy2.thrift import TApplicationException
-
 from gateway.upstream.errors import UpstreamError
+from gateway.upstream.locks import HmsLock, LockRefused, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -64,70 +65,75 @@ def lock_name(topology: str, path: str) -> str:
 
 
 class PublisherLock:
-    """An exclusive HMS lock on ``database.name``, acquired, renewed and released by one task.
+    """An exclusive HMS lock on ``database.name``, acquired, renewed and released by one task:
+    the request's life is :class:`~gateway.upstream.locks.HmsLock`'s (marked, released on every
+    exit, dead holders released), the lease is this class's.
 
     ``client`` is a :class:`~gateway.upstream.metastore.MetastoreClient`. Times are seconds:
-    ``heartbeat_seconds`` between heartbeats, ``lease_seconds`` (< HMS's ``hive.txn.timeout``)
-    the local validity after a heartbeat was sent, ``check_seconds`` between a standby's checks.
+    ``heartbeat_seconds`` between heartbeats, ``lease_seconds`` (< HMS's ``hive.txn.timeout``,
+    ``timeout_seconds``) the local validity after a heartbeat was sent, ``check_seconds``
+    between a standby's checks.
     """
 
     def __init__(self, client, database: str, name: str, *, heartbeat_seconds: float,
-                 lease_seconds: float, check_seconds: float, clock=time.monotonic):
+                 lease_seconds: float, check_seconds: float, timeout_seconds: float = 300.0,
+                 clock=time.monotonic):
         self.client = client
         self.database, self.name = database, name
         self.heartbeat_seconds, self.lease_seconds, self.check_seconds = heartbeat_seconds, lease_seconds, check_seconds
-        self.lockid: int | None = None
+        user = client.identity.user if client.identity is not None else "hms-gateway"
+        self._lock = HmsLock(client, [(database, name)], kind="event-stream", user=user, clock=clock,
+                             schedule=Schedule(check_min=check_seconds, check_max=check_seconds, wait=None,
+                                               heartbeat=heartbeat_seconds, timeout=timeout_seconds,
+                                               recover_every=check_seconds))
         self._clock = clock
         self._valid_until = 0.0
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+
+    @property
+    def lockid(self) -> int | None:
+        return self._lock.lockid
 
     def valid(self) -> bool:
         """Whether the lock is held and its local lease has not run out."""
         return self.lockid is not None and self._clock() < self._valid_until
 
-    def _request(self):
-        idl = self.client.idl
-        component = idl.LockComponent(type=idl.LockType.EXCLUSIVE, level=idl.LockLevel.TABLE,
-                                      dbname=self.database, tablename=self.name)
-        user = self.client.identity.user if self.client.identity is not None else "hms-gateway"
-        return idl.LockRequest(component=[component], user=user, hostname=self.owner)
-
     async def acquire(self) -> None:
         """Return once the lock is held (waiting as a standby meanwhile). Failures (HMS
-        unreachable, a lock that timed out while waiting) are logged and retried."""
+        unreachable, a lock that timed out while waiting) are logged and retried; cancelled,
+        the request is released."""
         idl = self.client.idl
-        while True:
-            started = self._clock()
-            try:
-                if self.lockid is None:
-                    state = (response := await self.client.lock(self._request())).state
-                    self.lockid = response.lockid
-                else:
-                    await self.client.heartbeat(lockid=self.lockid)
-                    state = (await self.client.check_lock(self.lockid)).state
-            except (idl.NoSuchLockException, idl.TxnAbortedException, idl.NoSuchTxnException):
-                self.lockid = None  # our place in the queue timed out: ask again
-                continue
-            except TApplicationException as exc:  # HMS without transactions: an operator's fix
-                log.error("publisher lock %s.%s: HMS refused lock (%s): it needs hive.support.concurrency=true "
-                          "and hive.txn.manager=org.apache.hadoop.hive.ql.lockmgr.DbTxnManager, or give the "
-                          "broker an offset_file (one replica only); retrying in %g s",
-                          self.database, self.name, exc, _NO_LOCKS_RETRY_SECONDS)
-                self.lockid = None
-                await asyncio.sleep(_NO_LOCKS_RETRY_SECONDS)
-                continue
-            except (UpstreamError, idl.MetaException, OSError) as exc:
-                log.warning("publisher lock %s.%s: %s; retrying in %g s", self.database, self.name, exc,
-                            self.check_seconds)
+        try:
+            while True:
+                started = self._clock()
+                try:
+                    if self.lockid is None:
+                        state = await self._lock.request()
+                    else:
+                        state = await self._lock.check()  # HMS heartbeats a waiting request with it
+                except (idl.NoSuchLockException, idl.TxnAbortedException, idl.NoSuchTxnException):
+                    continue  # our place in the queue timed out: ask again
+                except LockRefused as exc:  # HMS without transactions: an operator's fix
+                    log.error("publisher lock %s.%s: %s: it needs hive.support.concurrency=true and hive.txn.manager="
+                              "org.apache.hadoop.hive.ql.lockmgr.DbTxnManager, or give the broker an offset_file "
+                              "(one replica only); retrying in %g s",
+                              self.database, self.name, exc, _NO_LOCKS_RETRY_SECONDS)
+                    await asyncio.sleep(_NO_LOCKS_RETRY_SECONDS)
+                    continue
+                except (UpstreamError, idl.MetaException, OSError) as exc:
+                    log.warning("publisher lock %s.%s: %s; retrying in %g s", self.database, self.name, exc,
+                                self.check_seconds)
+                    await asyncio.sleep(self.check_seconds)
+                    continue
+                if state == idl.LockState.ACQUIRED:
+                    self._valid_until = started + self.lease_seconds
+                    log.info("publisher lock %s.%s acquired (lock id %d)", self.database, self.name, self.lockid)
+                    return
+                if state != idl.LockState.WAITING:  # ABORT or NOT_ACQUIRED: start over
+                    await self._lock.release()
                 await asyncio.sleep(self.check_seconds)
-                continue
-            if state == idl.LockState.ACQUIRED:
-                self._valid_until = started + self.lease_seconds
-                log.info("publisher lock %s.%s acquired (lock id %d)", self.database, self.name, self.lockid)
-                return
-            if state != idl.LockState.WAITING:  # ABORT or NOT_ACQUIRED: start over
-                self.lockid = None
-            await asyncio.sleep(self.check_seconds)
+        except BaseException:
+            await self.release()  # a standby's WAITING request would block every later replica
+            raise
 
     async def keep(self) -> None:
         """Heartbeat until the lock is lost; raises :class:`LockLost` then (HMS no longer knows
@@ -139,9 +145,8 @@ class PublisherLock:
                 raise LockLost(f"no heartbeat succeeded within {self.lease_seconds:g} s")
             sent = self._clock()
             try:
-                await self.client.heartbeat(lockid=self.lockid)
+                await self._lock.heartbeat()
             except (idl.NoSuchLockException, idl.TxnAbortedException, idl.NoSuchTxnException) as exc:
-                self.lockid = None
                 raise LockLost(f"HMS no longer holds the lock: {exc}") from None
             except (UpstreamError, idl.MetaException, OSError) as exc:
                 log.warning("publisher lock %s.%s: heartbeat failed: %s", self.database, self.name, exc)
@@ -149,14 +154,10 @@ class PublisherLock:
             self._valid_until = sent + self.lease_seconds
 
     async def release(self) -> None:
-        """Unlock (best effort: a lock HMS cannot be told about times out on its own)."""
-        lockid, self.lockid, self._valid_until = self.lockid, None, 0.0
-        if lockid is None:
-            return
-        try:
-            await self.client.unlock(lockid)
-        except Exception as exc:  # noqa: BLE001 - whatever the reason, HMS times it out
-            log.warning("publisher lock %s.%s: unlock failed: %s", self.database, self.name, exc)
+        """Unlock (completed even when cancelled meanwhile; a lock HMS cannot be told about
+        times out on its own)."""
+        self._valid_until = 0.0
+        await self._lock.release()
 
 
 class OffsetStore:

@@ -26,12 +26,14 @@ class Settings:
     #: Hive 2 column types for the HMS copy of the schema (``timestamp`` for ``timestamptz``).
     hive2_compatible: bool = True
     #: Back-off between ``check_lock`` polls: first and largest wait, seconds.
-    lock_check_min_wait: float = 0.05
-    lock_check_max_wait: float = 5.0
+    lock_check_min_wait: float = 0.02
+    lock_check_max_wait: float = 0.25
     #: How long a commit waits for HMS's table lock before answering 409, seconds.
     lock_wait: float = 60.0
     #: Seconds between ``heartbeat`` calls while a commit holds the lock (Java's 4 minutes).
     lock_heartbeat: float = 240.0
+    #: HMS's ``hive.txn.timeout``, seconds: a blocking lock not heard of for longer is released.
+    lock_timeout: float = 300.0
     #: Host name sent in lock requests (shown by ``SHOW LOCKS``).
     hostname: str = "hms-gateway"
     #: Principals that may load tables with columns denied to the user (:mod:`gateway.iceberg.trusted`).

@@ -2,8 +2,10 @@
 ``HiveCatalog`` (Java ``HiveTableOperations``/``MetastoreLock``, PyIceberg
 ``HiveCatalog.commit_table``), so REST commits and direct HiveCatalog writers share a table:
 
-1. ``lock`` EXCLUSIVE on the table; while ``WAITING``, ``check_lock`` with back-off (from
-   ``lock_check_min_wait`` doubling to ``lock_check_max_wait``) up to ``lock_wait`` → else 409;
+1. the gateway's own queue for the table (one commit per table per pod asks HMS at a time),
+   then ``lock`` EXCLUSIVE on the table; while ``WAITING``, ``check_lock`` with back-off (from
+   ``lock_check_min_wait`` doubling to ``lock_check_max_wait``) up to ``lock_wait`` → else 409
+   (:class:`gateway.upstream.locks.HmsLock`: marked requests, dead holders released);
 2. re-read the table under the lock; its ``metadata_location`` is the base: the requirements
    are checked against that file's metadata (409 ``CommitFailedException`` when one fails),
    the updates applied with PyIceberg's ``update_table_metadata``. They were checked and
@@ -30,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.exceptions import CommitFailedException
@@ -60,7 +64,9 @@ from gateway.iceberg.hive_tables import (
 )
 from gateway.iceberg.bodies import commit_request
 from gateway.iceberg.tables import load_result
+from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
+from gateway.upstream.locks import HmsLock, LockNotGranted, LockRefused, Schedule
 
 log = logging.getLogger(__name__)
 
@@ -106,63 +112,29 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
 
 @asynccontextmanager
 async def locked(catalog: Catalog, db: str, name: str) -> AsyncIterator[int]:
-    """Hold HMS's EXCLUSIVE lock on ``db.name`` (steps 1 and 5 above: back-off, heartbeat,
-    unlock in every outcome), for table and view commits alike. Yields the lock id. Raises
-    :class:`~errors.CommitFailed` when the lock is not granted within ``lock_wait``."""
-    lockid = await _lock(catalog, db, name)
-    heartbeat = asyncio.create_task(_heartbeat(catalog, lockid))
-    try:
+    """Hold HMS's EXCLUSIVE lock on ``db.name`` (steps 1 and 5 above), for table and view
+    commits alike: the gateway's own queue for the table first (:mod:`gateway.upstream.table_queue`),
+    then HMS's lock with heartbeat and unlock on every exit (:class:`~gateway.upstream.locks.HmsLock`).
+    Yields the lock id. Raises :class:`~errors.CommitFailed` when the lock is not granted within
+    ``lock_wait`` (queue included) or HMS refuses it."""
+    settings = catalog.settings
+    schedule = Schedule(check_min=settings.lock_check_min_wait, check_max=settings.lock_check_max_wait,
+                        wait=settings.lock_wait, heartbeat=settings.lock_heartbeat, timeout=settings.lock_timeout)
+    lock = HmsLock(catalog.client, [(db, name)], kind="iceberg-rest", user=catalog.user, schedule=schedule)
+    async with AsyncExitStack() as stack:
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(settings.lock_wait):
+                await stack.enter_async_context(table_queue.queued(db, name))
+        except TimeoutError:
+            raise errors.CommitFailed(f"timed out after {settings.lock_wait:.1f} s waiting for the lock on "
+                                      f"{db}.{name} (behind this gateway's other commits)") from None
+        lock.schedule = replace(schedule, wait=max(settings.lock_wait - (time.monotonic() - started), 0.0))
+        try:
+            lockid = await stack.enter_async_context(lock.held())
+        except (LockNotGranted, LockRefused) as exc:
+            raise errors.CommitFailed(str(exc)) from None
         yield lockid
-    finally:
-        heartbeat.cancel()
-        await _release(catalog, lockid)
-
-
-async def _lock(catalog: Catalog, db: str, name: str) -> int:
-    idl, settings = catalog.idl, catalog.settings
-    component = idl.LockComponent(type=idl.LockType.EXCLUSIVE, level=idl.LockLevel.TABLE,
-                                  dbname=db, tablename=name)
-    request = idl.LockRequest(component=[component], user=catalog.user, hostname=settings.hostname,
-                              agentInfo="hms-gateway iceberg-rest")
-    try:
-        response = await catalog.client.lock(request)
-    except (idl.NoSuchTxnException, idl.TxnAbortedException) as exc:
-        raise errors.CommitFailed(f"HMS refused the table lock of {db}.{name}: {exc.message}") from None
-    wait, waited = settings.lock_check_min_wait, 0.0
-    while response.state == idl.LockState.WAITING:
-        if waited >= settings.lock_wait:
-            await _release(catalog, response.lockid)
-            raise errors.CommitFailed(f"timed out after {waited:.1f} s waiting for the lock on {db}.{name}")
-        await asyncio.sleep(wait)
-        waited += wait
-        wait = min(wait * 2, settings.lock_check_max_wait)
-        try:
-            response = await catalog.client.check_lock(response.lockid)
-        except BaseException:
-            await _release(catalog, response.lockid)
-            raise
-    if response.state != idl.LockState.ACQUIRED:
-        await _release(catalog, response.lockid)
-        raise errors.CommitFailed(f"could not lock {db}.{name}: lock state {response.state}")
-    return response.lockid
-
-
-async def _heartbeat(catalog: Catalog, lockid: int) -> None:
-    """Keep the lock alive while the commit runs (Java's MetastoreLock; HMS aborts a lock not
-    heard of for ``hive.txn.timeout``, 300 s by default)."""
-    while True:
-        await asyncio.sleep(catalog.settings.lock_heartbeat)
-        try:
-            await catalog.client.heartbeat(lockid=lockid)
-        except Exception:  # the commit's own calls will tell whether HMS is gone
-            log.warning("heartbeat of lock %s failed", lockid, exc_info=True)
-
-
-async def _release(catalog: Catalog, lockid: int) -> None:
-    try:
-        await catalog.client.unlock(lockid)
-    except Exception:  # HMS expires it (hive.txn.timeout); the commit's answer stands
-        log.warning("unlock of lock %s failed", lockid, exc_info=True)
 
 
 def apply_updates(request, base_location: str, base, subject: str = ""):

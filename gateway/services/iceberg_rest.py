@@ -17,7 +17,8 @@ unreachable, 502 ``ServiceFailureException`` when it fails otherwise (never a 50
 Options (``options:`` of the service entry): ``hive2_compatible`` (Hive 2 column types in the
 HMS copy of the schema, default true), ``lock_wait_seconds`` (a commit's wait for HMS's table
 lock before 409, default 60), ``lock_check_min_wait_seconds``/``lock_check_max_wait_seconds``
-(``check_lock`` back-off, 0.05 and 5), ``file_io`` (PyIceberg FileIO properties for the
+(``check_lock`` back-off, 0.02 and 0.25), ``lock_timeout_seconds`` (HMS's ``hive.txn.timeout``, 300:
+docs/operations.md, HMS locks), ``file_io`` (PyIceberg FileIO properties for the
 metadata files, such as ``s3.endpoint``; values are never logged), ``s3`` (an S3 warehouse: the
 gateway's key from a credentials file or the environment, vended credentials and remote
 signing, :mod:`gateway.iceberg.storage`), ``register_prefixes``
@@ -79,8 +80,10 @@ class IcebergRestOptions(BaseModel):
 
     hive2_compatible: bool = True
     lock_wait_seconds: float = Field(default=60.0, gt=0, le=3600)
-    lock_check_min_wait_seconds: float = Field(default=0.05, gt=0, le=60)
-    lock_check_max_wait_seconds: float = Field(default=5.0, gt=0, le=60)
+    lock_check_min_wait_seconds: float = Field(default=0.02, gt=0, le=60)
+    lock_check_max_wait_seconds: float = Field(default=0.25, gt=0, le=60)
+    #: HMS's ``hive.txn.timeout``: a lock blocking a commit not heard of for longer is released.
+    lock_timeout_seconds: float = Field(default=300.0, gt=0)
     file_io: dict[str, str] = Field(default_factory=dict, repr=False)
     #: Principals that may load tables with columns denied to the user (as the glue kind's).
     trusted_engines: list[str] = Field(default_factory=list)
@@ -127,7 +130,7 @@ class IcebergRestService(MetastoreBacked):
         self.settings = Settings(
             hive2_compatible=options.hive2_compatible, lock_wait=options.lock_wait_seconds,
             lock_check_min_wait=options.lock_check_min_wait_seconds,
-            lock_check_max_wait=options.lock_check_max_wait_seconds,
+            lock_check_max_wait=options.lock_check_max_wait_seconds, lock_timeout=options.lock_timeout_seconds,
             hostname=socket.gethostname(),
             trusted_engines=frozenset(options.trusted_engines),
         )
