@@ -14,6 +14,8 @@ from pathlib import Path
 from gateway.certs import write_dev_certificates
 from gateway.config import GatewayConfig, load_gateway_config, load_topologies
 from gateway.demo.s3 import BUCKET
+from gateway.demo.tokens import demo_signing_key
+from gateway.demo.engines import engine_snippets
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,9 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 
   curl -s http://localhost:{mgmt_port}/metrics | grep hms_gateway_requests_total
 
+  Iceberg engines (docs/iceberg.md, "Quick start"): OAuth2 client credentials etl / etl-password
+
+{textwrap.indent(engine_snippets(iceberg_url(port), _shown_path(ca)), "    ")}
   change feed (docs/change-feed.md): follow catalog changes as Server-Sent Events
   curl -N -sk -u admin:admin-password -H 'Accept: text/event-stream' \\
        https://localhost:{port}/gateway/default/events
@@ -75,6 +80,7 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
         write_dev_certificates(config.tls.certificate.parent)
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
+    demo_signing_key(workdir)  # before the topologies are read: their gateway-token provider needs it
     config = with_audit_file(config, workdir / "audit.log")
     with contextlib.ExitStack() as stack:
         hms = EmbeddedHMS(workdir / "hms", hms_port)

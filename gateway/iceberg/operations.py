@@ -28,6 +28,7 @@ from gateway.iceberg import commit, namespaces, tables
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.routes import ENDPOINTS, Route
+from gateway.iceberg.warehouses import config_overrides
 from gateway.registry import resolve
 
 Handler = Callable[[Catalog, Route, web.BaseRequest, bytes], Awaitable[Reply]]
@@ -101,7 +102,10 @@ def _same(error: IcebergError) -> IcebergError:
 # --- the first slice's operations ----------------------------------------------------------------
 
 async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
-    return Reply(body={"defaults": {}, "overrides": {}, "endpoints": list(ENDPOINTS)})
+    """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
+    (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
+    overrides = config_overrides(catalog.service.options.warehouses, request.query.get("warehouse"))
+    return Reply(body={"defaults": {}, "overrides": overrides, "endpoints": list(ENDPOINTS)})
 
 
 async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:

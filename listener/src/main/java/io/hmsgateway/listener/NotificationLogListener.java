@@ -169,6 +169,11 @@ public class NotificationLogListener extends MetaStoreEventListener {
   @Override
   public void onDropDatabase(DropDatabaseEvent e) throws MetaException {
     Database d = e.getDatabase();
+    if (d == null || !e.getStatus()) {
+      // HMS 2.3 notifies a failed drop of a missing database with no Database: a throw here
+      // would hide its NoSuchObjectException from the client.
+      return;
+    }
     log(e, "DROP_DATABASE", d.getName(), null, messages.buildDropDatabaseMessage(d).toString());
   }
 

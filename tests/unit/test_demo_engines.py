@@ -1,0 +1,44 @@
+"""The engine settings the demo prints are docs/iceberg.md's "Quick start" blocks (the doc's
+PyIceberg and DuckDB programs run in tests/integration/test_doc_snippets.py; DuckDB and
+iceberg-js in tests/integration/test_iceberg_engines.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gateway.demo.engines import WAREHOUSE, engine_snippets, pyiceberg_program, spark_properties, trino_catalog
+from gateway.demo.launcher import _banner, iceberg_url
+from gateway.demo.tokens import KEY_ENV
+from tests.support.doc_snippets import parse
+
+REPO = Path(__file__).resolve().parents[2]
+URI, CA = "https://localhost:8443/gateway/default/iceberg", "certs/ca.crt"
+
+
+def _blocks() -> list[str]:
+    path = REPO / "docs" / "iceberg.md"
+    return [s.body + "\n" for s in parse(path.read_text(), str(path))]
+
+
+def test_the_docs_show_what_the_demo_prints():
+    blocks = _blocks()
+    for text in (pyiceberg_program(URI, CA), spark_properties(URI, "gateway-ca.p12"), trino_catalog(URI)):
+        assert text in blocks
+
+
+def test_the_banner_prints_a_snippet_for_each_engine():
+    banner = _banner(8443, 9464, Path(CA))
+    assert iceberg_url(8443) == URI
+    for engine in ("PyIceberg", "DuckDB", "Spark", "Trino"):
+        assert engine in banner
+    assert engine_snippets(URI, CA).splitlines()[1] in banner
+
+
+def test_make_run_s_topology_issues_tokens_and_serves_the_warehouse():
+    topology = yaml.safe_load((REPO / "config" / "topologies" / "default.yaml").read_text())
+    providers = topology["providers"]["authentication"]
+    assert {"type": "gateway-token", "signing_key": f"env:{KEY_ENV}"} in providers
+    iceberg = next(s for s in topology["services"] if s["kind"] == "iceberg-rest")
+    assert WAREHOUSE in iceberg["options"]["warehouses"]
