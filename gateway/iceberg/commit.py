@@ -62,8 +62,10 @@ from gateway.iceberg.hive_tables import (
     metadata_location,
     new_table,
 )
-from gateway.iceberg.bodies import commit_request
+from gateway.iceberg.bodies import CLIENT_FAULTS, commit_request
+from gateway.iceberg.locations import check_moved, check_properties, check_table
 from gateway.iceberg.tables import load_result
+from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
 from gateway.upstream.locks import HmsLock, LockNotGranted, LockRefused, Schedule
@@ -183,8 +185,7 @@ async def alter_committed(catalog: Catalog, db: str, name: str, table, base_loca
         await settle_unknown(catalog, db, name, base_location, new_location, exc)
     except (catalog.idl.InvalidOperationException, catalog.idl.MetaException) as exc:
         await catalog.files.delete(new_location)
-        raise errors.CommitFailed(f"the Hive Metastore refused the commit of {what}{db}.{name}: "
-                                  f"{exc.message}") from None
+        raise commit_refusal(f"{what}{db}.{name}", exc.message) from None
 
 
 async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:

@@ -7,9 +7,14 @@ Properties map as PyIceberg's ``HiveCatalog`` maps them (``_annotate_namespace``
 
 from __future__ import annotations
 
+import copy
+
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.locations import check_namespace
+from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, UpdateNamespaceProperties, page_params, parse
 from gateway.iceberg.routes import NAMESPACE_SEPARATOR, namespace_name
 
@@ -42,7 +47,7 @@ def properties_of(database) -> dict[str, str]:
 async def list_namespaces(catalog: Catalog, query) -> Reply:
     parent = query.get("parent")
     if parent is not None:  # HMS has no nested namespaces: a parent has no children
-        db = namespace_name(parent.split(NAMESPACE_SEPARATOR))
+        db = namespace_name(parent.split(NAMESPACE_SEPARATOR), errors.NoSuchNamespace)
         catalog.named(db)
         catalog.require("", db)
         await catalog.database(db)
@@ -50,10 +55,8 @@ async def list_namespaces(catalog: Catalog, query) -> Reply:
     else:
         names = catalog.view.visible_databases(await catalog.client.get_all_databases())
     chosen, token = paged(names, "listNamespaces", [parent or ""], query)
-    body = {"namespaces": [[n] for n in chosen]}
-    if token is not None:
-        body["next-page-token"] = token
-    return Reply(body=body)
+    # The spec's PageToken is nullable: null says this is the last page (or the whole listing).
+    return Reply(body={"namespaces": [[n] for n in chosen], "next-page-token": token})
 
 
 async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
@@ -89,7 +92,11 @@ async def namespace_exists(catalog: Catalog, db: str) -> Reply:
 
 
 async def drop_namespace(catalog: Catalog, db: str) -> Reply:
+    """Drop an empty namespace; its directory goes too when it is local and empty. The database
+    is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
+    listener that fails on the missing database would otherwise turn it into a 502)."""
     catalog.require("drop", db)
+    database = await catalog.database(db)
     idl = catalog.idl
     try:
         await catalog.client.call("drop_database", name=db, deleteData=False, cascade=False)
@@ -97,16 +104,27 @@ async def drop_namespace(catalog: Catalog, db: str) -> Reply:
         raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
     except idl.InvalidOperationException:
         raise errors.NamespaceNotEmpty(f"Namespace {db} is not empty") from None
+    await remove_empty(database.locationUri, below=False)
     return Reply(status=204)
 
 
 async def update_properties(catalog: Catalog, db: str, body: bytes) -> Reply:
+    """Apply removals and updates, then read the database back: a change the Hive Metastore did
+    not make (HMS 2.3's ``alter_database`` keeps a database's description, the ``comment``, and
+    its location) is undone and answered 406 ``UnsupportedOperationException`` naming the
+    keys, never reported as ``updated``."""
     request = parse(UpdateNamespaceProperties, body)
     overlap = set(request.removals) & request.updates.keys()
     if overlap:
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
+    if LOCATION in request.removals:
+        raise errors.BadRequest(f"{LOCATION} cannot be removed: a Hive Metastore database always has one")
+    refuse_code(request.updates, f"namespace {db}")
     catalog.require("alter", db)
     database = await catalog.database(db)
+    if LOCATION in request.updates:
+        await check_namespace(catalog, db, request.updates[LOCATION])
+    original = copy.deepcopy(database)
     current = properties_of(database)
     removed = [key for key in request.removals if key in current]
     missing = [key for key in request.removals if key not in current]
@@ -116,10 +134,22 @@ async def update_properties(catalog: Catalog, db: str, body: bytes) -> Reply:
     database.description = current.pop(COMMENT, None)
     database.locationUri = current.pop(LOCATION, database.locationUri)
     database.parameters = current
+    await _alter(catalog, db, database)
+    after = properties_of(await catalog.database(db))
+    ignored = sorted({key for key, value in request.updates.items() if after.get(key) != value}
+                     | {key for key in removed if key in after})
+    if ignored:
+        await _alter(catalog, db, original)  # all or nothing: undo what it did apply
+        raise errors.Unsupported(
+            f"the Hive Metastore did not change {', '.join(ignored)} of namespace {db}, so nothing was "
+            f"changed: HMS 2.3 cannot change a database's {COMMENT} (its description) or {LOCATION}")
+    return Reply(body={"updated": sorted(request.updates), "removed": removed, "missing": missing})
+
+
+async def _alter(catalog: Catalog, db: str, database) -> None:
     try:
         await catalog.client.call("alter_database", dbname=db, db=database)
     except catalog.idl.NoSuchObjectException:
         raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
     except catalog.idl.MetaException as exc:
-        raise errors.BadRequest(f"the Hive Metastore refused the properties of {db}: {exc.message}") from None
-    return Reply(body={"updated": sorted(request.updates), "removed": removed, "missing": missing})
+        raise errors.BadRequest(errors.hms_refused(exc, f"the properties of namespace {db}")) from None

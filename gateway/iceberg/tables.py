@@ -21,9 +21,12 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import is_iceberg, new_table
+from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.locations import check_properties, check_table, default_location
 from gateway.iceberg.namespaces import paged
-from gateway.iceberg.bodies import CreateTableRequest, RenameTable, parse
+from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable, parse
 from gateway.iceberg.routes import hms_name, namespace_name
+from gateway.iceberg.empty_dirs import remove_empty
 
 log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("all", "refs")
@@ -72,10 +75,8 @@ async def listing(catalog: Catalog, db: str, query, keep, operation: str) -> Rep
     tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
     kept = {t.tableName for t in tables if keep(t)}
     chosen, token = paged([n for n in names if n in kept], operation, [db], query)
-    body = {"identifiers": [{"namespace": [db], "name": n} for n in chosen]}
-    if token is not None:
-        body["next-page-token"] = token
-    return Reply(body=body)
+    # The spec's PageToken is nullable: null says this is the last page (or the whole listing).
+    return Reply(body={"identifiers": [{"namespace": [db], "name": n} for n in chosen], "next-page-token": token})
 
 
 async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Reply:
@@ -156,9 +157,11 @@ async def drop_table(catalog: Catalog, db: str, name: str, query) -> Reply:
         raise errors.NoSuchTable(f"Table does not exist: {db}.{name}") from None
     if metadata is not None and location is not None:
         try:
-            await catalog.files.purge(metadata, location)
+            await catalog.files.purge(metadata, location, f"{db}.{name}")
         except Exception:  # the table is gone from HMS; leftover files are not the client's error
             log.warning("purge of dropped table %s.%s left files behind", db, name, exc_info=True)
+        else:
+            await remove_empty(metadata.location, below=True)
     return Reply(status=204)
 
 

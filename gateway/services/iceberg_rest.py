@@ -25,7 +25,8 @@ signing, :mod:`gateway.iceberg.storage`), ``register_prefixes``
 (locations below which ``register`` may take metadata files besides the namespace's own),
 ``trusted_engines`` (the principals, a ``doAs`` impersonator or else the effective user, that
 may load a table with columns denied to the user, with ``authorized-columns`` in the load
-result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's).
+result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``warehouses``
+(catalogs under a ``{prefix}``, each a group of HMS databases, :mod:`gateway.iceberg.warehouses`).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED, Summaries
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.routes import Route, match
+from gateway.iceberg.warehouses import Warehouses, WarehouseView
 from gateway.pipeline.body import read_body
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
@@ -95,6 +97,19 @@ class IcebergRestOptions(BaseModel):
     #: Locations (URIs) below which ``register`` may take metadata files, besides the
     #: namespace's own location (:mod:`gateway.iceberg.register`).
     register_prefixes: tuple[str, ...] = ()
+    #: Locations (URIs) inside which namespaces, tables and views may lie, besides HMS's
+    #: warehouse (:mod:`gateway.iceberg.locations`).
+    allowed_locations: tuple[str, ...] = ()
+
+    @field_validator("allowed_locations")
+    @classmethod
+    def _locations(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        for value in values:
+            checked_location(value)
+        return values
+    #: Catalogs served under a ``{prefix}``: name → the HMS databases it serves
+    #: (:mod:`gateway.iceberg.warehouses`).
+    warehouses: Warehouses = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _back_off(self) -> "IcebergRestOptions":
@@ -169,8 +184,11 @@ class IcebergRestService(MetastoreBacked):
                 catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
                                   service=self)
             else:
+                view = CatalogView(self.policy, identity.user, identity.groups)
+                if route.warehouse is not None:
+                    view = WarehouseView(view, self.options.warehouses[route.warehouse])
                 catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
-                                  CatalogView(self.policy, identity.user, identity.groups),
+                                  view,
                                   self.files, self.settings, identity.user, service=self)
             try:
                 reply = await operations.handler(route.operation)(catalog, route, request, body)
@@ -245,7 +263,7 @@ class IcebergRestService(MetastoreBacked):
             body = await read_body(request, self.limits)
             request[SIGNED_BODY] = body  # the sigv4 provider signs over the body
             try:
-                route, refused = match(request.method, self._subpath(request)), None
+                route, refused = match(request.method, self._subpath(request), self.options.warehouses.keys()), None
             except IcebergError as error:
                 route, refused = None, error
             if route is None or route.operation not in operations.PUBLIC:

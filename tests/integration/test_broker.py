@@ -19,7 +19,7 @@ import pytest
 from gateway.events.broker import read_offset
 # The feed_hms and catalog fixtures (an HMS of its own per module) are in tests/integration/conftest.py.
 from tests.support.feed import start_feed_gateway
-from tests.support.gateway import GatewayFactory
+from tests.support.gateway import GatewayFactory, metric
 from tests.support.activemq import Subscriber, jms_messages, start_activemq, start_jms_consumer
 
 pytestmark = pytest.mark.integration
@@ -145,3 +145,63 @@ def test_gateway_and_broker_restarts_lose_nothing(feed_hms, catalog, activemq, t
     assert set(ids) == set(range(first, last + 1)), ids  # nothing lost; duplicates may occur
     assert ids[:3] == [first, first + 1, first + 2]
     assert "publishing resumes after" not in gw.log()  # nothing was trimmed or skipped
+
+
+def _leading(gw) -> bool:
+    try:
+        return gw.process.poll() is None and metric(gw, "hms_gateway_broker_publisher_leading") == 1
+    except OSError:
+        return False
+
+
+def _wait(predicate, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not (found := predicate()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return found
+
+
+def test_a_rolling_restart_of_two_replicas_publishes_each_event_once(feed_hms, catalog, activemq, tmp_path,
+                                                                      gateway_factory, record_property):
+    """Two replicas sharing the publisher's HMS lock (no ``offset_file``), restarted one after the
+    other (SIGTERM, then started again), as a rolling update does. This HMS expires locks after
+    its default ``hive.txn.timeout`` (300 s), so only requests released by their holders let the
+    next replica lead: a stopped standby's ``WAITING`` request left in HMS's queue would block
+    every later replica for minutes (issue 33). After each restart, every lock request on the
+    publisher's lock belongs to a running replica, a leader publishes, and each event arrives
+    once."""
+    broker = {"url": activemq.stomp_url, "state_database": "rolling_state", "lock_check_seconds": 0.2,
+              "lock_heartbeat_seconds": 1, "lock_lease_seconds": 5}
+    subscriber = Subscriber(activemq.stomp_port, "rolling")
+    gateways = [start_feed_gateway(gateway_factory, feed_hms, workdir=tmp_path / f"replica{i}", broker=broker)
+                for i in range(2)]
+    first = catalog.client.get_current_notificationEventId().eventId + 1
+    resumed = []
+
+    def publish(name: str) -> None:
+        _wait(lambda: sum(map(_leading, gateways)) == 1, f"no single leader: {[gw.log()[-2000:] for gw in gateways]}")
+        base = catalog.client.get_current_notificationEventId().eventId
+        catalog.create_database(name)
+        _wait(lambda: base + 1 in subscriber.ids(), f"{name} was not published: {subscriber.ids()}")
+
+    def requests_of_gone_replicas() -> list:
+        live = {f"pid={gw.process.pid} " for gw in gateways}
+        locks = catalog.client.show_locks(catalog.t.ShowLocksRequest(dbname="rolling_state")).locks or []
+        return [lock for lock in locks if not any(pid in (lock.agentInfo or "") for pid in live)]
+
+    try:
+        publish("rolling_0")
+        for i in range(2):
+            gateways[i] = gateway_factory.restart(gateways[i])  # SIGTERM, then the same configuration again
+            started = time.monotonic()
+            _wait(lambda: any(map(_leading, gateways)), "nobody leads after the restart")
+            resumed.append(round(time.monotonic() - started, 2))
+            assert requests_of_gone_replicas() == []
+            publish(f"rolling_{i + 1}")
+    finally:
+        subscriber.disconnect()
+    ids = [i for i in subscriber.ids() if i >= first]
+    assert len(ids) == len(set(ids)), ids  # each event once: one publisher at a time, offsets kept
+    record_property("leading_after_restart_seconds", resumed)
+    print(f"a replica led again {resumed} s after each restart")
