@@ -22,7 +22,7 @@ base_tar=$state/bookworm-minbase.tar
 root=$state/root
 src=/root/hms-gateway                  # the tree, inside the root
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
-demo_timeout=${FRESH_DEMO_TIMEOUT:-1200}  # seconds for `make run` to print the PyIceberg program
+demo_timeout=${FRESH_DEMO_TIMEOUT:-1200}  # seconds for `make run` to write the demo's table and catalog
 
 [ "$(id -u)" = 0 ] || { echo "error: make fresh needs root (debootstrap, chroot, mounts)" >&2; exit 1; }
 mkdir -p "$state"
@@ -31,13 +31,13 @@ names=() times=() demo_pid="" mounts=() step_started=$SECONDS
 summary() {
   echo
   echo "make fresh: step times"
-  printf '  %-62s %6s\n' "step" "seconds"
+  printf '  %-66s %7s\n' "step" "seconds"
   local i total=0
   for i in "${!names[@]}"; do
-    printf '  %-62s %6s\n' "${names[$i]}" "${times[$i]}"
+    printf '  %-66s %7s\n' "${names[$i]}" "${times[$i]}"
     [[ ${times[$i]} =~ ^[0-9]+$ ]] && total=$((total + times[i]))
   done
-  printf '  %-62s %6s\n' "total" "$total"
+  printf '  %-66s %7s\n' "total" "$total"
 }
 cleanup() {
   local status=$?
@@ -178,9 +178,10 @@ demo_reads_its_rows() {
   : >"$log"
   setsid "${netns[@]}" "${chroot_env[@]}" chroot "$root" /bin/bash -c "cd $src && exec make run" >"$log" 2>&1 &
   demo_pid=$!  # setsid: its own process group, stopped as one
-  until grep -q "Read it back" "$log"; do
-    if ! kill -0 "$demo_pid" 2>/dev/null || grep -q "demo iceberg failed" "$log" || [ "$waited" -ge "$demo_timeout" ]; then
-      echo "make run did not print the PyIceberg program (log: $log):" >&2
+  # the Iceberg table first (its program), then the PySpark pipeline's sample catalog
+  until grep -q "Read it back" "$log" && grep -q "demo pipeline: sample catalog written" "$log"; do
+    if ! kill -0 "$demo_pid" 2>/dev/null || grep -q "demo .* failed" "$log" || [ "$waited" -ge "$demo_timeout" ]; then
+      echo "make run did not write the demo's table and catalog (log: $log):" >&2
       tail -40 "$log" >&2
       return 1
     fi
