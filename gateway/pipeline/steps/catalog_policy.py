@@ -94,12 +94,10 @@ class CatalogPolicy(Step):
         assert exchange.header is not None
         return call_args(exchange, self.schema.methods[exchange.header.name])
 
-    def _audit(self, exchange: Exchange, decision: Decision | None, allowed: bool, access: str) -> None:
-        event = exchange.event
-        event.policy_decision = "allowed" if allowed else "denied"
-        event.policy_access = access
-        if decision is not None:
-            event.policy_id = decision.policy_id
+    @staticmethod
+    def _audit(exchange: Exchange, view: CatalogView, decision: Decision, allowed: bool, access: str) -> None:
+        """The audit line's policy fields, from the request's view (its counts so far)."""
+        exchange.event.record_policy(view, "allowed" if allowed else "denied", access, decision.policy_id)
 
     def wants_reply(self, exchange: Exchange) -> bool:
         """Whether this request's reply needs :meth:`on_reply`, from the request alone: False
@@ -148,7 +146,7 @@ class CatalogPolicy(Step):
                 assert decision is not None
                 if not decision.allowed:
                     database, table = other_db or "", other_table or ""
-        self._audit(exchange, decision, decision.allowed, "_any")
+        self._audit(exchange, view, decision, decision.allowed, "_any")
         if decision.allowed:
             column = argument(args, read.column) if read.column else None
             if column is None or view.columns(database, table, [column]):
@@ -182,7 +180,7 @@ class CatalogPolicy(Step):
         if allowed and header.name in WHOLE_TABLE_WRITES and not view.all_columns(database, table or ""):
             allowed = False  # the table they would send back lacks the columns they cannot see
             message += ": some of its columns are hidden from this user"
-        self._audit(exchange, decision, allowed, write.access)
+        self._audit(exchange, view, decision, allowed, write.access)
         if allowed:
             self._decisions["allowed"].inc()
             return
@@ -287,9 +285,8 @@ class CatalogPolicy(Step):
     def _count_hidden(self, exchange: Exchange, total: int, hidden: int) -> bool:
         """Record on the audit event and the metrics that a listing of ``total`` items loses
         ``hidden``; whether it loses any."""
-        exchange.event.policy_decision = "allowed"
-        exchange.event.policy_access = "_any"
-        exchange.event.policy_hidden = hidden
+        exchange.event.record_policy(self._view(exchange), "allowed")
+        exchange.event.policy_hidden = hidden  # a listing decided whole is not counted by the view
         if not hidden:
             return False
         self._decisions["hidden"].inc(hidden)
