@@ -16,7 +16,7 @@ reports; ``null`` when the request was judged object by object), ``policy_hidden
 listing, or events a change feed, hid) and ``policy_columns_hidden`` (columns removed from the
 reply); these fields are left out of lines of services without a policy. Every kind with a
 policy fills them from the request's :class:`~gateway.policy.view.CatalogView`
-(:meth:`AuditEvent.record_policy`, or the Thrift policy step as it judges).
+(:meth:`AuditEvent.record_policy`).
 
 Nothing secret is written: no header values, no passwords or tokens, no request bodies; names
 are truncated to 256 characters. ``audit.path`` in the gateway file sends the lines to a file
