@@ -3,7 +3,14 @@ where PyIceberg has them (``CreateTableRequest``, the ``TableRequirement`` and `
 unions) and into the spec's shapes otherwise (``CreateNamespaceRequest``,
 ``UpdateNamespacePropertiesRequest``, ``RenameTableRequest``). Anything that does not parse is
 :class:`~gateway.iceberg.errors.BadRequest`: bad JSON, a document nested too deep, an unknown
-update or requirement ``type``/``action``, a wrong field type.
+update or requirement ``type``/``action``, a wrong field type, whatever PyIceberg's own
+validators raise (``TypeError``, ``AttributeError``... on a non-object ``properties``).
+
+This is the one validation layer every route's body goes through (:func:`parse`,
+:func:`commit_request`, :func:`document`), before any file or HMS call: no string anywhere in
+a body may hold U+0000 (HMS and paths cannot) or a lone surrogate (no UTF-8 encoder, Thrift's
+included, can write one); what a parsed body asks HMS to hold is checked against HMS's widths,
+and properties PyIceberg interprets against what it accepts (:mod:`gateway.iceberg.hms_bounds`).
 """
 
 from __future__ import annotations
@@ -13,10 +20,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pyiceberg.catalog.rest import CreateTableRequest as _PyIcebergCreateTable
+from pyiceberg.exceptions import ResolveError, ValidationError as IcebergValidationError
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import SortOrder
 from pyiceberg.table.update import TableRequirement, TableUpdate
 
+from pyiceberg.schema import Schema
+from pyiceberg.table.update import SetPropertiesUpdate, UpgradeFormatVersionUpdate
+
+from gateway.iceberg import hms_bounds
 from gateway.iceberg.errors import BadRequest
 
 __all__ = ["CommitRequest", "CreateNamespace", "CreateTableRequest", "RenameTable",
@@ -39,12 +51,18 @@ class CreateNamespace(_Spec):
     namespace: list[str]
     properties: dict[str, str] = Field(default_factory=dict)
 
+    def check(self) -> None:
+        hms_bounds.namespace_properties(self.properties)
+
 
 class UpdateNamespaceProperties(_Spec):
     """``UpdateNamespacePropertiesRequest``: keys to remove, keys to set."""
 
-    removals: list[str] = Field(default_factory=list)
+    removals: list[str] = Field(default_factory=list, max_length=hms_bounds.MAX_REMOVALS)
     updates: dict[str, str] = Field(default_factory=dict)
+
+    def check(self) -> None:
+        hms_bounds.namespace_properties(self.updates)
 
 
 class CreateTableRequest(_PyIcebergCreateTable):
@@ -79,6 +97,61 @@ class CommitRequest(_Spec):
     updates: tuple[Any, ...] = ()
 
 
+#: What PyIceberg's validators and builders raise on a client's bad value, besides pydantic's
+#: ``ValidationError`` (a before-validator calling ``.items()`` on a list, ``next()`` over no
+#: match, a lookup of a missing id...).
+CLIENT_FAULTS = (ValidationError, IcebergValidationError, ResolveError, ValueError, TypeError, AttributeError,
+                 LookupError, StopIteration, ArithmeticError, NotImplementedError)
+
+
+def _check_strings(value: Any) -> None:
+    """Refuse U+0000 and lone surrogates in any string (key or value) of a JSON document."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise BadRequest("a string of the request body holds U+0000")
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadRequest("a string of the request body holds a lone surrogate (not Unicode text)") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def check(value: Any) -> None:
+    """Check a parsed body against what HMS can hold and what PyIceberg accepts, wherever its
+    parts sit (nested models, lists of updates): schemas, table and view properties, locations,
+    format versions; a model with a ``check()`` method (namespace bodies) checks itself.
+    Raises :class:`BadRequest`."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+            continue
+        if not isinstance(item, BaseModel):
+            continue
+        if isinstance(item, Schema):
+            hms_bounds.schema(item)
+            continue
+        if callable(getattr(item, "check", None)):
+            item.check()
+        elif isinstance(item, SetPropertiesUpdate):
+            hms_bounds.table_properties(item.updates)
+        elif isinstance(getattr(item, "properties", None), dict):
+            hms_bounds.table_properties(item.properties)
+        if isinstance(item, UpgradeFormatVersionUpdate):
+            hms_bounds.format_version(item.format_version)
+        if isinstance(getattr(item, "location", None), str):
+            hms_bounds.location(item.location)
+        stack.extend(getattr(item, name) for name in type(item).model_fields)
+
+
 def _first_error(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
@@ -93,17 +166,31 @@ def document(body: bytes) -> dict:
         raise BadRequest("the request body is not a JSON document") from None
     if not isinstance(value, dict):
         raise BadRequest("the request body must be a JSON object")
+    _check_strings(value)
     return value
 
 
+def _refusal(what: str, exc: BaseException) -> BadRequest:
+    if isinstance(exc, ValidationError):
+        detail = _first_error(exc)
+    elif isinstance(exc, (TypeError, AttributeError, LookupError, StopIteration)):
+        detail = "a value has the wrong type or refers to nothing"  # Python's own words would mislead
+    else:
+        detail = str(exc)[:500] or "a value is not valid"
+    return BadRequest(f"invalid {what}: {detail}")
+
+
 def parse(model: type[M], body: bytes) -> M:
-    """``body`` read as ``model``. Raises :class:`BadRequest` naming the first bad field."""
+    """``body`` read as ``model`` and :func:`check`-ed. Raises :class:`BadRequest` naming the
+    first bad field."""
     try:
-        return model.model_validate(document(body))
-    except ValidationError as exc:
-        raise BadRequest(f"invalid {model.__name__}: {_first_error(exc)}") from None
+        parsed = model.model_validate(document(body))
     except RecursionError:
         raise BadRequest("the request body is nested too deeply") from None
+    except CLIENT_FAULTS as exc:
+        raise _refusal(model.__name__, exc) from None
+    check(parsed)
+    return parsed
 
 
 def commit_request(body: bytes) -> CommitRequest:
@@ -114,10 +201,11 @@ def commit_request(body: bytes) -> CommitRequest:
         shell = CommitRequest.model_validate({"identifier": raw.get("identifier")})
         requirements = _REQUIREMENTS.validate_python(raw.get("requirements") or ())
         updates = _UPDATES.validate_python(raw.get("updates") or ())
-    except ValidationError as exc:
-        raise BadRequest(f"invalid CommitTableRequest: {_first_error(exc)}") from None
-    except (RecursionError, TypeError, ValueError) as exc:  # PyIceberg's own validators
-        raise BadRequest(f"invalid CommitTableRequest: {str(exc)[:500]}") from None
+    except RecursionError:
+        raise BadRequest("the request body is nested too deeply") from None
+    except CLIENT_FAULTS as exc:  # pydantic's, and PyIceberg's own validators
+        raise _refusal("CommitTableRequest", exc) from None
+    check(updates)
     return CommitRequest(identifier=shell.identifier, requirements=requirements, updates=updates)
 
 

@@ -9,6 +9,7 @@ see at all is 404, as if it did not exist; what the user sees but may not do is 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,8 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg, is_iceberg_view, metadata_location
 from gateway.policy.view import CatalogView
 from gateway.upstream.errors import UpstreamError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -84,14 +87,16 @@ class Catalog:
         except self.idl.NoSuchObjectException:
             raise errors.NoSuchNamespace(f"Namespace does not exist: {db}") from None
 
-    async def absent(self, db: str, table: str) -> None:
-        """Return when HMS has no table ``db.table`` (any type). Raises
-        :class:`~errors.AlreadyExists` (Iceberg's 409, naming a view as one) when it has one."""
+    async def absent(self, db: str, table: str,
+                     conflict: type[errors.IcebergError] = errors.AlreadyExists) -> None:
+        """Return when HMS has no table ``db.table`` (any type). Raises ``conflict`` (Iceberg's
+        409, naming a view as one) when it has one, visible to the user or not: the name
+        collision a user who may create in ``db`` learns (docs/security.md)."""
         try:
             found = await self.client.get_table(db, table)
         except self.idl.NoSuchObjectException:
             return
-        raise errors.AlreadyExists(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
+        raise conflict(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
 
     async def hive_table(self, db: str, table: str):
         """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
@@ -117,9 +122,10 @@ class Catalog:
         try:
             return location, await (self.files.read_view if view else self.files.read)(location)
         except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
-            raise errors.ServiceFailure(f"cannot read the metadata file of {'view ' if view else ''}"
-                                        f"{hive_table.dbName}.{hive_table.tableName}: {type(exc).__name__}: "
-                                        f"{str(exc)[:300]}") from None
+            what = f"{'view ' if view else ''}{hive_table.dbName}.{hive_table.tableName}"
+            log.warning("cannot read the metadata file %s of %s: %s: %s", location, what, type(exc).__name__,
+                        str(exc)[:500])
+            raise errors.ServiceFailure(f"cannot read the metadata file of {what}") from None
 
     async def create(self, db: str, name: str, table, location: str | None, *, what: str = "Table",
                      conflict: type[errors.IcebergError] = errors.AlreadyExists, unknown=None) -> None:
@@ -143,8 +149,7 @@ class Catalog:
         except (idl.InvalidObjectException, idl.MetaException, idl.NoSuchObjectException) as exc:
             if location is not None:
                 await self.files.delete(location)
-            raise errors.BadRequest(f"the Hive Metastore refused {what.lower()} {db}.{name}: "
-                                    f"{exc.message}") from None
+            raise errors.BadRequest(errors.hms_refused(exc, f"{what.lower()} {db}.{name}")) from None
 
 
 @dataclass(frozen=True)

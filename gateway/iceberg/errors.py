@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 
 from aiohttp import web
+
+log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/json"
 _MAX_MESSAGE = 2048
@@ -58,11 +61,31 @@ NamespaceNotEmpty = _kind(409, "NamespaceNotEmptyException")
 CommitFailed = _kind(409, "CommitFailedException")
 RequestTimeout = _kind(408, "RequestTimeoutException")
 PayloadTooLarge = _kind(413, "PayloadTooLargeException")
+#: A request body with a ``Content-Encoding`` (RFC 9110 section 15.5.16): clients send none.
+UnsupportedMediaType = _kind(415, "UnsupportedMediaTypeException")
 Unprocessable = _kind(422, "UnprocessableEntityException")
 TooManyRequests = _kind(429, "TooManyRequestsException")
 ServiceUnavailable = _kind(503, "ServiceUnavailableException")
 #: HMS failed in a way that is not the client's doing (never for a commit: see CommitStateUnknown).
 ServiceFailure = _kind(502, "ServiceFailureException")
+#: A fault of the gateway itself (the spec's ``ServerErrorResponse`` example type).
+InternalServerError = _kind(500, "InternalServerError")
+
+
+def internal(request_id: str) -> IcebergError:
+    """The answer to an exception no handler expected: 500 with a generic message naming the
+    request id (the details are in the log under the same id, never in the answer)."""
+    return InternalServerError(f"internal error; the gateway's log has the details under request id {request_id}")
+
+
+def hms_refused(exc: Exception, doing: str) -> str:
+    """The client's message for the Hive Metastore refusing ``doing`` (``"table db.t"``) with
+    ``exc`` (a Thrift exception of the IDL): words of the gateway's own; HMS's text, which may be
+    a Java exception's (``java.lang.NullPointerException``...), goes to the log only, with the
+    exception's type name."""
+    log.info("the Hive Metastore refused %s: %s: %s", doing, type(exc).__name__,
+             (getattr(exc, "message", None) or str(exc))[:1000])
+    return f"the Hive Metastore refused {doing}"
 
 
 class CommitStateUnknown(IcebergError):
