@@ -95,10 +95,10 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     if request.identifier is not None and (request.identifier.namespace != [db] or request.identifier.name != name):
         raise errors.BadRequest("the body's identifier is not the table of the path")
     if any(isinstance(r, AssertCreate) for r in request.requirements):
-        try:
-            await catalog.client.get_table(db, name)
-        except catalog.idl.NoSuchObjectException:
-            return await _create(catalog, db, name, request)
+        # A staged create is a create: the policy first (404/403 alike whether the table exists)
+        catalog.require("create", db)
+        await catalog.absent(db, name, conflict=errors.CommitFailed)
+        return await _create(catalog, db, name, request)
     for access in accesses(request.updates):
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
@@ -149,7 +149,7 @@ def apply_updates(request, base_location: str, base, subject: str = ""):
         return update_table_metadata(base, request.updates, metadata_location=base_location)
     except CommitFailedException as exc:
         raise errors.CommitFailed(f"{subject}: {str(exc)[:1000]}" if subject else str(exc)[:1000]) from None
-    except (ValueError, TypeError, KeyError) as exc:  # PyIceberg's checks of an update
+    except CLIENT_FAULTS as exc:  # PyIceberg's checks of an update
         what = f"invalid update of {subject}" if subject else "invalid update"
         raise errors.BadRequest(f"{what}: {str(exc)[:500]}") from None
 
@@ -201,7 +201,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
                                     enforce_validation=True)
     except CommitFailedException as exc:
         raise errors.CommitFailed(str(exc)[:1000]) from None
-    except (ValueError, TypeError, KeyError) as exc:
+    except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
     if not new.location:
         raise errors.BadRequest("a staged create must set the table's location (set-location)")

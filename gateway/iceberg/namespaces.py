@@ -76,7 +76,7 @@ async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
     except idl.AlreadyExistsException:
         raise errors.AlreadyExists(f"Namespace already exists: {db}") from None
     except (idl.InvalidObjectException, idl.MetaException) as exc:
-        raise errors.BadRequest(f"the Hive Metastore refused namespace {db}: {exc.message}") from None
+        raise errors.BadRequest(errors.hms_refused(exc, f"namespace {db}")) from None
     return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
 
 

@@ -97,7 +97,7 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
             sort_order=request.write_order or UNSORTED_SORT_ORDER,
             location=location, properties={**DEFAULT_PROPERTIES, **request.properties},
         )
-    except (ValueError, TypeError) as exc:
+    except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid table definition: {str(exc)[:500]}") from None
     if request.stage_create:  # nothing stored: the commit with assert-create creates it
         return Reply(body=load_result(None, metadata))
@@ -182,5 +182,5 @@ async def rename_table(catalog: Catalog, body: bytes) -> Reply:
     try:
         await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)
     except (idl.InvalidOperationException, idl.MetaException) as exc:
-        raise errors.AlreadyExists(f"cannot rename {src_db}.{src} to {dst_db}.{dst}: {exc.message}") from None
+        raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming {src_db}.{src} to {dst_db}.{dst}")) from None
     return Reply(status=204)

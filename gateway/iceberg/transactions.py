@@ -202,11 +202,11 @@ async def _roll_back(catalog: Catalog, changes: list[Change], landed: list[Chang
     await _delete_files(catalog, changes)
     rolled = ", ".join(c.key for c in landed) or "none"
     if isinstance(cause, UpstreamError):
-        raise errors.ServiceUnavailable(f"the transaction failed at {failed.key} ({cause}); tables put "
-                                        f"back: {rolled}")
-    message = getattr(cause, "message", None) or str(cause)
-    raise errors.CommitFailed(f"the Hive Metastore refused the commit of {failed.key}: {message}; the "
-                              f"transaction was rolled back (tables put back: {rolled})")
+        log.warning("the transaction failed at %s: %s", failed.key, cause)
+        raise errors.ServiceUnavailable(f"the transaction failed at {failed.key} (the Hive Metastore is "
+                                        f"unavailable); tables put back: {rolled}")
+    refused = errors.hms_refused(cause, f"the commit of {failed.key}")
+    raise errors.CommitFailed(f"{refused}; the transaction was rolled back (tables put back: {rolled})")
 
 
 def _unknown(changes: list[Change], landed: list[Change], cause: Exception) -> errors.CommitStateUnknown:

@@ -28,7 +28,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from gateway.iceberg import errors
-from gateway.iceberg.bodies import RenameTable, parse
+from gateway.iceberg.bodies import CLIENT_FAULTS, RenameTable, parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import alter_committed, locked
 from gateway.iceberg.files import next_view_metadata_location
@@ -60,7 +60,7 @@ def load_result(location: str, metadata) -> bytes:
 def _parse(model: type[BaseModel], body: bytes) -> Any:
     try:
         return parse(model, body)
-    except (TypeError, ValueError, KeyError) as exc:  # PyIceberg's own validators
+    except CLIENT_FAULTS as exc:  # PyIceberg's own validators
         raise errors.BadRequest(f"invalid {model.__name__}: {str(exc)[:500]}") from None
 
 
@@ -116,7 +116,7 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     try:
         metadata = new_view(ask, location)
         location = next_view_metadata_location(metadata, None)
-    except ValueError as exc:
+    except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid view: {str(exc)[:500]}") from None
     await catalog.files.write_view(metadata, location)
     table = new_view_table(catalog.idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
@@ -171,7 +171,7 @@ async def rename_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     try:
         await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)
     except (idl.InvalidOperationException, idl.MetaException) as exc:
-        raise errors.AlreadyExists(f"cannot rename view {src_db}.{src} to {dst_db}.{dst}: {exc.message}") from None
+        raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming view {src_db}.{src} to {dst_db}.{dst}")) from None
     return Reply(status=204)
 
 
@@ -195,7 +195,7 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
             new_location = next_view_metadata_location(new, base_location)
         except RequirementFailed as exc:
             raise errors.CommitFailed(str(exc)[:1000]) from None
-        except ValueError as exc:
+        except CLIENT_FAULTS as exc:
             raise errors.BadRequest(f"invalid view update: {str(exc)[:500]}") from None
         await catalog.files.write_view(new, new_location)
         table = committed_view_table(catalog.idl, hive, base, base_location, new, new_location,

@@ -209,21 +209,27 @@ class IcebergRestService(MetastoreBacked):
             error = operations.error_model(event.method)(error)
             event.reason = error.message
             return error.response(head), _label(error)
+        # HMS's and storage's own words (Java exception text, paths, hosts) go to the log under
+        # the request id, never to the client.
         except UpstreamError as exc:
             log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, event.method, exc)
             event.reason = str(exc)
-            error = errors.ServiceUnavailable(f"the Hive Metastore is unavailable: {exc}")
+            error = errors.ServiceUnavailable("the Hive Metastore is unavailable")
             return error.response(head), "upstream_unavailable"
         except TException as exc:  # an HMS exception no operation expects, or TApplicationException
             log.warning("%s/%s %s: HMS failed: %r", self.topology, self.path, event.method, exc)
             event.reason = f"HMS failed: {exc!r}"[:1024]
-            error = errors.ServiceFailure(f"the Hive Metastore failed: {type(exc).__name__}: "
-                                          f"{getattr(exc, 'message', None) or exc}")
+            error = errors.ServiceFailure(f"the Hive Metastore failed ({event.method})")
             return error.response(head), "upstream_unavailable"
         except OSError as exc:  # storage of the metadata files
             log.warning("%s/%s %s: storage failed: %s", self.topology, self.path, event.method, exc)
             event.reason = f"storage failed: {exc}"[:1024]
-            return errors.ServiceFailure(f"storage failed: {exc}").response(head), "upstream_unavailable"
+            return errors.ServiceFailure("the storage of the metadata files failed").response(head), \
+                "upstream_unavailable"
+        except Exception as exc:  # a gateway bug: still the error model, the details logged
+            log.exception("%s/%s %s: unexpected %s", self.topology, self.path, event.method, type(exc).__name__)
+            event.reason = f"internal error: {type(exc).__name__}"
+            return errors.internal(event.request_id).response(head), "exception"
         return self._response(reply, head), "ok"
 
     def _reads(self, request: web.BaseRequest, route: Route) -> CacheSession | None:
@@ -259,6 +265,10 @@ class IcebergRestService(MetastoreBacked):
         which authenticates its caller itself); refusals in the error model. A path the API
         lacks is refused only after authentication."""
         request = exchange.request
+        coding = request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
+        if coding != "identity":  # never inflated here: no client sends one, and a bomb costs nothing to send
+            raise errors.UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not accepted: send the "
+                                              "request body uncompressed", [(hdrs.ACCEPT_ENCODING, "identity")])
         try:
             body = await read_body(request, self.limits)
             request[SIGNED_BODY] = body  # the sigv4 provider signs over the body
@@ -289,5 +299,5 @@ class IcebergRestService(MetastoreBacked):
 def _label(error: IcebergError) -> str:
     """The outcome label of an error answer (``hms_gateway_requests_total``)."""
     return {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 408: "bad_request",
-            413: "too_large", 429: "throttled", 503: "upstream_unavailable",
+            413: "too_large", 415: "bad_request", 429: "throttled", 503: "upstream_unavailable",
             502: "upstream_unavailable", 504: "upstream_timeout"}.get(error.status, "exception")
