@@ -188,6 +188,8 @@ def s3_topologies(source: Path, target: Path, s3_options: dict) -> Path:
             options = service.setdefault("options", {})
             if service.get("kind") == "iceberg-rest":
                 options["s3"] = dict(s3_options)
+                # the bucket is a warehouse besides HMS's own (gateway/iceberg/locations.py)
+                options["allowed_locations"] = [f"s3://{BUCKET}/"]
             elif service.get("kind") == "event-stream":
                 options["iceberg"] = {**options.get("iceberg", {}), "s3": dict(s3_options)}
         header = (f"# Written by `hms-gateway demo --storage s3` from {topology.source} at each start,\n"

@@ -108,6 +108,7 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     hive = await catalog.hive_table(db, name)
     base_location, base = await catalog.metadata(hive)
     checked = base_location, base, apply_updates(request, base_location, base)
+    await check_moved(catalog, db, name, base, checked[2])
     async with locked(catalog, db, name):
         return await _commit_locked(catalog, db, name, request, checked)
 
@@ -146,12 +147,14 @@ def apply_updates(request, base_location: str, base, subject: str = ""):
     try:
         for requirement in request.requirements:
             requirement.validate(base)
-        return update_table_metadata(base, request.updates, metadata_location=base_location)
+        new = update_table_metadata(base, request.updates, metadata_location=base_location)
     except CommitFailedException as exc:
         raise errors.CommitFailed(f"{subject}: {str(exc)[:1000]}" if subject else str(exc)[:1000]) from None
     except CLIENT_FAULTS as exc:  # PyIceberg's checks of an update
         what = f"invalid update of {subject}" if subject else "invalid update"
         raise errors.BadRequest(f"{what}: {str(exc)[:500]}") from None
+    check_properties(new.location, new.properties, subject or "the table")  # no code, paths confined
+    return new
 
 
 async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked) -> Reply:
@@ -193,7 +196,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     the first metadata file written, the HMS table created (no lock: there is no table to lock;
     a concurrent create loses with 409, as HiveCatalog's)."""
     catalog.require("create", db)
-    await catalog.database(db)
+    database = await catalog.database(db)
     try:
         for requirement in request.requirements:
             requirement.validate(None)
@@ -205,6 +208,8 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
         raise errors.BadRequest(f"invalid update: {str(exc)[:500]}") from None
     if not new.location:
         raise errors.BadRequest("a staged create must set the table's location (set-location)")
+    await check_table(catalog, db, name, new.location, database)
+    check_properties(new.location, new.properties, f"table {db}.{name}")
     location = next_metadata_location(new, None)
     await catalog.files.write(new, location)
     table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.settings.hive2_compatible)

@@ -12,6 +12,8 @@ The client lists the modes it accepts; the first one the service offers wins:
   FileIO (PyIceberg signs only there).
 
 A service without ``options.s3.role_arn``, a table not on S3, or a mode not asked for: nothing.
+Both cover the table's location only, and only a location inside the service's allowed
+locations that is not a bucket root (:func:`gateway.iceberg.locations.check_delegated`, else 403).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.locations import check_delegated
 from gateway.iceberg.routes import Route
 from gateway.iceberg.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
@@ -42,6 +45,7 @@ async def delegated(catalog: Catalog, request: web.BaseRequest, db: str, table: 
             found = await _vended(catalog, db, table, location)
             return (found[0]["config"], found) if found else ({}, [])
         if mode == SIGNING:
+            await check_delegated(catalog, location)
             return {**service.storage.client_config(), "s3.remote-signing-enabled": "true",
                     "s3.signer": "S3V4RestSigner",
                     "s3.signer.uri": f"{request.scheme}://{request.host}{service.prefix}",
@@ -54,6 +58,7 @@ async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[
     write = catalog.view.may("update", db, table)
     if not write and not catalog.view.may("select", db, table):
         return []
+    await check_delegated(catalog, location)
     service = catalog.service
     credentials = await service.vendor.credentials(location, write, catalog.user)
     return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]

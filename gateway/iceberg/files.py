@@ -2,6 +2,12 @@
 scheme of the location picks it; ``file://`` and local paths are PyArrow's local filesystem)
 off the event loop (``asyncio.to_thread``; FileIO is blocking).
 
+The gateway is a deputy: its FileIO is built from the service's own options only (never from a
+table's properties, which may name code, ``py-io-impl``, or steer its requests, ``s3.endpoint``),
+and its location provider is PyIceberg's ``SimpleLocationProvider``, never one a property
+names. Every file it writes lies below the table's (or view's) location; a purge deletes only
+files below it (:meth:`MetadataFiles.purge`).
+
 Metadata file names are PyIceberg's: ``<table location>/metadata/<version>-<uuid>.metadata.json``
 with a version one above the base's (``LocationProvider.new_table_metadata_file_location``).
 A write never overwrites (``create(overwrite=False)``): a name taken means a clash, not data
@@ -16,6 +22,7 @@ for views) or ``.metadata.json`` (``none``), the version one above the base's.
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Mapping
 from functools import lru_cache
@@ -24,18 +31,24 @@ from urllib.parse import urlsplit
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.io import load_file_io
 from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
-from pyiceberg.table.locations import load_location_provider
+from pyiceberg.table.locations import SimpleLocationProvider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
+
+from gateway.iceberg import errors
+from gateway.iceberg.locations import PATH_PROPERTIES, inside
 
 VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"
 _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 
+log = logging.getLogger(__name__)
+
+
 def file_io(properties: Mapping[str, str], location: str):
-    """PyIceberg's FileIO for ``location`` with ``properties``, built once per properties and
-    scheme (:func:`pyiceberg.io.load_file_io` builds a new one, with its own filesystem and
-    connections, on every call)."""
+    """PyIceberg's FileIO for ``location`` with ``properties`` (the service's options only),
+    built once per properties and scheme (:func:`pyiceberg.io.load_file_io` builds a new one,
+    with its own filesystem and connections, on every call)."""
     return _file_io(tuple(sorted(properties.items())), urlsplit(location).scheme.lower() or "file")
 
 
@@ -46,13 +59,13 @@ def _file_io(properties: tuple[tuple[str, str], ...], scheme: str):
 
 class MetadataFiles:
     """Reads and writes metadata files with FileIO ``properties`` (the service's ``file_io``
-    options, then the table's own properties)."""
+    and S3 options; a table's own properties never reach it)."""
 
     def __init__(self, properties: Mapping[str, str] | None = None):
         self.properties = dict(properties or {})
 
-    def _io(self, location: str, table_properties: Mapping[str, str] | None = None):
-        return file_io({**self.properties, **(table_properties or {})}, location)
+    def _io(self, location: str):
+        return file_io(self.properties, location)
 
     async def read(self, location: str) -> TableMetadata:
         """The table metadata in the file at ``location``. Raises ``OSError`` (missing or
@@ -63,8 +76,9 @@ class MetadataFiles:
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
         """Write ``metadata`` to a new file at ``location``. Raises ``FileExistsError``, ``OSError``."""
+        _confined(location, metadata.location)
         def store() -> None:
-            ToOutputFile.table_metadata(metadata, self._io(location, metadata.properties).new_output(location))
+            ToOutputFile.table_metadata(metadata, self._io(location).new_output(location))
         await asyncio.to_thread(store)
 
     async def read_view(self, location: str) -> ViewMetadata:
@@ -78,9 +92,10 @@ class MetadataFiles:
 
     async def write_view(self, metadata: ViewMetadata, location: str) -> None:
         """Write view ``metadata`` to a new file at ``location``. Raises ``FileExistsError``, ``OSError``."""
+        _confined(location, metadata.location)
         def store() -> None:
             data = Compressor.get_compressor(location).bytes_compressor()(metadata.model_dump_json().encode())
-            with self._io(location, metadata.properties).new_output(location).create(overwrite=False) as stream:
+            with self._io(location).new_output(location).create(overwrite=False) as stream:
                 stream.write(data)
         await asyncio.to_thread(store)
 
@@ -93,19 +108,33 @@ class MetadataFiles:
                 pass
         await asyncio.to_thread(remove)
 
-    async def purge(self, metadata: TableMetadata, location: str) -> int:
-        """Delete every file a dropped table's metadata reaches: data and delete files of every
-        snapshot's manifests, the manifests, manifest lists, statistics files, older metadata
-        files (``metadata-log``) and ``location`` itself, as Iceberg's
-        ``CatalogUtil.dropTableData`` does. Returns how many were deleted; missing ones are
-        skipped. Raises ``OSError`` for other failures."""
+    async def purge(self, metadata: TableMetadata, location: str, table: str = "") -> int:
+        """Delete the files a dropped table owns among those its metadata reaches: data and
+        delete files of every snapshot's manifests, the manifests, manifest lists, statistics
+        files, older metadata files (``metadata-log``) and ``location`` itself, as Iceberg's
+        ``CatalogUtil.dropTableData`` does, but only those below the table's location
+        (``metadata.location``): a reference elsewhere (another table's manifest list, any
+        file) is neither read nor deleted, and is logged with its path (``table`` names the
+        table in that line). Returns how many were deleted; missing ones are skipped. Raises
+        ``OSError`` for other failures."""
+        root = metadata.location
+
+        def owned(path: str) -> bool:
+            if inside(path, root):
+                return True
+            log.warning("purge of %s skips %s: not below the table location %s", table or root, path[:1024], root)
+            return False
+
         def remove_all() -> int:
-            io = self._io(location, metadata.properties)
+            io = self._io(location)
             paths: list[str] = []
             manifests: dict[str, object] = {}
             for snapshot in metadata.snapshots:
+                if not owned(snapshot.manifest_list):
+                    continue
                 for manifest in snapshot.manifests(io):
-                    manifests.setdefault(manifest.manifest_path, manifest)
+                    if owned(manifest.manifest_path):
+                        manifests.setdefault(manifest.manifest_path, manifest)
                 paths.append(snapshot.manifest_list)
             for manifest in manifests.values():
                 paths.extend(e.data_file.file_path for e in manifest.fetch_manifest_entry(io, discard_deleted=False))
@@ -116,6 +145,8 @@ class MetadataFiles:
             paths.append(location)
             deleted = 0
             for path in dict.fromkeys(paths):
+                if not owned(path):
+                    continue
                 try:
                     io.delete(path)
                     deleted += 1
@@ -125,10 +156,19 @@ class MetadataFiles:
         return await asyncio.to_thread(remove_all)
 
 
+def _confined(path: str, location: str) -> None:
+    """Refuse to write ``path`` unless it lies below ``location`` (the table's or view's)."""
+    if not inside(path, location):
+        raise errors.Forbidden(f"{path[:300]} is not below the location {location[:300]}")
+
+
 def next_metadata_location(metadata: TableMetadata, base_location: str | None) -> str:
-    """Where the metadata file after ``base_location`` (None: a new table's first) goes."""
+    """Where the metadata file after ``base_location`` (None: a new table's first) goes:
+    ``SimpleLocationProvider``'s name for it (``write.metadata.path`` or
+    ``<location>/metadata``), whatever provider the properties name."""
     version = MetastoreCatalog._parse_metadata_version(base_location) + 1 if base_location else 0
-    provider = load_location_provider(metadata.location, metadata.properties)
+    paths = {key: value for key, value in metadata.properties.items() if key in PATH_PROPERTIES}
+    provider = SimpleLocationProvider(metadata.location, paths)
     return provider.new_table_metadata_file_location(version)
 
 

@@ -63,8 +63,11 @@ async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
     request = parse(CreateNamespace, body)
     db = namespace_name(request.namespace)
     catalog.named(db)
+    refuse_code(request.properties, f"namespace {db}")
     if not catalog.view.may("create", db):
         raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
+    # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
+    await check_namespace(catalog, db, request.properties.get(LOCATION))
     properties = dict(request.properties)
     idl = catalog.idl
     database = idl.Database(

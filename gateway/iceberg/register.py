@@ -5,20 +5,22 @@ metadata file becomes a table of the namespace (the spec's ``RegisterTableReques
 does the same for a view metadata file, answered with its ``LoadViewResult``; the HMS table is
 the one :mod:`gateway.iceberg.views` creates (``VIRTUAL_VIEW``, ``table_type=ICEBERG-VIEW``).
 
-A registered table is written through the gateway afterwards, so both the metadata file and the
-table ``location`` it names must lie below the namespace's location or one of the service's
-``register_prefixes`` (else 403 with the reason): otherwise ``register`` would hand a user write
-access to another namespace's files. Locations are compared as URIs (scheme, authority, path
-normalised; a ``..`` segment is refused), never as bare strings, so ``/wh/db2`` is not below
-``/wh/db``. The file must read as Iceberg table (or view) metadata (400), the name must be free of tables
-and views (409). Access needed: ``create`` on the namespace, as for a new table. The file is
+A registered table is written through the gateway afterwards, so the table ``location`` its
+metadata names is checked as a new table's (:func:`gateway.iceberg.locations.check_table`:
+inside the allowed locations, strictly below the namespace's location or one of the service's
+``register_prefixes``, not overlapping another table of the namespace or another namespace, the
+Ranger ``url`` permission unless it is the default location), and the metadata file must lie
+below that table location (Polaris's ``ALLOW_EXTERNAL_METADATA_FILE_LOCATION`` off), both
+before the file is read. The metadata may name no property that loads code and no data or
+metadata path outside the location. Otherwise ``register`` would hand a user another
+namespace's files. Locations are compared as URIs (:mod:`gateway.iceberg.locations`), never as
+bare strings, so ``/wh/db2`` is not below ``/wh/db``. The file must read as Iceberg table (or
+view) metadata (400), the name must be free of tables and views (409). Access needed:
+``create`` on the namespace, as for a new table. The file is
 never deleted, whatever HMS answers: it is not the gateway's.
 """
 
 from __future__ import annotations
-
-import posixpath
-from urllib.parse import urlsplit
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -28,6 +30,8 @@ from gateway.iceberg import errors
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.hive_tables import new_table, new_view_table
+from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
+from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.routes import Route, hms_name
 from gateway.iceberg.tables import load_result
 from gateway.iceberg.views import load_result as view_result
@@ -50,26 +54,6 @@ class RegisterViewRequest(BaseModel):
 
     name: str
     metadata_location: str = Field(alias="metadata-location", min_length=1, max_length=4096)
-
-
-def _parts(location: str) -> tuple[str, str, str] | None:
-    """``(scheme, authority, normalised path)`` of a location (a bare path is ``file``), or None
-    for one with a ``..`` segment, a query or a fragment."""
-    parts = urlsplit(location)
-    if parts.query or parts.fragment or ".." in parts.path.split("/"):
-        return None
-    scheme = (parts.scheme or "file").lower()
-    return scheme, parts.netloc, posixpath.normpath(parts.path or "/")
-
-
-def below(location: str, prefix: str) -> bool:
-    """Whether ``location`` is ``prefix`` or lies below it (same scheme and authority, path
-    below the prefix's path at a ``/`` boundary; ``file:/x``, ``file:///x`` and ``/x`` alike)."""
-    inner, outer = _parts(location), _parts(prefix)
-    if inner is None or outer is None or inner[:2] != outer[:2]:
-        return False
-    path, root = inner[2], outer[2]
-    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 async def register_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
@@ -95,8 +79,10 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
     catalog.named(db, name)
     catalog.require("create", db)
     database = await catalog.database(db)
-    allowed = [p for p in (database.locationUri, *catalog.service.options.register_prefixes) if p]
-    if not any(below(location, prefix) for prefix in allowed):
+    file = parse_location(location, "metadata-location")
+    areas = [p for p in (database.locationUri, *catalog.service.options.register_prefixes) if p]
+    require_allowed(file, await allowed_roots(catalog), "metadata-location", location)
+    if not any(inside(location, area) for area in areas):  # checked again with the table's location
         raise errors.Forbidden(f"{location[:300]} is not below the location of namespace {db} "
                                f"nor below a register prefix of this service")
     await catalog.absent(db, name)
@@ -106,9 +92,12 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
             RecursionError, KeyError, TypeError, OSError) as exc:
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "
                                 f"{type(exc).__name__}: {str(exc)[:300]}") from None
-    if not any(below(metadata.location, prefix) for prefix in allowed):
-        raise errors.Forbidden(f"the {what} location {metadata.location[:300]} of {location[:300]} is not "
-                               f"below the location of namespace {db} nor below a register prefix")
+    home = await check_table(catalog, db, name, metadata.location, database, what=what,
+                             areas=catalog.service.options.register_prefixes)
+    if not home.contains(file):
+        raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
+                               f"{metadata.location[:300]} it names")
+    check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
     build = new_view_table if view else new_table
     table = build(catalog.idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
     await catalog.create(db, name, table, None, what=what.capitalize())

@@ -85,11 +85,13 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
     request = parse(CreateTableRequest, body)
     name = hms_name(request.name, "table")
     catalog.named(db, name)
+    refuse_code(request.properties, f"table {db}.{name}")
     catalog.require("create", db)
     database = await catalog.database(db)
     idl = catalog.idl
     await catalog.absent(db, name)
-    location = (request.location or f"{(database.locationUri or '').rstrip('/')}/{name}").rstrip("/")
+    location = default_location(database, name) if request.location is None else request.location.rstrip("/")
+    await check_table(catalog, db, name, location, database)
     try:
         metadata = new_table_metadata(
             schema=request.table_schema,
@@ -99,6 +101,7 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
         )
     except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid table definition: {str(exc)[:500]}") from None
+    check_properties(metadata.location, metadata.properties, f"table {db}.{name}")
     if request.stage_create:  # nothing stored: the commit with assert-create creates it
         return Reply(body=load_result(None, metadata))
     metadata_location = next_metadata_location(metadata, None)

@@ -42,6 +42,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import accesses, apply_updates, locked
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
+from gateway.iceberg.locations import check_moved
 from gateway.iceberg.routes import Route, hms_name, namespace_name
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
@@ -127,6 +128,7 @@ async def _prepare(catalog: Catalog, changes: list[Change]) -> None:
         change.base_location, change.base = await catalog.metadata(change.hive)
     for change in changes:
         change.new = apply_updates(change.request, change.base_location, change.base, change.key)
+        await check_moved(catalog, change.db, change.name, change.base, change.new)
         if change.changed:
             change.new_location = next_metadata_location(change.new, change.base_location)
 

@@ -57,8 +57,11 @@ def requested(header: str | None) -> list[str]:
 def session_policy(location: str, write: bool) -> dict:
     """The IAM session policy for ``location`` (an ``s3://bucket/key`` table location): read
     (and with ``write``, write) the objects under ``key/``, list only that prefix. Raises
-    ``ValueError`` for a location that is not S3."""
+    ``ValueError`` for a location that is not S3, or a bucket root (which would grant the
+    whole bucket)."""
     bucket, prefix = split_location(location)
+    if not prefix:
+        raise ValueError(f"{location[:200]!r} is a bucket root, not a table location")
     objects = f"arn:aws:s3:::{bucket}/{prefix}*"
     statements = [
         {"Sid": "TableObjects", "Effect": "Allow",

@@ -32,6 +32,8 @@ from gateway.iceberg.bodies import CLIENT_FAULTS, RenameTable, parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import alter_committed, locked
 from gateway.iceberg.files import next_view_metadata_location
+from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.locations import check_moved, check_properties, check_table, default_location
 from gateway.iceberg.hive_tables import (
     committed_view_table,
     is_iceberg,
@@ -109,12 +111,15 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     assert db is not None
     name = hms_name(ask.name, "view")
     catalog.named(db, name)
+    refuse_code(ask.properties, f"view {db}.{name}")
     catalog.require("create", db)
     database = await catalog.database(db)
     await catalog.absent(db, name)
-    location = (ask.location or f"{(database.locationUri or '').rstrip('/')}/{name}").rstrip("/")
+    location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
+    await check_table(catalog, db, name, location, database, what="view")
     try:
         metadata = new_view(ask, location)
+        check_properties(metadata.location, metadata.properties, f"view {db}.{name}")
         location = next_view_metadata_location(metadata, None)
     except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid view: {str(exc)[:500]}") from None
@@ -192,6 +197,8 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
             new = apply(base, ask.requirements, ask.updates)
             if new is None:  # nothing changes: no new file (Java's no-op commit)
                 return Reply(body=load_result(base_location, base))
+            check_properties(new.location, new.properties, f"view {db}.{name}")
+            await check_moved(catalog, db, name, base, new, what="view")
             new_location = next_view_metadata_location(new, base_location)
         except RequirementFailed as exc:
             raise errors.CommitFailed(str(exc)[:1000]) from None

@@ -43,6 +43,7 @@ from typing import NamedTuple
 from gateway.policy.compiled import CompiledPolicy, Lru, PolicyEntry
 from gateway.policy.listing import NameFilter, visible_names
 from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS, LEVELS, Policy, PolicySet
+from gateway.policy.urls import UrlMatcher, normal_url
 
 _SUBJECT_CACHE_SIZE = 1024
 _DATABASE_CACHE_SIZE = 8192
@@ -97,6 +98,19 @@ def _granted(items, exceptions, user: str, groups: frozenset[str]) -> frozenset[
     return frozenset(granted)
 
 
+def _entries(policies: Iterable[CompiledPolicy], user: str, groups: frozenset[str]) -> tuple[PolicyEntry, ...]:
+    """The policies of ``policies`` that concern ``user`` (in ``groups``), each with what its
+    items decide for them."""
+    out = []
+    for compiled in policies:
+        p = compiled.policy
+        denied = _granted(p.deny, p.deny_exceptions, user, groups)
+        allowed = _granted(p.allow, p.allow_exceptions, user, groups)
+        if denied or allowed or p.deny_all_else:
+            out.append(PolicyEntry(compiled, denied, allowed, p.deny_all_else))
+    return tuple(out)
+
+
 def _decide(matched: Iterable[tuple[PolicyEntry, bool]], access: str) -> Decision:
     """One access type across the matched policies, each with ``descendant`` (its denials
     ignored); ``matched`` in evaluation order (priority, then file order)."""
@@ -147,16 +161,22 @@ class PolicyEngine:
 
     def __init__(self, policies: PolicySet | Iterable[Policy]):
         policy_list = policies.policies if isinstance(policies, PolicySet) else tuple(policies)
-        enabled = [p for p in policy_list if p.enabled]
+        enabled = [p for p in policy_list if p.enabled and p.url is None]
         # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
         order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
         self._policies = tuple(CompiledPolicy(enabled[i], rank) for rank, i in enumerate(order))
+        urls = [p for p in policy_list if p.enabled and p.url is not None]
+        order = sorted(range(len(urls)), key=lambda i: (-urls[i].priority, i))
+        self._url_policies = tuple(CompiledPolicy(urls[i], rank) for rank, i in enumerate(order))
+        self._url_matchers = tuple(UrlMatcher(c.policy.url.values, c.policy.url.recursive)
+                                   for c in self._url_policies)
+        self._url_subjects = Lru(_SUBJECT_CACHE_SIZE)
         self._subjects = Lru(_SUBJECT_CACHE_SIZE)
         self._databases = Lru(_DATABASE_CACHE_SIZE)
         self._filters = Lru(_FILTER_CACHE_SIZE)
 
     def __len__(self) -> int:
-        return len(self._policies)
+        return len(self._policies) + len(self._url_policies)
 
     # --- the policies that concern one (user, groups), and one database, cached ------------
 
@@ -164,14 +184,7 @@ class PolicyEngine:
         key = (user, groups if isinstance(groups, frozenset) else frozenset(groups))
         entries = self._subjects.get(key)
         if entries is None:
-            out = []
-            for compiled in self._policies:
-                p = compiled.policy
-                denied = _granted(p.deny, p.deny_exceptions, user, key[1])
-                allowed = _granted(p.allow, p.allow_exceptions, user, key[1])
-                if denied or allowed or p.deny_all_else:
-                    out.append(PolicyEntry(compiled, denied, allowed, p.deny_all_else))
-            entries = self._subjects.put(key, tuple(out))
+            entries = self._subjects.put(key, _entries(self._policies, user, key[1]))
         return entries
 
     def _at_database(self, user: str, groups: Iterable[str], database: str) -> tuple[PolicyEntry, ...]:
@@ -220,6 +233,22 @@ class PolicyEngine:
         any_access = access == ANY_ACCESS
         matched = self._matches(user, groups, levels, any_access)
         return _decide_any(matched) if any_access else _decide(matched, access)
+
+    def evaluate_url(self, user: str, groups: Iterable[str], url: str, access: str) -> Decision:
+        """Ranger's ``isAccessAllowed`` for Hive's ``url`` resource: ``access`` (``read`` or
+        ``write``, Hive's url accesses; any of :data:`~gateway.policy.model.ACCESS_TYPES`) on the
+        location ``url`` (compared in :func:`~gateway.policy.urls.normal_url` form), decided by
+        the ``url`` policies alone, as :meth:`evaluate` decides (priority, deny before allow; no
+        verdict: denied, policy id -1). Raises ``ValueError`` for an unknown access type."""
+        access = access.lower()
+        if access not in ACCESS_TYPES:
+            raise ValueError(f"unknown access type {access!r}")
+        key = (user, groups if isinstance(groups, frozenset) else frozenset(groups))
+        entries = self._url_subjects.get(key)
+        if entries is None:
+            entries = self._url_subjects.put(key, _entries(self._url_policies, user, key[1]))
+        url = normal_url(url)
+        return _decide([(e, False) for e in entries if self._url_matchers[e.policy.order].match(url)], access)
 
     def visible(self, user: str, groups: Iterable[str], database: str, table: str | None = None) -> bool:
         """Whether a listing shows the database (or the table): ``_any`` access on it or on

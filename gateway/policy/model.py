@@ -7,6 +7,9 @@ these; :mod:`gateway.policy.engine` evaluates them. Terms are Ranger's (``Ranger
 * resources form the hierarchy ``database`` > ``table`` > ``column``; a policy names the first
   one, two or three levels, each a list of values with ``*``/``?`` wildcards, matched
   case-insensitively, optionally ``isExcludes`` (matches what the values do not);
+* a ``url`` policy names a location instead (Ranger Hive's ``url`` resource: storage URIs with
+  ``*``/``?`` wildcards, case-sensitive, ``isRecursive`` for everything below), asked for with
+  ``read``/``write`` when a client names a location itself (:mod:`gateway.policy.urls`);
 * access types are :data:`ACCESS_TYPES`; ``all`` grants every one of them;
 * a policy item names users, groups (``public``: everyone) and ``{USER}`` (any user);
 * a policy has allow items, allow exceptions, deny items and deny exceptions, a
@@ -30,6 +33,8 @@ GROUP_PUBLIC = "public"
 USER_CURRENT = "{USER}"
 #: The resource levels, top down (Ranger Hive: database level 1, table 2, column 3).
 LEVELS: tuple[str, ...] = ("database", "table", "column")
+#: Ranger Hive's resource for storage locations (:mod:`gateway.policy.urls`).
+URL = "url"
 #: Ranger's ``policyPriority`` values.
 PRIORITY_NORMAL, PRIORITY_OVERRIDE = 0, 1
 
@@ -54,6 +59,8 @@ class ResourceSpec:
 
     values: tuple[str, ...]
     excludes: bool = False
+    #: Ranger's ``isRecursive`` (``url`` only): a value also matches every location below it.
+    recursive: bool = False
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class PolicyItem:
 @dataclass(frozen=True)
 class Policy:
     """One access policy. ``resources`` holds the named levels top down (1 to 3 of
-    :data:`LEVELS`); ``priority`` is Ranger's ``policyPriority``."""
+    :data:`LEVELS`), or nothing for a ``url`` policy, whose locations are ``url``;
+    ``priority`` is Ranger's ``policyPriority``."""
 
     id: int
     name: str
@@ -89,12 +97,13 @@ class Policy:
     priority: int = PRIORITY_NORMAL
     deny_all_else: bool = False
     enabled: bool = True
+    url: ResourceSpec | None = None
 
 
 @dataclass(frozen=True)
 class PolicySet:
     """What one policy file holds: the policies, and what the loader left out (policies on
-    other resources such as ``url`` or ``udf``, masking and row-filter policies), by id."""
+    other resources such as ``udf``, masking and row-filter policies), by id."""
 
     policies: tuple[Policy, ...]
     source: str = ""

@@ -9,8 +9,9 @@ Two shapes are read, both as Ranger writes them:
   ``{"serviceName": ..., "policyVersion": ..., "policies": [...], "serviceDef": {...}, ...}``.
 
 Kept: access policies (``policyType`` 0) on the ``database`` > ``table`` > ``column``
-hierarchy. Left out and listed in :attr:`PolicySet.skipped`: policies on other Hive resources
-(``url``, ``udf``, ``hiveservice``, ``global``), masking and row-filter policies, and policies
+hierarchy, and on ``url`` (``isRecursive`` kept; the locations a client names itself,
+:mod:`gateway.policy.urls`). Left out and listed in :attr:`PolicySet.skipped`: policies on other
+Hive resources (``udf``, ``hiveservice``, ``global``), masking and row-filter policies, and policies
 of other service types. Refused (:class:`~gateway.config.ConfigError`), because evaluating
 them without their meaning would grant or deny the wrong thing: enabled policies with roles,
 conditions or validity schedules, and incremental ``policyDeltas``.
@@ -25,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from gateway.config import ConfigError, _validate
-from gateway.policy.model import LEVELS, Policy, PolicyItem, PolicySet, ResourceSpec, expand_accesses
+from gateway.policy.model import LEVELS, URL, Policy, PolicyItem, PolicySet, ResourceSpec, expand_accesses
 
 _POLICY_TYPE_ACCESS = 0
 _ITEM_LISTS = (
@@ -117,23 +118,33 @@ def _items(policy: _Policy, field: str, key: str, path: Path) -> tuple[PolicyIte
 def _convert(policy: _Policy, key: str, path: Path) -> Policy | None:
     """The policy in the model, or None when it does not concern catalog access."""
     levels = LEVELS[: len(policy.resources)]
-    if policy.policyType != _POLICY_TYPE_ACCESS or not levels or set(policy.resources) != set(levels):
+    url = set(policy.resources) == {URL}
+    if policy.policyType != _POLICY_TYPE_ACCESS or not levels or (set(policy.resources) != set(levels) and not url):
         return None
     if policy.isEnabled:
         for field in ("conditions", "validitySchedules"):
             if getattr(policy, field):
                 raise ConfigError(path, f"{key}.{field}", f"policy {field} are not supported")
     resources = []
-    for name in levels:
+    for name in () if url else levels:
         spec = policy.resources[name]
         if not spec.values:
             raise ConfigError(path, f"{key}.resources.{name}.values", "names no value")
         resources.append(ResourceSpec(tuple(spec.values), spec.isExcludes))
     items = {ours: _items(policy, field, key, path) for field, ours in _ITEM_LISTS}
+    locations = None
+    if url:
+        spec = policy.resources[URL]
+        if not spec.values:
+            raise ConfigError(path, f"{key}.resources.url.values", "names no value")
+        if spec.isExcludes:
+            raise ConfigError(path, f"{key}.resources.url.isExcludes", "Hive's url resource has no excludes")
+        locations = ResourceSpec(tuple(spec.values), recursive=spec.isRecursive)
     return Policy(
         id=policy.id,
         name=policy.name or f"policy {policy.id}",
         resources=tuple(resources),
+        url=locations,
         priority=policy.policyPriority,
         deny_all_else=policy.isDenyAllElse,
         enabled=policy.isEnabled,

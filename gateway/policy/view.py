@@ -68,6 +68,12 @@ class CatalogView:
         decision = self.decide(access, database, table)
         return decision is None or decision.allowed
 
+    def may_url(self, access: str, url: str) -> bool:
+        """Whether the user may do ``access`` (``read``, ``write``) on the location ``url``
+        (Ranger Hive's ``url`` resource, :meth:`PolicyEngine.evaluate_url`); True without a
+        policy. Raises ``ValueError`` for an unknown access type."""
+        return self.engine is None or self.engine.evaluate_url(self.user, self.groups, url, access).allowed
+
     def visible(self, database: str, table: str | None = None) -> bool:
         """Whether the database (or its table) is shown and may be named: ``_any`` on it."""
         if self.engine is None:

@@ -15,6 +15,11 @@ policies:
     allow_exceptions: [{users: [intern], accesses: [select]}]
     deny:             []
     deny_exceptions:  []
+  - id: 11
+    name: etl places tables under s3://lake/etl   # Ranger Hive's url resource
+    resources:
+      url: {values: ["s3://lake/etl"], recursive: true}
+    allow: [{users: [etl], accesses: [read, write]}]
 ```
 
 Raises :class:`gateway.config.ConfigError` naming the file, the key and the reason.
@@ -76,13 +81,32 @@ class _Item(_Model):
         return PolicyItem(expand_accesses(self.accesses), frozenset(self.users), frozenset(self.groups))
 
 
+class _Url(_Model):
+    values: list[str] = Field(min_length=1)
+    recursive: bool = False  # Ranger's isRecursive
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:  # a bare list (or one string) of values
+        if isinstance(value, str):
+            return {"values": [value]}
+        return {"values": value} if isinstance(value, list) else value
+
+
 class _Resources(_Model):
-    database: _Resource
+    database: _Resource | None = None
     table: _Resource | None = None
     column: _Resource | None = None
+    url: _Url | None = None
 
     @model_validator(mode="after")
     def _contiguous(self) -> "_Resources":
+        if self.url is not None:
+            if self.database is not None or self.table is not None or self.column is not None:
+                raise ValueError("url stands alone: a url policy names no database, table or column")
+            return self
+        if self.database is None:
+            raise ValueError("names database (or url)")
         if self.column is not None and self.table is None:
             raise ValueError("column needs table")
         return self
@@ -107,6 +131,7 @@ class _Policy(_Model):
             id=self.id,
             name=self.name or f"policy {self.id}",
             resources=tuple(ResourceSpec(tuple(x.values), x.excludes) for x in levels),
+            url=None if r.url is None else ResourceSpec(tuple(r.url.values), recursive=r.url.recursive),
             allow=tuple(i.build() for i in self.allow),
             allow_exceptions=tuple(i.build() for i in self.allow_exceptions),
             deny=tuple(i.build() for i in self.deny),

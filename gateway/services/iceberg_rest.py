@@ -39,7 +39,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from thriftpy2.thrift import TException
 
 from gateway.cache.reads import MetadataCache
@@ -50,6 +50,7 @@ from gateway.iceberg import errors, operations
 from gateway.iceberg.catalog import Catalog, Reply, Settings
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.files import MetadataFiles
+from gateway.iceberg.locations import checked as checked_location
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED, Summaries
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import signal
+from functools import partial
 import time
 import urllib.error
 import urllib.request
@@ -150,11 +151,15 @@ def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytes
 
 USER, PASSWORD = "etl", "etl-password"
 READER, READER_PASSWORD = "analyst", "analyst-password"
-POLICY = ETL_ALL_POLICY + """\
+POLICY = ETL_ALL_POLICY + f"""\
   - id: 2
     name: analyst reads lake
-    resources: {database: [lake], table: ["*"], column: ["*"]}
-    allow: [{users: [analyst], accesses: [select]}]
+    resources: {{database: [lake], table: ["*"], column: ["*"]}}
+    allow: [{{users: [analyst], accesses: [select]}}]
+  - id: 3
+    name: etl names locations in the bucket
+    resources: {{url: {{values: ["s3://{BUCKET}/"], recursive: true}}}}
+    allow: [{{users: [etl], accesses: [read, write]}}]
 """
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
 
@@ -184,7 +189,7 @@ def s3_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
 def gw(s3: RunningS3, s3_hms: RunningHMS, module_gateway_factory) -> RunningGateway:
     service = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [s3_hms.uri]},
                "policy_file": in_workdir("policy.yaml"),
-               "options": {"lock_check_min_wait_seconds": 0.02, "s3": {
+               "options": {"lock_check_min_wait_seconds": 0.02, "allowed_locations": [f"s3://{BUCKET}/"], "s3": {
                    "endpoint": s3.endpoint, "region": REGION, "credentials_file": in_workdir("s3.ini"),
                    "role_arn": s3.role_arn, "credentials_expiry_seconds": 900}}}
     key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
@@ -313,3 +318,21 @@ def test_the_gateways_key_is_in_no_answer_log_line_or_metric(gw, s3, trips):
     lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line]
     assert any(line["status"] == 403 for line in lines)
     assert sum(1 for line in lines if line["status"] == 200) < 10
+
+
+def test_no_table_reaches_another_tables_prefix_so_neither_do_its_credentials(gw, trips):
+    """Issue 31: a new namespace over lake's folder, a table at trips' location, a bucket root or
+    a set-location onto trips are refused; what is vended for lake.other covers its own prefix."""
+    answer = partial(_answer, gw, user=USER, password=PASSWORD)
+    assert answer("POST", "/v1/namespaces", body={"namespace": ["lake2"], "properties": {"location": f"s3://{BUCKET}/lake"}})[0] == 403
+    assert answer("POST", "/v1/namespaces", body={"namespace": ["lake3"], "properties": {"location": f"s3://{BUCKET}/lake3"}})[0] == 200
+    table = {"schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
+    for location in (TABLE, f"s3://{BUCKET}", f"s3://{BUCKET}/lake3"):
+        status, body = answer("POST", "/v1/namespaces/lake3/tables", body={"name": "t", "location": location, **table},
+                              delegation="vended-credentials")
+        assert status == 403, body
+    status, body = answer("POST", "/v1/namespaces/lake/tables/other",
+                          body={"requirements": [], "updates": [{"action": "set-location", "location": TABLE}]})
+    assert status == 403, body
+    status, loaded = answer("GET", "/v1/namespaces/lake/tables/other", delegation="vended-credentials")
+    assert status == 200 and [c["prefix"] for c in loaded["storage-credentials"]] == [OTHER_TABLE + "/"]

@@ -167,8 +167,9 @@ def test_register_refusals(gw, rest, hive_catalog, module_hms):
 def test_register_prefixes_admit_a_shared_area(gw, rest, hive_catalog, module_hms):
     rest.create_namespace("staging")
     rest.create_namespace("imported_ns")
-    staged = rest.create_table("staging.t", schema=SCHEMA,
-                               location=(module_hms.warehouse_dir / "shared_area" / "t").as_uri())
+    # written straight to HMS: through the gateway a table lies below its namespace (issue 31)
+    staged = hive_catalog.create_table("staging.t", schema=SCHEMA,
+                                       location=(module_hms.warehouse_dir / "shared_area" / "t").as_uri())
     response = _call(gw, "POST", "/v1/namespaces/imported_ns/register", service="imports",
                      body={"name": "imported", "metadata-location": staged.metadata_location})
     assert response.status_code == 200 and response.json()["metadata-location"] == staged.metadata_location

@@ -27,6 +27,7 @@ def test_the_s3_topologies_are_config_topologies_plus_the_s3_settings(tmp_path):
             options = dict(mine.options)
             if mine.kind == "iceberg-rest":
                 assert options.pop("s3") == S3
+                assert options.pop("allowed_locations") == ["s3://warehouse/"]
             if mine.kind == "event-stream":
                 assert options.pop("iceberg") == {**theirs.options.get("iceberg", {}), "s3": S3}
             assert mine.model_copy(update={"options": options}) == theirs

@@ -78,8 +78,8 @@ def write(path: Path, data) -> Path:
 def test_ranger_json_loaded_unchanged(tmp_path: Path, shape):
     path = write(tmp_path / "ranger.json", shape)
     loaded = load_policies(path)
-    assert [p.id for p in loaded.policies] == [11, 12, 16]
-    assert sorted(loaded.skipped) == [13, 14, 15]
+    assert [p.id for p in loaded.policies] == [11, 12, 13, 16]  # 13: a url policy (locations)
+    assert sorted(loaded.skipped) == [14, 15]
     engine = load_policy_file(path)
     check = lambda user, groups, *r, access="select": (  # noqa: E731
         (d := engine.evaluate(user, groups, Resource(*r), access)).allowed, d.policy_id)
@@ -132,7 +132,7 @@ def test_yaml_policies(tmp_path: Path):
 @pytest.mark.parametrize("text,key,reason", [
     ("policies: [{id: 1, resources: {database: [d]}, allow: [{users: [a], accesses: [delete]}]}]",
      "policies[0].allow[0].accesses", "unknown access type 'delete'"),
-    ("policies: [{id: 1, resources: {table: [t]}}]", "policies[0].resources.database", "Field required"),
+    ("policies: [{id: 1, resources: {table: [t]}}]", "policies[0].resources", "names database (or url)"),
     ("policies: [{id: 1, resources: {database: [d], column: [c]}}]", "policies[0].resources", "column needs table"),
     ("policies: [{id: 1, resources: {database: [d]}}, {id: 1, resources: {database: [e]}}]",
      "policies", "policy id 1 is used twice"),

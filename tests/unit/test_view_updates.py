@@ -189,8 +189,8 @@ def test_metadata_file_names_follow_java_s_base_view_operations():
 
 
 def test_view_files_are_written_gzip_and_read_back(tmp_path):
-    view = _created()
-    location = next_view_metadata_location(view.model_copy(update={"location": tmp_path.as_uri()}), None)
+    view = _created().model_copy(update={"location": tmp_path.as_uri()})  # written below its location
+    location = next_view_metadata_location(view, None)
     files = MetadataFiles()
     asyncio.run(files.write_view(view, location))
     written = tmp_path / "metadata" / location.rsplit("/", 1)[1]

@@ -1,0 +1,44 @@
+"""Properties that name code: refused on every route that takes properties.
+
+PyIceberg imports and calls whatever a few properties name (``py-io-impl`` in ``load_file_io``,
+``write.py-location-provider.impl`` in ``load_location_provider``, ``s3.retry-strategy-impl``
+in its PyArrow FileIO), and Java Iceberg does the same for ``io-impl``, ``catalog-impl``,
+``lock-impl``, ``metrics-reporter-impl``, ``write.location-provider.impl``,
+``client.factory``, ``client.credentials-provider`` and more. The gateway builds its FileIO and
+location provider from the service's options alone (:mod:`gateway.iceberg.files`), so such a
+property would not choose the gateway's code; it is refused anyway (400 ``BadRequestException``)
+on create table, commit, create/replace view, namespace create/update, register and
+transactions: a table carrying one hands every engine that loads it the code its writer chose.
+
+The rule is by the key's shape, not a list, so a new implementation key is refused before
+anyone names it: the last ``.``-separated segment of the lower-cased key is, or ends in ``-``/``_``
+followed by, one of :data:`CODE_WORDS` (``impl``, ``factory``, ``class``,
+``credentials-provider``). ``tests/unit/test_iceberg_implementations.py`` reads PyIceberg's
+installed source for property-driven imports and fails when one is keyed otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gateway.iceberg import errors
+
+__all__ = ["CODE_WORDS", "names_code", "refuse_code"]
+
+#: Words that, closing a property key, make it name an implementation (a class or a function).
+CODE_WORDS = ("impl", "factory", "class", "credentials-provider")
+
+
+def names_code(key: str) -> bool:
+    """Whether the property ``key`` names code to import (see the module docstring)."""
+    last = key.strip().lower().rsplit(".", 1)[-1]
+    return any(last == word or last.endswith(("-" + word, "_" + word)) for word in CODE_WORDS)
+
+
+def refuse_code(keys: Iterable[str], where: str) -> None:
+    """Raise :class:`~errors.BadRequest` naming the first key of ``keys`` that names code
+    (``where``: what holds the properties, for the message)."""
+    for key in keys:
+        if isinstance(key, str) and names_code(key):
+            raise errors.BadRequest(f"{where}: property {key[:100]!r} names an implementation to load; "
+                                    "the catalog never takes code from a client")

@@ -1,0 +1,331 @@
+"""Where the ``iceberg-rest`` service lets tables, views and namespaces live: every path the
+gateway writes, deletes, signs or vends for lies inside what the warehouse and the policy grant.
+
+After Apache Polaris's storage rules (``allowed-locations`` of a catalog, its sibling-overlap
+check, ``ALLOW_UNSTRUCTURED_TABLE_LOCATION`` and ``ALLOW_EXTERNAL_METADATA_FILE_LOCATION`` off)
+and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION``):
+
+* **Form** (:func:`parse`; else 400): absolute (a scheme of :data:`SCHEMES`, or a bare ``/path``,
+  which is ``file``), at most :data:`MAX_LENGTH` characters, no control character, backslash,
+  query, fragment, user info, empty, ``.`` or ``..`` segment (also percent-encoded). Locations
+  are compared in one form (:class:`Location`): ``file:/x``, ``file:///x`` and ``/x`` alike;
+  ``s3a``/``s3n`` as ``s3``; no trailing ``/``.
+* **Allowed locations** (:func:`allowed_roots`): the HMS warehouse
+  (``hive.metastore.warehouse.dir``) and the service's ``options.allowed_locations``. Every
+  namespace, table and view location lies inside one of them.
+* **Namespaces** (:func:`check_namespace`): a location a client names does not overlap (equal,
+  contain or lie inside) another namespace's. A namespace whose location is an allowed location
+  itself (Hive's ``default`` at the warehouse root) may hold others, but not over its own tables.
+* **Tables and views** (:func:`check_table`): strictly below the namespace's location (or a
+  ``register_prefixes`` area, for register); not overlapping a table or view of the namespace
+  (Polaris's sibling check), nor another namespace's location; ``write.data.path``,
+  ``write.metadata.path`` (and the older ``write.object-storage.path``,
+  ``write.folder-storage.path``) below the table's location (:func:`check_properties`).
+* **The url permission**: a location a client chose (anything but the default
+  ``<namespace location>/<name>``) needs Ranger's ``url`` ``read`` and ``write`` on it.
+
+Refusals are 400 ``BadRequestException`` (a malformed location) or 403 ``ForbiddenException``
+(outside what is allowed, overlapping, no url permission). Messages never name a namespace or
+table the user may not see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import posixpath
+import re
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from gateway.iceberg import errors
+from gateway.iceberg.implementations import refuse_code
+from gateway.policy.urls import SAME_SCHEME
+
+log = logging.getLogger(__name__)
+
+#: Longest location accepted, characters (HMS keeps ``SDS.LOCATION`` in 4,000).
+MAX_LENGTH = 1024
+#: Schemes PyIceberg's FileIOs serve; anything else is refused before any IO.
+SCHEMES = frozenset({"file", "s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "hdfs", "viewfs", "oss"})
+#: Table properties naming where a writer puts data or metadata files (Iceberg's
+#: ``TableProperties``; the last two are the deprecated spellings).
+PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
+                   "write.folder-storage.path")
+WAREHOUSE_KEY = "hive.metastore.warehouse.dir"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
+_DB_FETCHES = 8  # concurrent get_database calls of an overlap check
+
+
+@dataclass(frozen=True)
+class Location:
+    """A location in the one form compared: ``scheme`` (aliases folded), ``authority``,
+    ``path`` (absolute, ``/`` for a root, no trailing ``/``)."""
+
+    scheme: str
+    authority: str
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.authority}{self.path if self.path != '/' else ''}" or "/"
+
+    def contains(self, other: Location) -> bool:
+        """Whether ``other`` is this location or lies below it."""
+        if (self.scheme, self.authority) != (other.scheme, other.authority):
+            return False
+        return self.path == "/" or other.path == self.path or other.path.startswith(self.path + "/")
+
+    def overlaps(self, other: Location) -> bool:
+        return self.contains(other) or other.contains(self)
+
+
+def parse(value: object, what: str = "location") -> Location:
+    """``value`` as a :class:`Location`. Raises :class:`~errors.BadRequest` saying why it is
+    refused (see the module docstring)."""
+    if not isinstance(value, str) or not value.strip():
+        raise errors.BadRequest(f"{what} must be a non-empty string")
+    if len(value) > MAX_LENGTH:
+        raise errors.BadRequest(f"{what} is longer than {MAX_LENGTH} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise errors.BadRequest(f"{what} is not valid Unicode") from None
+    if _CONTROL.search(value):
+        raise errors.BadRequest(f"{what} holds a control character or a backslash")
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        raise errors.BadRequest(f"{what} is not a URI") from None
+    scheme = parts.scheme.lower()
+    if not scheme:
+        if not value.startswith("/"):
+            raise errors.BadRequest(f"{what} {value[:200]!r} is relative: give an absolute URI")
+        scheme = "file"
+    if scheme not in SCHEMES:
+        raise errors.BadRequest(f"{what} has scheme {scheme[:20]!r}; served: {', '.join(sorted(SCHEMES))}")
+    if parts.query or parts.fragment or "?" in value or "#" in value:
+        raise errors.BadRequest(f"{what} must not have a query or a fragment")
+    authority = parts.netloc
+    if "@" in authority:
+        raise errors.BadRequest(f"{what} must not carry user information")
+    if scheme == "file":
+        if authority not in ("", "localhost"):
+            raise errors.BadRequest(f"{what}: a file location names no host")
+        authority = ""
+    elif not authority:
+        raise errors.BadRequest(f"{what} names no bucket or host")
+    path = parts.path or "/"
+    if not path.startswith("/"):
+        raise errors.BadRequest(f"{what} {value[:200]!r} is relative: give an absolute URI")
+    segments = path.rstrip("/").split("/")[1:]
+    for segment in segments:
+        decoded = unquote(segment)
+        if segment == "" or decoded in (".", "..") or "\0" in decoded or "/" in decoded:
+            raise errors.BadRequest(f"{what} {value[:200]!r} has an empty, '.' or '..' segment")
+    return Location(SAME_SCHEME.get(scheme, scheme), authority.lower() if scheme != "file" else "",
+                    "/" + "/".join(segments) if segments else "/")
+
+
+def checked(value: str) -> Location:
+    """``value`` as :func:`parse` takes it, for configuration: raises ``ValueError`` saying why."""
+    try:
+        return parse(value, "location")
+    except errors.IcebergError as exc:
+        raise ValueError(exc.message) from None
+
+
+def stored(value: str | None) -> Location | None:
+    """A location HMS holds (a namespace's, another table's), or None when it is missing or
+    not one :func:`parse` accepts (then it confines nothing and overlaps nothing)."""
+    if not value:
+        return None
+    try:
+        return parse(value)
+    except errors.IcebergError:
+        return None
+
+
+def inside(location: str, root: str) -> bool:
+    """Whether ``location`` lies at or below ``root`` (both as :func:`parse` takes them; False
+    when either is refused)."""
+    inner, outer = stored(location), stored(root)
+    return inner is not None and outer is not None and outer.contains(inner)
+
+
+def check_properties(location: str, properties: Mapping[str, str], what: str) -> Location:
+    """Check what a table's or view's own metadata says (no HMS call): its ``location``'s form,
+    no property naming code (:mod:`gateway.iceberg.implementations`), the
+    :data:`PATH_PROPERTIES` below the location. Returns the location. Raises
+    :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
+    refuse_code(properties, what)
+    root = parse(location, f"the location of {what}")
+    for key in PATH_PROPERTIES:
+        if key in properties:
+            if not root.contains(parse(properties[key], f"{key} of {what}")):
+                raise errors.Forbidden(f"{key} of {what} must lie below the location {location[:300]}")
+    return root
+
+
+# --- allowed locations ---------------------------------------------------------------------------
+
+_WAREHOUSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+async def warehouse(catalog) -> Location | None:
+    """HMS's warehouse (``hive.metastore.warehouse.dir``, asked once per service with
+    ``get_config_value``), None when HMS does not tell."""
+    service = catalog.service
+    if service not in _WAREHOUSES:
+        try:
+            found = await catalog.client.call("get_config_value", name=WAREHOUSE_KEY, defaultValue="")
+        except catalog.idl.ConfigValSecurityException:
+            found = ""
+        _WAREHOUSES[service] = stored(found)
+    return _WAREHOUSES[service]
+
+
+async def allowed_roots(catalog) -> tuple[Location, ...]:
+    """The service's allowed locations: HMS's warehouse and ``options.allowed_locations``."""
+    configured = getattr(catalog.service.options, "allowed_locations", ())
+    return tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
+
+
+def require_allowed(location: Location, roots: Iterable[Location], what: str, text: str) -> None:
+    """Raise :class:`~errors.Forbidden` unless ``location`` (``text`` as given) lies in ``roots``."""
+    if not any(root.contains(location) for root in roots):
+        raise errors.Forbidden(f"{what} {text[:300]} is outside the service's allowed locations "
+                               "(the warehouse and options.allowed_locations)")
+
+
+def _url_permission(catalog, location: Location, what: str) -> None:
+    for access in ("read", "write"):
+        if not catalog.view.may_url(access, str(location)):
+            raise errors.Forbidden(f"{catalog.user} may not place {what} at {location}: it needs the url "
+                                   f"permission ({access}) on that location")
+
+
+# --- HMS listings for the overlap checks --------------------------------------------------------
+
+async def _namespace_locations(catalog, skip: str) -> list[tuple[str, Location]]:
+    """``(name, location)`` of every HMS database but ``skip`` (policy-hidden ones too: an
+    overlap is one whoever can see it)."""
+    names = [n for n in await catalog.client.get_all_databases() if n.lower() != skip.lower()]
+    gate = asyncio.Semaphore(_DB_FETCHES)
+
+    async def one(name: str):
+        async with gate:
+            try:
+                return name, stored((await catalog.client.get_database(name)).locationUri)
+            except catalog.idl.NoSuchObjectException:  # dropped meanwhile
+                return name, None
+    return [(n, loc) for n, loc in await asyncio.gather(*(one(n) for n in names)) if loc is not None]
+
+
+async def _table_locations(catalog, db: str, skip: str | None = None) -> list[tuple[str, Location]]:
+    """``(name, location)`` of the tables and views of ``db`` but ``skip``."""
+    names = [n for n in await catalog.client.call("get_all_tables", db_name=db)
+             if skip is None or n.lower() != skip.lower()]
+    tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
+    out = []
+    for table in tables:
+        where = stored(table.sd.location if table.sd else None)
+        if where is not None:
+            out.append((table.tableName, where))
+    return out
+
+
+def _name(catalog, db: str, table: str | None = None) -> str:
+    """``db[.table]`` when the user may see it, else a phrase that names nothing."""
+    if not catalog.view.visible(db, table):
+        return "a table of another namespace" if table else "another namespace"
+    return f"{db}.{table}" if table else f"namespace {db}"
+
+
+# --- the checks --------------------------------------------------------------------------------
+
+async def check_namespace(catalog, db: str, location: str | None) -> Location | None:
+    """Check a location a client names for namespace ``db`` (create, or ``location`` set on an
+    existing one): its form, an allowed location, the url permission, no overlap with another
+    namespace (nor with the tables of a namespace at an allowed location that holds it).
+    ``location`` None: the one HMS will give a new namespace (``<warehouse>/<db>.db``) is
+    checked for overlaps only. Returns it. Raises :class:`~errors.BadRequest`,
+    :class:`~errors.Forbidden`."""
+    roots = await allowed_roots(catalog)
+    if location is None:
+        root = await warehouse(catalog)
+        if root is None:
+            return None
+        location = f"{root}/{db.lower()}.db"
+        where = parse(location)
+    else:
+        where = parse(location, "namespace location")
+        require_allowed(where, roots, "namespace location", location)
+        _url_permission(catalog, where, f"namespace {db}")
+    for other, at in await _namespace_locations(catalog, db):
+        if not at.overlaps(where):
+            continue
+        if at.contains(where) and at != where and at in roots:  # a warehouse-root namespace
+            for table, spot in await _table_locations(catalog, other):
+                if spot.overlaps(where):
+                    raise errors.Forbidden(f"namespace location {location[:300]} overlaps the location "
+                                           f"of {_name(catalog, other, table)}")
+            continue
+        raise errors.Forbidden(f"namespace location {location[:300]} overlaps the location of "
+                               f"{_name(catalog, other)}")
+    return where
+
+
+def default_location(database, name: str) -> str:
+    """Where a table or view ``name`` of the HMS ``database`` goes unless told:
+    ``<namespace location>/<name>``."""
+    return f"{(database.locationUri or '').rstrip('/')}/{name}"
+
+
+async def check_table(catalog, db: str, name: str, location: str, database, *, what: str = "table",
+                      areas: Iterable[str] = ()) -> Location:
+    """Check the location of table (or view) ``db.name`` in the HMS ``database`` before the
+    gateway writes there: its form, an allowed location, strictly below the namespace's
+    location (or one of ``areas``, register's prefixes), the url permission unless it is the
+    default location, no overlap with a table or view of the namespace, nor with another
+    namespace's location. Returns it. Raises :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
+    where = parse(location, f"{what} location")
+    roots = await allowed_roots(catalog)
+    require_allowed(where, roots, f"{what} location", location)
+    namespace = stored(database.locationUri)
+    homes = [h for h in (namespace, *(stored(a) for a in areas)) if h is not None]
+    if not any(home.contains(where) and home != where for home in homes):
+        raise errors.Forbidden(f"{what} location {location[:300]} must lie below the location of namespace {db}")
+    chosen = where != stored(default_location(database, name))
+    if chosen:
+        _url_permission(catalog, where, f"{what} {db}.{name}")
+    for other, at in await _table_locations(catalog, db, skip=name):
+        if at.overlaps(where):
+            raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
+                                   f"{_name(catalog, db, other)}")
+    # Another namespace can sit below this one only when this one is at an allowed location
+    # (Hive's default) or the location is not the default: only then is the listing needed.
+    if chosen or namespace in roots or namespace is None:
+        for other, at in await _namespace_locations(catalog, db):
+            if at.overlaps(where) and not (namespace is not None and at.contains(namespace)):
+                raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
+                                       f"{_name(catalog, other)}")
+    return where
+
+
+async def check_moved(catalog, db: str, name: str, base, new, what: str = "table") -> None:
+    """After a commit's updates: when they move ``db.name`` (``set-location``), check the new
+    location as :func:`check_table` does (no HMS call otherwise)."""
+    if new.location != base.location:
+        await check_table(catalog, db, name, new.location, await catalog.database(db), what=what)
+
+
+async def check_delegated(catalog, location: str) -> Location:
+    """The table location vended credentials or signatures are for: well-formed, inside the
+    allowed locations, not a bucket root. Raises :class:`~errors.Forbidden`."""
+    where = stored(location)
+    if where is None or where.path == "/":
+        raise errors.Forbidden("the table's location is not one the gateway delegates access to")
+    require_allowed(where, await allowed_roots(catalog), "the table location", location)
+    return where

@@ -1,0 +1,219 @@
+"""The ``iceberg-rest`` service as a storage deputy (issue 31), against the real gateway, a real
+HMS (with lock support) and a local warehouse, under a Ranger-style policy: alice does all on
+``sec_a`` and on namespaces ``alice_*``, with the url permission on the warehouse; bob does all
+on ``sec_b``, without any url permission. Each attack of the issue is replayed and must be
+refused, and nothing outside the attacker's own table may change: bob's files are listed (with
+their bytes) before and after every attack, and canary files sit beside the warehouse."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField
+
+from tests.support.gateway import RunningGateway, in_workdir
+from tests.support.iceberg.clients import call, error_of, rest_catalog
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
+
+ALICE, BOB = ("alice", "alice-password"), ("bob", "bob-password")
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+
+
+def _policy(warehouse: Path) -> str:
+    return f"""
+policies:
+  - id: 1
+    name: alice owns sec_a and her own namespaces
+    resources: {{database: [sec_a, "alice_*"], table: ["*"], column: ["*"]}}
+    allow: [{{users: [alice], accesses: [all]}}]
+  - id: 2
+    name: bob owns sec_b
+    resources: {{database: [sec_b], table: ["*"], column: ["*"]}}
+    allow: [{{users: [bob], accesses: [all]}}]
+  - id: 3
+    name: alice may name locations in the warehouse
+    resources: {{url: {{values: ["{warehouse.as_uri()}"], recursive: true}}}}
+    allow: [{{users: [alice], accesses: [read, write]}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def gw(module_hms, module_gateway_factory) -> RunningGateway:
+    service = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]},
+               "policy_file": in_workdir("policy.yaml"), "options": {"lock_check_min_wait_seconds": 0.02}}
+    return module_gateway_factory(services=[service], files={"policy.yaml": _policy(module_hms.warehouse_dir)},
+                                  users=dict([ALICE, BOB]))
+
+
+@pytest.fixture(scope="module")
+def world(gw, module_hms, tmp_path_factory):
+    """sec_a.t (alice) and sec_b.trips (bob, two appends); canaries outside the warehouse."""
+    alice = rest_catalog(gw, user=ALICE[0], password=ALICE[1], name="alice", validate=False)
+    bob = rest_catalog(gw, user=BOB[0], password=BOB[1], name="bob", validate=False)
+    for catalog, namespace in ((alice, "sec_a"), (bob, "sec_b")):
+        catalog.create_namespace(namespace)
+    alice.create_table("sec_a.t", schema=SCHEMA)
+    trips = bob.create_table("sec_b.trips", schema=SCHEMA)
+    for start in (0, 10):
+        trips.append(pa.table({"id": pa.array(range(start, start + 3), pa.int64())}))
+    canaries = tmp_path_factory.mktemp("canaries")
+    (canaries / "keep.txt").write_text("canary")
+    return {"alice": alice, "bob": bob, "wh": module_hms.warehouse_dir, "canaries": canaries,
+            "bob_dir": module_hms.warehouse_dir / "sec_b.db"}
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def untouched(world):
+    """Bob's namespace folder and the canaries, byte for byte, before and after the test."""
+    before = (_tree(world["bob_dir"]), _tree(world["canaries"]))
+    yield
+    assert (_tree(world["bob_dir"]), _tree(world["canaries"])) == before
+
+
+def _as(user):
+    return partial(call, auth=user, validate=False)
+
+
+def _table(name: str, **fields) -> dict:
+    return {"name": name, "schema": {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "type": "long", "required": False}]}, **fields}
+
+
+def _commit(*updates: dict) -> dict:
+    return {"requirements": [], "updates": list(updates)}
+
+
+# --- 1. no client-chosen code --------------------------------------------------------------------
+
+def test_properties_naming_code_are_400_on_every_route(gw, world, untouched, tmp_path):
+    marker = tmp_path / "ran"
+    alice = _as(ALICE)
+    hostile = [{"py-io-impl": "subprocess.Popen"}, {"write.py-location-provider.impl": "shutil.rmtree"},
+               {"s3.retry-strategy-impl": "os.system"}, {"io-impl": "x.Y"}, {"client.factory": "x.Y"}]
+    table_dir = world["wh"] / "sec_a.db" / "t"
+    for properties in hostile:
+        answers = [
+            alice(gw, "POST", "/v1/namespaces/sec_a/tables", _table("evil", properties=properties)),
+            alice(gw, "POST", "/v1/namespaces/sec_a/tables/t", _commit({"action": "set-properties", "updates": properties})),
+            alice(gw, "POST", "/v1/transactions/commit", {"table-changes": [{
+                "identifier": {"namespace": ["sec_a"], "name": "t"}, **_commit(
+                    {"action": "set-properties", "updates": properties})}]}),
+            alice(gw, "POST", "/v1/namespaces", {"namespace": ["alice_code"], "properties": properties}),
+            alice(gw, "POST", "/v1/namespaces/sec_a/properties", {"removals": [], "updates": properties}),
+            alice(gw, "POST", "/v1/namespaces/sec_a/views", {
+                "name": "v", "properties": properties, "schema": _table("x")["schema"],
+                "view-version": {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {},
+                                 "default-namespace": ["sec_a"], "representations": [
+                                     {"type": "sql", "sql": "select 1", "dialect": "spark"}]}}),
+        ]
+        for answer in answers:
+            assert "implementation" in error_of(answer, 400, "BadRequestException")["message"]
+    assert not marker.exists() and table_dir.is_dir() and (table_dir / "metadata").is_dir()
+    assert world["alice"].load_table("sec_a.t").properties.get("py-io-impl") is None
+
+
+def test_file_io_properties_are_stored_never_interpreted(gw, world):
+    """An endpoint in a table's properties does not steer the gateway's own IO: commits on a
+    local table still write their files where they belong."""
+    steering = {"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": "x", "s3.proxy-uri": "http://127.0.0.1:9"}
+    table = world["alice"].create_table("sec_a.steered", schema=SCHEMA, properties=steering)
+    with table.transaction() as tx:
+        tx.set_properties(note="still local")
+    loaded = world["alice"].load_table("sec_a.steered")
+    assert loaded.properties["s3.endpoint"] == "http://127.0.0.1:9" and loaded.properties["note"] == "still local"
+    assert Path(loaded.metadata_location.removeprefix("file:")).is_file()
+
+
+# --- 2. every path confined ----------------------------------------------------------------------
+
+def test_locations_outside_the_table_are_refused(gw, world, untouched):
+    alice, wh = _as(ALICE), world["wh"]
+    bobs = (world["bob_dir"] / "trips").as_uri()
+    refused = {
+        bobs: 403, (wh / "elsewhere").as_uri(): 403, "file:///etc/hms-gateway-deputy": 403,
+        (wh / "sec_a.db" / ".." / "sec_b.db" / "x").as_uri(): 400, "": 400, "relative/path": 400,
+        "ftp://host/x": 400, (wh / "sec_a.db").as_uri() + "/a\u0000b": 400, (wh / "sec_a.db").as_uri() + "/" + "x" * 5000: 400,
+    }
+    for location, status in refused.items():
+        error_of(alice(gw, "POST", "/v1/namespaces/sec_a/tables", _table("escape", location=location)), status)
+        error_of(alice(gw, "POST", "/v1/namespaces/sec_a/tables/t", _commit(
+            {"action": "set-location", "location": location})), status)
+    for key in ("write.data.path", "write.metadata.path"):
+        for location in (bobs, "file:///tmp"):
+            error_of(alice(gw, "POST", "/v1/namespaces/sec_a/tables/t", _commit(
+                {"action": "set-properties", "updates": {key: location}})), 403)
+    assert not Path("/etc/hms-gateway-deputy").exists()
+    assert world["alice"].load_table("sec_a.t").location().endswith("/sec_a.db/t")
+
+
+def test_a_chosen_location_needs_the_url_permission(gw, world):
+    mine = (world["wh"] / "sec_a.db" / "placed").as_uri()
+    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables", _table("placed", location=mine))
+    assert answer.status_code == 200 and answer.json()["metadata"]["location"] == mine
+    theirs = (world["bob_dir"] / "elsewhere").as_uri()  # not sec_b's default for "chosen"
+    error = error_of(_as(BOB)(gw, "POST", "/v1/namespaces/sec_b/tables", _table("chosen", location=theirs)), 403)
+    assert "url permission" in error["message"]
+    assert _as(BOB)(gw, "POST", "/v1/namespaces/sec_b/tables", _table("defaulted")).status_code == 200
+
+
+# --- 3. purge deletes only what the table owns ---------------------------------------------------
+
+def test_purge_skips_files_the_table_does_not_own(gw, world, untouched):
+    bob_table = world["bob"].load_table("sec_b.trips")
+    bob_rows = sorted(bob_table.scan().to_arrow()["id"].to_pylist())
+    canary = (world["canaries"] / "keep.txt").as_uri()
+    world["alice"].create_table("sec_a.purged", schema=SCHEMA)
+    snapshot = {"snapshot-id": 7, "sequence-number": 1, "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
+                "manifest-list": bob_table.current_snapshot().manifest_list, "summary": {"operation": "append"}}
+    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/purged", _commit(
+        {"action": "add-snapshot", "snapshot": snapshot},
+        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7},
+        {"action": "set-statistics", "snapshot-id": 7, "statistics": {
+            "snapshot-id": 7, "statistics-path": canary, "file-size-in-bytes": 6, "file-footer-size-in-bytes": 1,
+            "blob-metadata": []}}))
+    assert answer.status_code == 200, answer.text
+    own = world["wh"] / "sec_a.db" / "purged"
+    assert any(own.rglob("*.metadata.json"))
+    assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/purged?purgeRequested=true").status_code == 204
+    assert not any(own.rglob("*.metadata.json"))  # its own files went
+    assert sorted(world["bob"].load_table("sec_b.trips").scan().to_arrow()["id"].to_pylist()) == bob_rows
+    log = gw.log()
+    assert "skips" in log and bob_table.current_snapshot().manifest_list in log and canary in log
+
+
+# --- 4. register through a re-pointed namespace ---------------------------------------------------
+
+def test_register_through_a_re_pointed_namespace_is_refused(gw, world, untouched):
+    alice = _as(ALICE)
+    bob_folder = world["bob_dir"].as_uri()
+    bob_metadata = world["bob"].load_table("sec_b.trips").metadata_location
+    for location in (bob_folder, bob_folder + "/trips", world["wh"].as_uri() + "/sec_b.db/../sec_b.db"):
+        answer = alice(gw, "POST", "/v1/namespaces", {"namespace": ["alice_x"], "properties": {"location": location}})
+        assert error_of(answer)["code"] in (400, 403)
+    assert alice(gw, "GET", "/v1/namespaces/alice_x").status_code == 404
+    own = (world["wh"] / "alice_own").as_uri()
+    assert alice(gw, "POST", "/v1/namespaces", {"namespace": ["alice_y"], "properties": {"location": own}}).status_code == 200
+    error = error_of(alice(gw, "POST", "/v1/namespaces/alice_y/properties",
+                           {"removals": [], "updates": {"location": bob_folder}}), 403)
+    assert "sec_b" not in error["message"].replace(bob_folder, "")  # bob's namespace is not named to alice
+    error_of(alice(gw, "POST", "/v1/namespaces/alice_y/register", {"name": "stolen", "metadata-location": bob_metadata}), 403)
+    error_of(alice(gw, "POST", "/v1/namespaces/sec_a/register", {"name": "stolen", "metadata-location": bob_metadata}), 403)
+    assert alice(gw, "GET", "/v1/namespaces/alice_y/tables/stolen").status_code == 404
+
+
+def test_register_within_the_namespace_works(gw, world, untouched):
+    table = world["alice"].create_table("sec_a.original", schema=SCHEMA)
+    metadata = table.metadata_location
+    assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/original").status_code == 204
+    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/register", {"name": "original", "metadata-location": metadata})
+    assert answer.status_code == 200 and answer.json()["metadata-location"] == metadata

@@ -1,0 +1,189 @@
+"""Properties that name code (:mod:`gateway.iceberg.implementations`): the rule, and PyIceberg's
+installed source read for every import it makes by a property, so that an upgrade adding one
+whose key the rule does not refuse fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pyiceberg
+import pytest
+
+from gateway.iceberg import errors
+from gateway.iceberg.implementations import names_code, refuse_code
+
+#: Keys read from a catalog client's own configuration (``RestCatalog``'s ``auth`` block), which
+#: the gateway never builds from what a client sends: not table, view or namespace properties.
+CLIENT_CONFIGURATION = {("catalog/rest/__init__.py", "type")}
+
+
+@pytest.mark.parametrize("key", [
+    "py-io-impl", "io-impl", "PY-IO-IMPL", " py-io-impl", "write.py-location-provider.impl",
+    "write.location-provider.impl", "s3.retry-strategy-impl", "py-catalog-impl", "catalog-impl", "lock-impl",
+    "lock.impl", "metrics-reporter-impl", "encryption.kms-impl", "client.factory", "s3.client-factory",
+    "client.credentials-provider", "x.y_impl", "auth.impl", "some.class",
+])
+def test_keys_naming_code_are_refused(key):
+    assert names_code(key)
+    with pytest.raises(errors.BadRequest):
+        refuse_code({"a": "1", key: "subprocess.Popen"}, "table t")
+
+
+@pytest.mark.parametrize("key", [
+    "s3.endpoint", "write.data.path", "write.format.default", "comment", "owner", "implementation-notes",
+    "simpl", "write.object-storage.enabled", "s3.access-key-id", "format-version", "classification",
+])
+def test_other_keys_are_kept(key):
+    assert not names_code(key)
+    refuse_code({key: "x"}, "table t")
+
+
+# --- PyIceberg's source -------------------------------------------------------------------------
+
+ROOT = Path(pyiceberg.__file__).parent
+_IMPORTERS = {"import_module", "__import__"}
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(encoding="utf-8")) for p in ROOT.rglob("*.py")}
+
+
+def _constants(modules: dict[str, ast.Module]) -> dict[str, object]:
+    """Module- and class-level ``NAME = <literal>`` assignments, by name (strings and dicts)."""
+    found: dict[str, object] = {}
+    for tree in modules.values():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and target.id.isupper():
+                        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                            found[target.id] = node.value.value
+                        elif isinstance(node.value, ast.Dict):
+                            found[target.id] = node.value
+    return found
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        owner = func.value.id if isinstance(func.value, ast.Name) else None
+        return f"{owner}.{func.attr}" if owner and owner[0].isupper() else func.attr
+    return None
+
+
+def _functions(tree: ast.Module):
+    """``(qualified name, function node)``: ``Class.method`` for methods."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    yield f"{node.name}.{item.name}", item
+
+
+def _flowing_parameters(function, expr: ast.expr) -> set[int]:
+    """Positions of ``function``'s parameters (``self``/``cls`` left out) that ``expr`` is
+    computed from, following assignments inside the function."""
+    params = [a.arg for a in function.args.args if a.arg not in ("self", "cls")]
+    seen: set[str] = set()
+    todo = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name or isinstance(t, ast.Tuple)
+                    and any(isinstance(e, ast.Name) and e.id == name for e in t.elts) for t in node.targets):
+                todo.extend(n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+    return {params.index(name) for name in seen if name in params}
+
+
+def _dynamic_importers(modules) -> dict[str, set[int]]:
+    """Functions that import a module named by a value (not a literal), with the positions of
+    the parameters that name it."""
+    out: dict[str, set[int]] = {}
+    for tree in modules.values():
+        for name, function in _functions(tree):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and (_called_name(node) or "").rsplit(".", 1)[-1] in _IMPORTERS:
+                    if node.args and not isinstance(node.args[0], ast.Constant):
+                        out.setdefault(name, set()).update(_flowing_parameters(function, node.args[0]))
+    return out
+
+
+def _key(node: ast.expr, constants) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+    value = constants.get(name) if name else None
+    return value if isinstance(value, str) else None
+
+
+def _sources(expr: ast.expr, function, constants) -> set[str] | None:
+    """The property keys ``expr`` (an import helper's first argument) is read from in
+    ``function``: ``{}`` for the library's own tables (a loop over a constant dict), None when
+    it cannot tell."""
+    if isinstance(expr, ast.Constant):
+        return set()
+    if isinstance(expr, ast.BoolOp):
+        parts = [_sources(v, function, constants) for v in expr.values]
+        return None if any(p is None for p in parts) else set().union(*parts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr == "get" and expr.args:
+        key = _key(expr.args[0], constants)
+        return None if key is None else {key}
+    if isinstance(expr, ast.Subscript):
+        key = _key(expr.slice, constants)
+        return None if key is None else {key}
+    if not isinstance(expr, ast.Name):
+        return None
+    for node in ast.walk(function):
+        if isinstance(node, (ast.Assign, ast.NamedExpr)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == expr.id for t in targets):
+                return _sources(node.value, function, constants)
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and node.target.id == expr.id:
+            # a loop over the library's own table (NAME.get(...), NAME a dict literal) chooses no key
+            table = _sources(node.iter, function, constants) if not isinstance(node.iter, ast.Name) else None
+            iterable = node.iter
+            if isinstance(iterable, ast.Name):
+                iterable = next((inner.value for inner in ast.walk(function) if isinstance(inner, ast.NamedExpr)
+                                 and inner.target.id == iterable.id), iterable)
+            if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) \
+                    and isinstance(iterable.func.value, ast.Name) \
+                    and isinstance(constants.get(iterable.func.value.id), ast.Dict):
+                return set()
+            return table
+    if any(isinstance(a, ast.arg) and a.arg == expr.id for a in function.args.args):
+        return None  # a parameter: followed through the callers by the caller's own call site
+    return None
+
+
+def test_every_property_pyiceberg_imports_code_by_is_refused():
+    modules = _modules()
+    constants = _constants(modules)
+    importers = _dynamic_importers(modules)
+    assert {"_import_file_io", "_import_location_provider", "_import_retry_strategy"} <= importers.keys(), importers
+    keys: set[str] = set()
+    assert all(importers.values()), importers  # each names its module by a parameter
+    for path, tree in modules.items():
+        for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.Call) and _called_name(node) in importers):
+                    continue
+                for position in importers[_called_name(node)]:
+                    assert position < len(node.args), f"{path}: {ast.unparse(node)}: pass it positionally"
+                    found = _sources(node.args[position], function, constants)
+                    assert found is not None, (f"{path}: cannot tell which property {ast.unparse(node)} imports "
+                                               "code by: read it and extend the refusal rule")
+                    for key in found:
+                        if (path, key) not in CLIENT_CONFIGURATION:
+                            assert names_code(key), f"{path}: {ast.unparse(node)} imports code named by {key!r}"
+                            keys.add(key)
+    assert {"py-io-impl", "write.py-location-provider.impl", "s3.retry-strategy-impl"} <= keys, keys

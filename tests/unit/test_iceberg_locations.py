@@ -1,0 +1,245 @@
+"""Where the ``iceberg-rest`` service lets namespaces, tables and views live
+(:mod:`gateway.iceberg.locations`), against a fake HMS holding a warehouse with Hive's layout:
+``default`` at the warehouse root, ``sec_a`` and ``sec_b`` below it; and what a purge deletes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.types import LongType, NestedField
+
+from gateway.iceberg import errors
+from gateway.iceberg.catalog import Catalog, Settings
+from gateway.iceberg.files import MetadataFiles, next_metadata_location
+from gateway.iceberg.locations import (
+    MAX_LENGTH,
+    check_namespace,
+    check_properties,
+    check_table,
+    inside,
+    parse,
+)
+from gateway.policy import CatalogView, PolicyEngine
+from gateway.policy.model import Policy, PolicyItem, ResourceSpec
+from gateway.thrift.schema import load_schema
+from gateway.upstream.metastore import idl_module
+
+IDL = idl_module(load_schema())
+WH = "file:///wh"
+
+
+@pytest.mark.parametrize("value", [
+    "", "   ", "relative/x", "file:///a/../b", "/a/./b", "/a//b", "/a/%2e%2E/b", "/a/%2fb", "/a\x00b",
+    "/a\nb", "/a\\b", "x" * (MAX_LENGTH + 1), "ftp://host/x", "unknown://b/x", "file://host/x", "s3://",
+    "s3:///key", "/a?b", "/a#b", "s3://user@bucket/x", "/a\ud800", 42, None,
+])
+def test_malformed_locations_are_400(value):
+    with pytest.raises(errors.BadRequest):
+        parse(value)
+
+
+def test_one_form_for_each_location():
+    assert parse("file:/x/y") == parse("file:///x/y") == parse("/x/y/") == parse("file://localhost/x/y")
+    assert parse("s3a://Bucket/k") == parse("s3://bucket/k/") and str(parse("s3n://b/k/")) == "s3://b/k"
+    assert str(parse("/x/y")) == "file:///x/y" and str(parse("s3://b")) == "s3://b"
+
+
+@pytest.mark.parametrize("location, root, expected", [
+    ("/wh/db/t", "/wh/db", True), ("/wh/db", "/wh/db", True), ("/wh/db2/t", "/wh/db", False),
+    ("/wh/db/../x", "/wh/db", False), ("s3://b/wh/x", "s3://b", True), ("s3://c/wh", "s3://b", False),
+    ("file:///wh/db", "s3://wh/db", False),
+])
+def test_inside_at_segment_boundaries(location, root, expected):
+    assert inside(location, root) is expected
+
+
+def test_paths_of_a_table_lie_below_its_location_and_code_is_refused():
+    check_properties(f"{WH}/a/t", {"write.data.path": f"{WH}/a/t/data2", "write.metadata.path": "/wh/a/t/m"}, "t")
+    for key in ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path"):
+        with pytest.raises(errors.Forbidden):
+            check_properties(f"{WH}/a/t", {key: f"{WH}/b/t"}, "t")
+        with pytest.raises(errors.BadRequest):
+            check_properties(f"{WH}/a/t", {key: f"{WH}/a/t/../../b"}, "t")
+    with pytest.raises(errors.BadRequest):
+        check_properties(f"{WH}/a/t", {"py-io-impl": "subprocess.Popen"}, "t")
+    with pytest.raises(errors.BadRequest):
+        check_properties("", {}, "t")
+
+
+# --- against HMS ------------------------------------------------------------------------------------
+
+class FakeHMS:
+    """Databases with locations, tables with locations; the warehouse as HMS tells it."""
+
+    def __init__(self):
+        self.idl = IDL
+        self.databases = {"default": WH, "sec_a": f"{WH}/sec_a.db", "sec_b": f"{WH}/sec_b.db", "odd": None}
+        self.tables = {("sec_a", "t"): f"{WH}/sec_a.db/t", ("sec_b", "trips"): f"{WH}/sec_b.db/trips",
+                       ("default", "old"): f"{WH}/old"}
+        self.calls: list[str] = []
+
+    async def get_all_databases(self):
+        self.calls.append("get_all_databases")
+        return list(self.databases)
+
+    async def get_database(self, name):
+        self.calls.append("get_database")
+        if name not in self.databases:
+            raise IDL.NoSuchObjectException(message="no such database")
+        return IDL.Database(name=name, locationUri=self.databases[name])
+
+    async def call(self, method, **args):
+        self.calls.append(method)
+        if method == "get_config_value":
+            return "file:/wh"
+        if method == "get_all_tables":
+            return [t for d, t in self.tables if d == args["db_name"]]
+        if method == "get_table_objects_by_name":
+            return [IDL.Table(dbName=args["dbname"], tableName=t, sd=IDL.StorageDescriptor(
+                location=self.tables[(args["dbname"], t)])) for t in args["tbl_names"]]
+        raise AssertionError(method)
+
+
+class _Service:
+    """What the checks read of a service: its options (it is a weak key of the warehouse cache)."""
+
+    def __init__(self, options):
+        self.options = options
+
+
+def _url_policy(values, recursive=True, users=("alice",)):
+    return Policy(id=9, name="alice places tables", resources=(), url=ResourceSpec(tuple(values), recursive=recursive),
+                  allow=(PolicyItem(frozenset({"read", "write"}), frozenset(users)),))
+
+
+def _catalog(user="alice", urls=(), allowed=()) -> tuple[Catalog, FakeHMS]:
+    everything = Policy(id=1, name="all", resources=(ResourceSpec(("*",)), ResourceSpec(("*",))),
+                        allow=(PolicyItem(frozenset({"create", "select"}), frozenset({"alice", "bob"})),))
+    engine = PolicyEngine([everything, *([_url_policy(urls)] if urls else [])])
+    hms = FakeHMS()
+    service = _Service(SimpleNamespace(allowed_locations=tuple(allowed)))
+    return Catalog(hms, CatalogView(engine, user), MetadataFiles(), Settings(), user, service=service), hms
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def _db(hms: FakeHMS, name: str):
+    return IDL.Database(name=name, locationUri=hms.databases[name])
+
+
+def test_a_table_at_its_default_location_needs_no_url_permission_and_lists_only_its_namespace():
+    catalog, hms = _catalog()
+    assert str(_run(check_table(catalog, "sec_a", "new", f"{WH}/sec_a.db/new", _db(hms, "sec_a")))) == "file:///wh/sec_a.db/new"
+    assert "get_all_databases" not in hms.calls  # no namespace listing for a default location
+
+
+@pytest.mark.parametrize("location, error", [
+    (f"{WH}/sec_b.db/trips", errors.Forbidden),              # another namespace's table
+    (f"{WH}/sec_b.db/new", errors.Forbidden),                # outside its namespace
+    (f"{WH}/sec_a.db", errors.Forbidden),                    # the namespace itself
+    (f"{WH}/sec_a.db/t", errors.Forbidden),                  # a sibling's location
+    (f"{WH}/sec_a.db/t/inner", errors.Forbidden),            # inside a sibling
+    ("file:///etc/x", errors.Forbidden),                     # outside the allowed locations
+    (f"{WH}/sec_a.db/../sec_b.db/trips", errors.BadRequest),
+    ("", errors.BadRequest),
+])
+def test_table_locations_are_confined(location, error):
+    catalog, hms = _catalog(urls=["/"])
+    with pytest.raises(error):
+        _run(check_table(catalog, "sec_a", "new", location, _db(hms, "sec_a")))
+
+
+def test_a_chosen_location_needs_the_url_permission():
+    chosen = f"{WH}/sec_a.db/elsewhere"
+    catalog, hms = _catalog()
+    with pytest.raises(errors.Forbidden, match="url permission"):
+        _run(check_table(catalog, "sec_a", "new", chosen, _db(hms, "sec_a")))
+    catalog, hms = _catalog(urls=[f"{WH}/sec_a.db"])
+    _run(check_table(catalog, "sec_a", "new", chosen, _db(hms, "sec_a")))
+    catalog, hms = _catalog(urls=[f"{WH}/sec_b.db"])
+    with pytest.raises(errors.Forbidden):
+        _run(check_table(catalog, "sec_a", "new", chosen, _db(hms, "sec_a")))
+
+
+def test_a_table_of_default_may_not_cover_another_namespace():
+    catalog, hms = _catalog(urls=["/"])
+    with pytest.raises(errors.Forbidden, match="namespace sec_b"):
+        _run(check_table(catalog, "default", "sec_b", f"{WH}/sec_b.db", _db(hms, "default")))
+    _run(check_table(catalog, "default", "fresh", f"{WH}/fresh", _db(hms, "default")))
+
+
+def test_a_namespace_may_not_overlap_another_but_may_sit_in_the_warehouse_root():
+    catalog, hms = _catalog(urls=["/"])
+    for location in (f"{WH}/sec_b.db", f"{WH}/sec_b.db/x", WH + "/sec_a.db/..", "file:///elsewhere", f"{WH}/old"):
+        with pytest.raises((errors.Forbidden, errors.BadRequest)):
+            _run(check_namespace(catalog, "mine", location))
+    _run(check_namespace(catalog, "mine", f"{WH}/mine_here"))
+    _run(check_namespace(catalog, "sec_b", f"{WH}/sec_b.db"))  # its own location, unchanged
+    # HMS's own choice for a new namespace is checked for overlaps too
+    hms.tables[("default", "clash")] = f"{WH}/clash.db"
+    with pytest.raises(errors.Forbidden):
+        _run(check_namespace(catalog, "clash", None))
+
+
+def test_a_re_pointed_namespace_is_refused_without_naming_what_the_user_cannot_see():
+    catalog, _ = _catalog(user="alice", urls=["/"])
+    catalog.view = CatalogView(PolicyEngine([_url_policy(["/"])]), "alice")  # alice sees nothing
+    with pytest.raises(errors.Forbidden) as refused:
+        _run(check_namespace(catalog, "alice_ns", f"{WH}/sec_b.db"))
+    assert "sec_b" not in refused.value.message.replace(f"{WH}/sec_b.db", "")
+
+
+def test_allowed_locations_widen_the_warehouse():
+    catalog, hms = _catalog(urls=["s3://lake"], allowed=["s3://lake/"])
+    hms.databases["s3ns"] = "s3://lake/ns"
+    _run(check_table(catalog, "s3ns", "t", "s3a://lake/ns/t", _db(hms, "s3ns")))
+    with pytest.raises(errors.Forbidden):
+        _run(check_namespace(catalog, "other", "s3://elsewhere/ns"))
+
+
+# --- purge ----------------------------------------------------------------------------------------
+
+def test_purge_deletes_only_files_below_the_table_location(tmp_path: Path, caplog):
+    table, other = tmp_path / "wh" / "a" / "t", tmp_path / "wh" / "b" / "u"
+    for directory in (table / "metadata", other / "metadata"):
+        directory.mkdir(parents=True)
+    mine, theirs = table / "metadata" / "stats.puffin", other / "metadata" / "stats.puffin"
+    old, foreign_list = table / "metadata" / "00000-old.metadata.json", other / "metadata" / "snap-1.avro"
+    for path in (mine, theirs, old, foreign_list):
+        path.write_bytes(b"x")
+    metadata = new_table_metadata(Schema(NestedField(1, "id", LongType(), required=False)),
+                                  UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, table.as_uri())
+    stats = [{"snapshot-id": 1, "statistics-path": p.as_uri(), "file-size-in-bytes": 1,
+              "file-footer-size-in-bytes": 1, "blob-metadata": []} for p in (mine, theirs)]
+    snapshot = {"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1, "manifest-list": foreign_list.as_uri(),
+                "summary": {"operation": "append"}, "schema-id": 0}
+    metadata = type(metadata).model_validate({
+        **metadata.model_dump(by_alias=True), "statistics": stats, "snapshots": [snapshot],
+        "metadata-log": [{"metadata-file": old.as_uri(), "timestamp-ms": 1},
+                         {"metadata-file": theirs.as_uri(), "timestamp-ms": 2}]})
+    files = MetadataFiles()
+    current = next_metadata_location(metadata, None)
+    asyncio.run(files.write(metadata, current))
+    with caplog.at_level("WARNING"):
+        deleted = asyncio.run(files.purge(metadata, current, "a.t"))
+    assert deleted == 3 and not mine.exists() and not old.exists()
+    assert theirs.exists() and foreign_list.exists()
+    skipped = [r.getMessage() for r in caplog.records if "skips" in r.getMessage()]
+    assert any(str(foreign_list) in line for line in skipped) and any(str(theirs) in line for line in skipped)
+
+
+def test_the_metadata_file_name_ignores_a_location_provider_property():
+    metadata = new_table_metadata(Schema(NestedField(1, "id", LongType(), required=False)),
+                                  UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, f"{WH}/a/t",
+                                  properties={"write.py-location-provider.impl": "shutil.rmtree",
+                                              "write.metadata.path": f"{WH}/a/t/meta"})
+    assert next_metadata_location(metadata, None).startswith(f"{WH}/a/t/meta/00000-")
