@@ -152,14 +152,14 @@ def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytes
 USER, PASSWORD = "etl", "etl-password"
 READER, READER_PASSWORD = "analyst", "analyst-password"
 POLICY = ETL_ALL_POLICY + f"""\
-  - id: 2
-    name: analyst reads lake
-    resources: {{database: [lake], table: ["*"], column: ["*"]}}
-    allow: [{{users: [analyst], accesses: [select]}}]
   - id: 3
     name: etl names locations in the bucket
     resources: {{url: {{values: ["s3://{BUCKET}/"], recursive: true}}}}
     allow: [{{users: [etl], accesses: [read, write]}}]
+  - id: 2
+    name: analyst reads lake
+    resources: {{database: [lake], table: ["*"], column: ["*"]}}
+    allow: [{{users: [analyst], accesses: [select]}}]
 """
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
 
