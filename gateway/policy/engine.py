@@ -18,6 +18,8 @@ Semantics follow ``RangerPolicyEngineImpl`` and ``RangerDefaultPolicyEvaluator``
   merge in ``evaluatePolicyItems``): the verdict of the highest ``policyPriority`` wins; at equal
   priority deny beats allow. Disabled policies are never evaluated. No verdict: denied, policy
   id ``-1`` (Ranger's "no policy decided").
+* **Locations** (Hive's ``url`` resource, :meth:`PolicyEngine.evaluate_url`): the ``url``
+  policies alone, matched by :mod:`gateway.policy.urls`, decided as above.
 * **A concrete access** counts SELF matches only. **``_any``** (listings, ``use db``) counts
   SELF and DESCENDANT matches, ignoring denials from DESCENDANT matches (Ranger's
   ``ignoreDescendantDeny``); it is allowed when one access type is allowed, and denied by a

@@ -48,9 +48,8 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class _Resource(_Model):
+class _Values(_Model):
     values: list[str] = Field(min_length=1)
-    excludes: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -58,6 +57,10 @@ class _Resource(_Model):
         if isinstance(value, str):
             return {"values": [value]}
         return {"values": value} if isinstance(value, list) else value
+
+
+class _Resource(_Values):
+    excludes: bool = False
 
 
 class _Item(_Model):
@@ -81,16 +84,8 @@ class _Item(_Model):
         return PolicyItem(expand_accesses(self.accesses), frozenset(self.users), frozenset(self.groups))
 
 
-class _Url(_Model):
-    values: list[str] = Field(min_length=1)
+class _Url(_Values):
     recursive: bool = False  # Ranger's isRecursive
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: Any) -> Any:  # a bare list (or one string) of values
-        if isinstance(value, str):
-            return {"values": [value]}
-        return {"values": value} if isinstance(value, list) else value
 
 
 class _Resources(_Model):
