@@ -14,7 +14,9 @@ for a receipt; only after the receipt is the batch's last event id stored as the
 a restart or a takeover, publishing resumes after that id, so nothing is lost as long as the
 feed still holds it (the feed refills its ring from HMS's log at start-up, ``ring_size`` events
 back); a batch that reached the broker but whose id was not yet stored (crash, lost receipt) is
-sent again: **consumers may see duplicates** and should de-duplicate on ``eventId``. Events
+sent again: **consumers may see duplicates** and should de-duplicate on ``eventId``. A clean
+stop (SIGTERM, a reload) finishes the batch in flight, offset included, so a rolling update
+sends nothing twice. Events
 already trimmed when the publisher gets to them (HMS's time-to-live, the ring's size) cannot be
 sent: that is logged as an error naming the lost ids, and publishing goes on from the oldest
 event the feed holds; after an HMS reset (ids went back), from the start of the new log.
@@ -55,6 +57,7 @@ from gateway.events import hcat
 from gateway.events.feed import FeedUnavailable, Resync
 from gateway.observability import metrics
 from gateway.events.leader import LockLost, OffsetStore, PublisherLock, lock_name
+from gateway.upstream.locks import to_the_end
 from gateway.upstream.errors import UpstreamError
 
 if TYPE_CHECKING:
@@ -394,8 +397,13 @@ class BrokerPublisher:
                 if not sent:  # only the publisher's own offset writes: nothing to store either
                     self.published_id = batch[-1].event_id
                     continue
-                await self._deliver(sent)
-                await self._acknowledge(batch[-1].event_id)
+                # Stopped meanwhile (SIGTERM, a reload), the batch is still sent and its offset
+                # stored (within the lease): else the next leader would send it again.
+                await to_the_end(asyncio.ensure_future(self._deliver_acknowledged(sent, batch[-1].event_id)))
+
+    async def _deliver_acknowledged(self, batch: Sequence[MetastoreEvent], last_id: int) -> None:
+        await self._deliver(batch)
+        await self._acknowledge(last_id)
 
     def _own(self, event: MetastoreEvent) -> bool:
         """An offset write of this gateway (Hive 3+ logs ``alter_database``): not published."""

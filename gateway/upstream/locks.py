@@ -55,7 +55,7 @@ from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Holder", "HmsLock", "LockNotGranted", "LockRefused", "Schedule", "recover", "this_process"]
+__all__ = ["Holder", "HmsLock", "LockNotGranted", "LockRefused", "Schedule", "recover", "this_process", "to_the_end"]
 
 AGENT = "hms-gateway"
 _AGENT_INFO_MAX = 128  # HIVE_LOCKS.HL_AGENT_INFO varchar(128)
@@ -186,9 +186,10 @@ def _behind(coro) -> asyncio.Task:
     return task
 
 
-async def _finish(task: asyncio.Task) -> None:
+async def to_the_end(task: asyncio.Future) -> None:
     """Await ``task`` to its end even if the caller is cancelled meanwhile (then re-raise the
-    cancellation): an unlock must not be cut off by the cancellation it serves."""
+    cancellation): an unlock must not be cut off by the cancellation it serves. ``task``'s
+    own exception is raised."""
     cancelled = False
     while not task.done():
         try:
@@ -196,7 +197,10 @@ async def _finish(task: asyncio.Task) -> None:
         except asyncio.CancelledError:
             cancelled = True
     if cancelled:
+        if not task.cancelled():
+            task.exception()  # retrieved: the cancellation is what the caller hears of
         raise asyncio.CancelledError
+    task.result()
 
 
 async def _unlock(client, lockid: int, what: str) -> bool:
@@ -290,7 +294,7 @@ class HmsLock:
             raise LockRefused(f"HMS refused the lock of {self}: {getattr(exc, 'message', exc)}") from None
         except (UpstreamError, OSError, TimeoutError) as exc:
             if not isinstance(exc, UpstreamConnectFailed):  # sent: HMS may hold a request
-                await _finish(_behind(self._sweep(agent_info)))
+                await to_the_end(_behind(self._sweep(agent_info)))
             raise
         self.lockid = response.lockid
         return response.state
@@ -370,7 +374,7 @@ class HmsLock:
         has no request of ours. Failures are logged (HMS's timeout then applies)."""
         lockid, self.lockid = self.lockid, None
         if lockid is not None:
-            await _finish(_behind(_unlock(self.client, lockid, repr(self))))
+            await to_the_end(_behind(_unlock(self.client, lockid, repr(self))))
 
     async def acquire(self) -> None:
         """Request, then check with back-off until ``ACQUIRED``. Raises :class:`LockNotGranted`

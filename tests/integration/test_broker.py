@@ -18,8 +18,8 @@ import pytest
 
 from gateway.events.broker import read_offset
 # The feed_hms and catalog fixtures (an HMS of its own per module) are in tests/integration/conftest.py.
-from tests.support.feed import start_feed_gateway
-from tests.support.gateway import GatewayFactory, metric
+from tests.support.feed import publisher_leading, start_feed_gateway
+from tests.support.gateway import GatewayFactory, wait_for
 from tests.support.activemq import Subscriber, jms_messages, start_activemq, start_jms_consumer
 
 pytestmark = pytest.mark.integration
@@ -147,21 +147,6 @@ def test_gateway_and_broker_restarts_lose_nothing(feed_hms, catalog, activemq, t
     assert "publishing resumes after" not in gw.log()  # nothing was trimmed or skipped
 
 
-def _leading(gw) -> bool:
-    try:
-        return gw.process.poll() is None and metric(gw, "hms_gateway_broker_publisher_leading") == 1
-    except OSError:
-        return False
-
-
-def _wait(predicate, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (found := predicate()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-    return found
-
-
 def test_a_rolling_restart_of_two_replicas_publishes_each_event_once(feed_hms, catalog, activemq, tmp_path,
                                                                       gateway_factory, record_property):
     """Two replicas sharing the publisher's HMS lock (no ``offset_file``), restarted one after the
@@ -180,10 +165,10 @@ def test_a_rolling_restart_of_two_replicas_publishes_each_event_once(feed_hms, c
     resumed = []
 
     def publish(name: str) -> None:
-        _wait(lambda: sum(map(_leading, gateways)) == 1, f"no single leader: {[gw.log()[-2000:] for gw in gateways]}")
+        wait_for(lambda: sum(map(publisher_leading, gateways)) == 1, timeout=60, interval=0.05)
         base = catalog.client.get_current_notificationEventId().eventId
         catalog.create_database(name)
-        _wait(lambda: base + 1 in subscriber.ids(), f"{name} was not published: {subscriber.ids()}")
+        wait_for(lambda: base + 1 in subscriber.ids(), timeout=60, interval=0.05)
 
     def requests_of_gone_replicas() -> list:
         live = {f"pid={gw.process.pid} " for gw in gateways}
@@ -195,7 +180,7 @@ def test_a_rolling_restart_of_two_replicas_publishes_each_event_once(feed_hms, c
         for i in range(2):
             gateways[i] = gateway_factory.restart(gateways[i])  # SIGTERM, then the same configuration again
             started = time.monotonic()
-            _wait(lambda: any(map(_leading, gateways)), "nobody leads after the restart")
+            wait_for(lambda: any(map(publisher_leading, gateways)), timeout=60, interval=0.05)
             resumed.append(round(time.monotonic() - started, 2))
             assert requests_of_gone_replicas() == []
             publish(f"rolling_{i + 1}")

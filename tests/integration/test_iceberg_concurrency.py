@@ -124,7 +124,8 @@ def test_eight_rest_writers_on_one_table_all_land_and_none_starves(module_hms, m
     (bench/iceberg.py --writers 8 measures the rate)."""
     writers, appends = 8, 10
     service = {"path": PATH, "kind": "iceberg-rest", "upstream": {"urls": [module_hms.uri]}}
-    gw = module_gateway_factory(services=[service], users={USER: PASSWORD}, name="eight", workers=2)
+    gw = module_gateway_factory(services=[service], users={USER: PASSWORD}, name="eight", workers=2,
+                                timeout=120)  # two workers start slowly on a busy machine
     identifier = "race8.t"
     setup = _rest(gw)
     setup.create_namespace("race8")

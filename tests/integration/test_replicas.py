@@ -27,7 +27,7 @@ import pytest
 
 from gateway.certs import write_dev_certificates
 from tests.support.activemq import Subscriber, start_activemq
-from tests.support.feed import EVENTS_PATH, SSE, Catalog, SSEReader, events_service
+from tests.support.feed import EVENTS_PATH, SSE, Catalog, SSEReader, events_service, publisher_leading
 from tests.support.gateway import SPEC_PATH, htpasswd_provider, metric, service
 from tests.support.hms import start_hms
 from tests.support.replicas import LOCKING_SITE, start_haproxy
@@ -193,17 +193,8 @@ def test_an_address_gets_refuse_after_guesses_across_the_deployment(rig):
     assert spread == [[401] * REFUSE_AFTER + [429]] * 2
 
 
-def _leading(gw) -> bool:
-    """Whether the replica says it publishes (hms_gateway_broker_publisher_leading); a replica
-    that is gone (or dying: killed, not yet reaped) does not."""
-    try:
-        return gw.process.poll() is None and metric(gw, "hms_gateway_broker_publisher_leading") == 1
-    except OSError:
-        return False
-
-
 def _leaders(gateways) -> list[int]:
-    return [i for i, gw in enumerate(gateways) if _leading(gw)]
+    return [i for i, gw in enumerate(gateways) if publisher_leading(gw)]
 
 
 def _wait(predicate, timeout: float, what: str):

@@ -13,12 +13,12 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.gateway import GatewayFactory, RunningGateway
+from tests.support.gateway import GatewayFactory, RunningGateway, metric
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 __all__ = ["EVENTS_PATH", "PASSWORD", "POLICY", "SSE", "Catalog", "SSEReader", "auth", "events_service",
-           "feed_metrics", "start_feed_gateway"]
+           "feed_metrics", "publisher_leading", "start_feed_gateway"]
 
 PASSWORD = "pw-123456"
 EVENTS_PATH = "catalog/events"
@@ -167,3 +167,12 @@ def feed_metrics(gw: RunningGateway) -> dict[str, float]:
             if sample.name in _NAMES:
                 out[_NAMES[sample.name]] += sample.value
     return out
+
+
+def publisher_leading(gw: RunningGateway) -> bool:
+    """Whether the gateway says its broker publisher leads (``hms_gateway_broker_publisher_leading``);
+    a gateway that is gone (or dying: killed, not yet reaped) does not."""
+    try:
+        return gw.process.poll() is None and metric(gw, "hms_gateway_broker_publisher_leading") == 1
+    except OSError:
+        return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 
 import pytest
 from pydantic import ValidationError
@@ -174,6 +175,32 @@ async def test_a_failed_send_is_retried_and_the_offset_waits_for_it(tmp_path):
         assert publisher.failures == 0
     finally:
         await publisher.close()
+
+
+async def test_a_stop_while_the_broker_takes_a_batch_stores_its_offset(tmp_path):
+    """close() (SIGTERM, a reload) while a batch is being sent: the batch is finished and its
+    offset stored, so the next publisher (a rolling update's next leader) does not send it
+    again (issue 33)."""
+    write_offset(tmp_path / "broker.offset", 2)
+    feed = ChangeFeed(ScriptedLog(range(1, 6)), ring_size=100)
+    sending, go_on = threading.Event(), threading.Event()
+
+    class Held(RecordingPublisher):
+        def _send(self, batch):
+            sending.set()
+            go_on.wait(30)
+            super()._send(batch)
+
+    publisher = Held(feed, settings_in(tmp_path))
+    await feed.poll_once()
+    await publisher.start()
+    assert await asyncio.to_thread(sending.wait, 30)
+    closing = asyncio.create_task(publisher.close())
+    await asyncio.sleep(0)  # close() has cancelled the publisher while the broker holds the batch
+    go_on.set()
+    await closing
+    assert publisher.sent == [[3, 4, 5]]
+    assert read_offset(tmp_path / "broker.offset") == 5
 
 
 async def test_trimmed_events_are_logged_as_lost_and_the_rest_published(tmp_path, caplog):
