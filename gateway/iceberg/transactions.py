@@ -15,7 +15,8 @@ HMS has no multi-table transaction, so this is what the gateway promises (docs/i
    (their HMS table as read under the lock), still under the same locks, so no writer that takes
    the lock (HiveCatalog's, this gateway's) built on the partial state; readers take no lock and
    may have loaded a table in between (HMS isolates no reads). The new files are deleted, and the
-   answer is 409 (HMS refused) or 503 (HMS unreachable).
+   answer is 409 (HMS refused), 400 (HMS's column-type refusal, which a retry meets again:
+   :mod:`gateway.iceberg.hms_refusals`) or 503 (HMS unreachable).
 5. If a compensating alter fails too, or an alter's outcome stays unknown, the answer is
    ``CommitStateUnknownException`` (502, 504 after a timeout) naming the tables whose change
    landed, and every new file is kept.
@@ -42,6 +43,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import accesses, apply_updates, locked
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
+from gateway.iceberg.hms_refusals import column_refusal
 from gateway.iceberg.locations import check_moved
 from gateway.iceberg.routes import Route, hms_name, namespace_name
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
@@ -207,8 +209,10 @@ async def _roll_back(catalog: Catalog, changes: list[Change], landed: list[Chang
         log.warning("the transaction failed at %s: %s", failed.key, cause)
         raise errors.ServiceUnavailable(f"the transaction failed at {failed.key} (the Hive Metastore is "
                                         f"unavailable); tables put back: {rolled}")
-    refused = errors.hms_refused(cause, f"the commit of {failed.key}")
-    raise errors.CommitFailed(f"{refused}; the transaction was rolled back (tables put back: {rolled})")
+    column = column_refusal(failed.key, getattr(cause, "message", None))  # retrying cannot help: 400
+    refused = column or errors.hms_refused(cause, f"the commit of {failed.key}")
+    error = errors.BadRequest if column else errors.CommitFailed
+    raise error(f"{refused}; the transaction was rolled back (tables put back: {rolled})")
 
 
 def _unknown(changes: list[Change], landed: list[Change], cause: Exception) -> errors.CommitStateUnknown:

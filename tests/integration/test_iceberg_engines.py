@@ -22,10 +22,12 @@ import pyarrow as pa
 import pytest
 from pyiceberg.exceptions import BadRequestError, NoSuchNamespaceError, RESTError
 from pyiceberg.schema import Schema
-from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+from pyiceberg.table import CommitTableRequest, TableIdentifier
+from pyiceberg.types import DoubleType, LongType, NestedField, StringType, StructType
 
 from gateway.iceberg.hms_refusals import SETTING
 from tests.support.gateway import RunningGateway, htpasswd_provider
+from tests.support.hms import start_hms
 from tests.support.iceberg.clients import call, error_of, rest_catalog
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
@@ -90,17 +92,53 @@ def test_schema_changes_that_drop_and_reorder_columns_commit(rest):
     assert [f.name for f in rest.load_table("evolve.t").schema().fields] == ["score", "id"]
 
 
-def test_hms_refusing_a_column_change_is_a_400_naming_its_setting(hms_factory, gateway_factory, key_file, tmp_path):
-    strict = hms_factory(site={SETTING: "true"})
-    gw = gateway_factory(topologies=_topology(strict.uri, key_file), users={USER: PASSWORD})
-    catalog = rest_catalog(gw, credential=f"{USER}:{PASSWORD}")
-    catalog.create_namespace("strict")
-    table = catalog.create_table("strict.t", schema=SCHEMA)
+#: HMS 2.3 converts most primitive types into each other; a struct where a double was it refuses.
+POINTS = Schema(NestedField(1, "id", LongType(), required=False),
+                NestedField(2, "point", StructType(NestedField(3, "x", DoubleType(), required=False),
+                                                   NestedField(4, "y", DoubleType(), required=False)), required=False),
+                NestedField(5, "score", DoubleType(), required=False))
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory, module_gateway_factory, key_file):
+    """A catalog over an HMS with its column-type check on (HMS 2.3's default)."""
+    hms = start_hms(tmp_path_factory.mktemp("hms-strict"), site={SETTING: "true"})
+    try:
+        gw = module_gateway_factory(topologies=_topology(hms.uri, key_file), users={USER: PASSWORD})
+        catalog = rest_catalog(gw, credential=f"{USER}:{PASSWORD}")
+        catalog.create_namespace("strict")
+        yield gw, catalog
+    finally:
+        hms.server.stop()
+
+
+def test_hms_refusing_a_column_change_is_a_400_naming_its_setting(strict):
+    _, catalog = strict
+    table = catalog.create_table("strict.t", schema=POINTS)
     before = table.metadata_location
     with pytest.raises(BadRequestError, match=SETTING):
         with table.update_schema() as update:
-            update.delete_column("name")
+            update.delete_column("point")
     assert catalog.load_table("strict.t").metadata_location == before
+
+
+def test_in_a_transaction_hms_s_column_refusal_is_the_same_400_and_all_is_put_back(strict):
+    gw, catalog = strict
+    first, second = catalog.create_table("strict.a", schema=SCHEMA), catalog.create_table("strict.b", schema=POINTS)
+    change = second.transaction()
+    with change.update_schema() as update:
+        update.delete_column("point")
+    schema_change = CommitTableRequest(identifier=TableIdentifier(namespace=["strict"], name="b"),
+                                       requirements=change._requirements, updates=change._updates)
+    answer = call(gw, "POST", "/v1/transactions/commit", {"table-changes": [
+        {"identifier": {"namespace": ["strict"], "name": "a"}, "requirements": [],
+         "updates": [{"action": "set-properties", "updates": {"k": "a"}}]},
+        json.loads(schema_change.model_dump_json(by_alias=True, exclude_none=True)),
+    ]}, auth=(USER, PASSWORD))
+    message = error_of(answer, 400, "BadRequestException")["message"]
+    assert SETTING in message and "tables put back: strict.a" in message
+    assert catalog.load_table("strict.a").metadata_location == first.metadata_location
+    assert catalog.load_table("strict.b").metadata_location == second.metadata_location
 
 
 @pytest.mark.parametrize("path", ["/v1/namespaces", "/v1/namespaces?pageSize=1000",
@@ -113,7 +151,7 @@ def test_a_last_page_and_an_unpaged_listing_say_next_page_token_null(gw, rest, p
 
 def test_purge_and_namespace_drop_leave_no_directories(rest, module_hms):
     rest.create_namespace("purged")
-    table = rest.create_table("purged.t", schema=SCHEMA, partition_spec=None)
+    table = rest.create_table("purged.t", schema=SCHEMA)
     table.append(pa.Table.from_pylist([{"id": 1, "name": "a", "score": 1.5}], schema=table.schema().as_arrow()))
     location = Path(table.location().removeprefix("file:"))
     namespace_dir = Path(rest.load_namespace_properties("purged")["location"].removeprefix("file:"))
@@ -131,7 +169,9 @@ def test_purge_and_namespace_drop_leave_no_directories(rest, module_hms):
                                                 ("GET", "views", "NoSuchViewException")])
 def test_a_metadata_table_lookup_is_404_so_java_falls_back(gw, rest, method, kind, what):
     rest.create_namespace_if_not_exists("evolve")
-    answer = call(gw, method, f"/v1/demo/namespaces/evolve%1Ft/{kind}/snapshots", auth=(USER, PASSWORD))
+    # a HEAD's 404 is not spec-checked: it has no body, which the spec asks of that 404
+    answer = call(gw, method, f"/v1/demo/namespaces/evolve%1Ft/{kind}/snapshots", auth=(USER, PASSWORD),
+                  validate=method != "HEAD")
     assert answer.status_code == 404
     if what:
         assert error_of(answer, 404, what)["message"].endswith("(the Hive Metastore has one namespace level)")
@@ -178,10 +218,9 @@ def test_duckdb_refuses_a_gateway_its_ca_file_does_not_vouch_for(gw, tmp_path):
     other = write_dev_certificates(tmp_path / "other-ca")
     con = duckdb_connection()
     con.execute(f"SET ca_cert_file = '{other.ca_certificate}'")
-    con.execute(f"""CREATE SECRET gw (TYPE ICEBERG, CLIENT_ID '{USER}', CLIENT_SECRET '{PASSWORD}',
-                    OAUTH2_SERVER_URI '{gw.url(path="iceberg")}/v1/oauth/tokens')""")
-    with pytest.raises(duckdb.Error):
-        con.execute(f"ATTACH 'demo' AS demo (TYPE ICEBERG, ENDPOINT '{gw.url(path='iceberg')}', SECRET gw)")
+    with pytest.raises(duckdb.Error, match="SSL server verification failed"):  # its first call: the token
+        con.execute(f"""CREATE SECRET gw (TYPE ICEBERG, CLIENT_ID '{USER}', CLIENT_SECRET '{PASSWORD}',
+                        OAUTH2_SERVER_URI '{gw.url(path="iceberg")}/v1/oauth/tokens')""")
     con.close()
 
 

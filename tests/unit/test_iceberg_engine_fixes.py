@@ -100,7 +100,8 @@ def test_hms_refusing_a_column_change_is_400_naming_the_setting_not_a_retryable_
                "respective positions :\nid,name")
     error = commit_refusal("db.t", message)
     assert isinstance(error, errors.BadRequest) and SETTING in error.message and "id,name" in error.message
-    assert isinstance(commit_refusal("db.t", "something else"), errors.CommitFailed)
+    other = commit_refusal("db.t", "java.lang.NullPointerException at org.apache.hadoop.hive")
+    assert isinstance(other, errors.CommitFailed) and "java" not in other.message
 
 
 # --- empty directories ---------------------------------------------------------------------------
