@@ -37,8 +37,6 @@ class Settings:
     lock_heartbeat: float = 240.0
     #: HMS's ``hive.txn.timeout``, seconds: a blocking lock not heard of for longer is released.
     lock_timeout: float = 300.0
-    #: Host name sent in lock requests (shown by ``SHOW LOCKS``).
-    hostname: str = "hms-gateway"
     #: Principals that may load tables with columns denied to the user (:mod:`gateway.iceberg.trusted`).
     trusted_engines: frozenset[str] = frozenset()
 

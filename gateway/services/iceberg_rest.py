@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 from functools import cached_property
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -147,7 +146,6 @@ class IcebergRestService(MetastoreBacked):
             hive2_compatible=options.hive2_compatible, lock_wait=options.lock_wait_seconds,
             lock_check_min_wait=options.lock_check_min_wait_seconds,
             lock_check_max_wait=options.lock_check_max_wait_seconds, lock_timeout=options.lock_timeout_seconds,
-            hostname=socket.gethostname(),
             trusted_engines=frozenset(options.trusted_engines),
         )
 
