@@ -252,7 +252,10 @@ class Gateway:
         limits = self.config.limits
         observers = (RequestMetrics(frozenset(self.schema.methods)), AuditTrail(self.audit))
         handler = GatewayHandler(self.router, observers, self.client_addresses)
-        options = dict(access_log=None, keepalive_timeout=limits.client_idle_timeout_seconds)
+        # auto_decompress off: a body's Content-Encoding is refused by the kinds, never inflated
+        # here (aiohttp would inflate it before any limit, and fail noisily on a bad one)
+        options = dict(access_log=None, keepalive_timeout=limits.client_idle_timeout_seconds,
+                       auto_decompress=False)
         peers = self.client_addresses.proxied_peers
         if peers is not None:
             return _ProxiedGatewayServer(handler, proxied_peers=peers, **options)
