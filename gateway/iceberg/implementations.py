@@ -19,6 +19,7 @@ installed source for property-driven imports and fails when one is keyed otherwi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from gateway.iceberg import errors
@@ -27,18 +28,19 @@ __all__ = ["CODE_WORDS", "names_code", "refuse_code"]
 
 #: Words that, closing a property key, make it name an implementation (a class or a function).
 CODE_WORDS = ("impl", "factory", "class", "credentials-provider")
+# the last '.'-separated part is a word, or ends in '-'/'_' and a word (one pass over the key)
+_CODE_KEY = re.compile(r"(?:^|[._-])(?:" + "|".join(map(re.escape, CODE_WORDS)) + r")$", re.IGNORECASE)
 
 
 def names_code(key: str) -> bool:
     """Whether the property ``key`` names code to import (see the module docstring)."""
-    last = key.strip().lower().rsplit(".", 1)[-1]
-    return any(last == word or last.endswith(("-" + word, "_" + word)) for word in CODE_WORDS)
+    return _CODE_KEY.search(key.strip()) is not None
 
 
 def refuse_code(keys: Iterable[str], where: str) -> None:
     """Raise :class:`~errors.BadRequest` naming the first key of ``keys`` that names code
     (``where``: what holds the properties, for the message)."""
     for key in keys:
-        if isinstance(key, str) and names_code(key):
+        if isinstance(key, str) and _CODE_KEY.search(key.strip()) is not None:
             raise errors.BadRequest(f"{where}: property {key[:100]!r} names an implementation to load; "
                                     "the catalog never takes code from a client")
