@@ -46,6 +46,7 @@ def properties_of(database) -> dict[str, str]:
 
 async def list_namespaces(catalog: Catalog, query) -> Reply:
     parent = query.get("parent")
+    paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
     if parent is not None:  # HMS has no nested namespaces: a parent has no children
         db = namespace_name(parent.split(NAMESPACE_SEPARATOR), errors.NoSuchNamespace)
         catalog.named(db)

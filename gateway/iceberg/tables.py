@@ -69,6 +69,7 @@ async def listing(catalog: Catalog, db: str, query, keep, operation: str) -> Rep
     the HMS ``Table``: Iceberg tables, Iceberg views), paged as ``operation``. Names the user
     may not see are dropped before their objects are read. Raises ``NoSuchNamespace``,
     ``Forbidden``, ``BadRequest`` (paging)."""
+    paged([], operation, [db], query)  # a bad pageSize or pageToken is refused before HMS is asked
     catalog.require("", db)
     await catalog.database(db)
     names = catalog.view.visible_tables(db, await catalog.client.call("get_all_tables", db_name=db))

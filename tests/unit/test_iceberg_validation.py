@@ -166,3 +166,11 @@ async def test_a_compressed_body_is_415_before_it_is_read():
     response, label = await _serve("/v1/namespaces", method="POST", headers={"Content-Encoding": "gzip"})
     assert response.status == 415 and response.headers["Accept-Encoding"] == "identity"
     assert json.loads(response.body)["error"]["type"] == "UnsupportedMediaTypeException"
+
+
+@pytest.mark.parametrize("path", ["/v1/namespaces?pageToken=zzz", "/v1/namespaces?pageSize=-1",
+                                  "/v1/namespaces/db/tables?pageToken=zzz", "/v1/namespaces/db/views?pageSize=0"])
+async def test_a_bad_page_is_refused_before_hms_is_asked(path):
+    from gateway.upstream.errors import UpstreamUnavailable
+    response, _ = await _serve(path, error=UpstreamUnavailable("HMS was called"))
+    assert response.status == 400, response.body
