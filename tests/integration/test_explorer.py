@@ -11,7 +11,7 @@ Playwright, against the real gateway and real Hive Metastores.
 * An Iceberg table shows its schema, partition spec, properties and snapshot history, loaded
   through the topology's ``iceberg-rest`` service.
 
-``HMS_EXPLORER_SCREENSHOTS=docs`` also writes the screenshots linked from the README.
+``HMS_EXPLORER_SCREENSHOTS=docs`` also writes the screenshots shown in docs/explorer.md.
 """
 
 from __future__ import annotations
