@@ -40,7 +40,7 @@ LABEL org.opencontainers.image.title="hms-gateway" \
 # tunnel's Kerberos); libraries only, no headers or compiler.
 # hadolint ignore=DL3008
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libgssapi-krb5-2 libkrb5-3 \
+ && apt-get install -y --no-install-recommends libgssapi-krb5-2 libkrb5-3 libk5crypto3 \
  && rm -rf /var/lib/apt/lists/*
 
 # Numeric UID so Kubernetes runAsNonRoot can verify it without resolving /etc/passwd.

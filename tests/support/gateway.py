@@ -18,7 +18,7 @@ import time
 import base64
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +117,7 @@ def start_gateway(
     files: Mapping[str, str] | None = None,
     env: Mapping[str, str | None] | None = None,
     timeout: float = 30.0,
+    program: Sequence[str] = (sys.executable, "-m", "gateway.cli"),
 ) -> RunningGateway:
     """Start ``hms-gateway serve`` with ``topologies`` (name → topology mapping) and wait until
     it answers on both listeners. Raises RuntimeError with the gateway's log if it does not.
@@ -125,7 +126,8 @@ def start_gateway(
     of the gateway file; ``listener`` extra keys of its HTTPS listener (``listeners.gateway``);
     ``files`` (name → text) are written into ``workdir`` first (name them in a topology with
     :func:`in_workdir`); ``env`` is set in (a value of None: removed from) the gateway's
-    environment.
+    environment; ``program`` is the ``hms-gateway`` command (another venv's, for the image's
+    install: tests/integration/test_image_install.py).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     for name, text in (files or {}).items():
@@ -152,7 +154,7 @@ def start_gateway(
     environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     log = open(workdir / "gateway.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", "serve", "--config", str(workdir / "gateway.yaml")],
+        [*program, "serve", "--config", str(workdir / "gateway.yaml")],
         stdout=log, stderr=subprocess.STDOUT,
         env={key: value for key, value in environment.items() if value is not None},
     )

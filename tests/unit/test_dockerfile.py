@@ -1,4 +1,4 @@
-"""The container image: Dockerfile lint and structure, and its install step run for real.
+"""The container image: Dockerfile lint and structure.
 
 No Docker engine runs here, so the install step the builder stage performs (wheel of this
 project, then a venv holding only that wheel and its runtime dependencies) is replayed in a
@@ -17,8 +17,7 @@ from pathlib import Path
 import dockerfile
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "Dockerfile"
+from tests.support.image import DOCKERFILE, ROOT, apt_packages, stages
 
 
 def _hadolint() -> str:
@@ -31,15 +30,6 @@ def _hadolint() -> str:
 @pytest.fixture(scope="module")
 def commands():
     return dockerfile.parse_file(str(DOCKERFILE))
-
-
-def _stages(commands):
-    stages: list[list] = []
-    for cmd in commands:
-        if cmd.cmd == "FROM":
-            stages.append([])
-        stages[-1].append(cmd)
-    return stages
 
 
 def test_hadolint_clean():
@@ -60,14 +50,14 @@ def test_hadolint_catches_a_bad_dockerfile(tmp_path):
 
 
 def test_multi_stage_with_slim_runtime(commands):
-    stages = _stages(commands)
-    assert len(stages) >= 2, "builder and runtime stages expected"
-    final_from = stages[-1][0].value
+    split = stages(commands)
+    assert len(split) >= 2, "builder and runtime stages expected"
+    final_from = split[-1][0].value
     assert final_from[0] == "python:3.11-slim"
-    builder_runs = " ".join(" ".join(c.value) for c in stages[0] if c.cmd == "RUN")
+    builder_runs = " ".join(" ".join(c.value) for c in split[0] if c.cmd == "RUN")
     assert "pip wheel" in builder_runs or "-m build" in builder_runs
     # Runtime stage gets the built venv from the builder, never source or compilers.
-    final = stages[-1]
+    final = split[-1]
     copies = [c for c in final if c.cmd == "COPY"]
     assert copies and all(any(f.startswith("--from=") for f in c.flags) for c in copies)
     final_runs = " ".join(" ".join(c.value) for c in final if c.cmd == "RUN")
@@ -75,32 +65,18 @@ def test_multi_stage_with_slim_runtime(commands):
         assert forbidden not in final_runs + " "
 
 
-def _apt_packages(stage) -> set[str]:
-    """The packages a stage's ``apt-get install`` lines name."""
-    words = " ".join(" ".join(c.value) for c in stage if c.cmd == "RUN").split()
-    named: set[str] = set()
-    for i, word in enumerate(words):
-        if word == "install" and i and words[i - 1] == "apt-get":
-            for arg in words[i + 1:]:
-                if arg in ("&&", "\\"):
-                    break
-                if not arg.startswith("-"):
-                    named.add(arg)
-    return named
-
-
 def test_kerberos_builds_in_the_builder_and_links_in_the_runtime(commands):
     """pyspnego[kerberos]'s gssapi and krb5 build from source (krb5-config, headers) in the
     builder; the runtime stage has the shared libraries they link against (the fresh-venv test,
     tests/integration/test_image_install.py, reads those links from the built extensions)."""
-    builder, runtime = _stages(commands)[0], _stages(commands)[-1]
-    assert {"gcc", "libc6-dev", "libkrb5-dev"} <= _apt_packages(builder)
-    assert {"libgssapi-krb5-2", "libkrb5-3"} <= _apt_packages(runtime)
-    assert not any(p.endswith("-dev") for p in _apt_packages(runtime))
+    builder, runtime = stages(commands)[0], stages(commands)[-1]
+    assert {"gcc", "libc6-dev", "libkrb5-dev"} <= apt_packages(builder)
+    assert {"libgssapi-krb5-2", "libkrb5-3"} <= apt_packages(runtime)
+    assert not any(p.endswith("-dev") for p in apt_packages(runtime))
 
 
 def test_runtime_contract(commands):
-    final = _stages(commands)[-1]
+    final = stages(commands)[-1]
     by_cmd: dict[str, list] = {}
     for c in final:
         by_cmd.setdefault(c.cmd, []).append(c)
@@ -115,7 +91,7 @@ def test_runtime_contract(commands):
     (health,) = by_cmd["HEALTHCHECK"]
     assert "curl" not in health.original
     assert '["/opt/hms-gateway/bin/python", "/opt/hms-gateway/healthcheck.py"]' in health.original
-    builder_copies = [c.value for c in _stages(commands)[0] if c.cmd == "COPY"]
+    builder_copies = [c.value for c in stages(commands)[0] if c.cmd == "COPY"]
     assert ("docker/healthcheck.py", "/opt/hms-gateway/healthcheck.py") in builder_copies
     assert "!docker/healthcheck.py" in (ROOT / ".dockerignore").read_text().splitlines()
 
