@@ -8,6 +8,7 @@ application/x-amz-json-1.1`` (the protocol botocore's ``JSONParser`` reads: the 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from aiohttp import web
 
@@ -22,9 +23,10 @@ class GlueError(Exception):
     code = "InternalServiceException"
     status = 502  # an upstream failure, never the gateway's own 500 (AWS's __type kept)
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, headers: Iterable[tuple[str, str]] = ()):
         super().__init__(message)
         self.message = message
+        self.headers = list(headers)  # extra response headers (WWW-Authenticate, Retry-After)
 
     @classmethod
     def of(cls, code: str, status: int, message: str) -> GlueError:
@@ -39,6 +41,8 @@ class GlueError(Exception):
         response = web.Response(status=self.status, body=body, content_type=CONTENT_TYPE)
         if request_id:
             response.headers["x-amzn-RequestId"] = request_id
+        for name, value in self.headers:
+            response.headers.add(name, value)
         return response
 
 

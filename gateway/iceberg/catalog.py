@@ -53,6 +53,9 @@ class Catalog:
     user: str
     #: (database, table) the request named, for the audit line.
     objects: tuple[str | None, str | None] = field(default=(None, None))
+    #: The policy's decision on the request for the audit line (``allowed``, ``denied``; None:
+    #: none asked).
+    decision: str | None = None
     #: The serving :class:`~gateway.services.iceberg_rest.IcebergRestService` (topology, options,
     #: service-wide parts such as the token issuer), for operations that need more than HMS.
     service: Any = None
@@ -68,6 +71,7 @@ class Catalog:
 
     def require(self, access: str, db: str, table: str | None = None) -> None:
         """Raise 404 when the user cannot see the object, 403 when ``access`` is denied."""
+        self.decision = "denied"
         if not self.view.visible(db, table):
             if table is None:
                 raise errors.NoSuchNamespace(f"Namespace does not exist: {db}")
@@ -75,6 +79,12 @@ class Catalog:
         if access and not self.view.may(access, db, table):
             what = db if table is None else f"{db}.{table}"
             raise errors.Forbidden(f"{self.user} may not {access} {what}")
+        self.decision = "allowed"
+
+    def visible_databases(self, names: list[str]) -> list[str]:
+        """The databases of ``names`` the user sees (the view counts the hidden ones)."""
+        self.decision = "allowed"
+        return self.view.visible_databases(names)
 
     # --- HMS lookups ------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ async def list_namespaces(catalog: Catalog, query) -> Reply:
         await catalog.database(db)
         names: list[str] = []
     else:
-        names = catalog.view.visible_databases(await catalog.client.get_all_databases())
+        names = catalog.visible_databases(await catalog.client.get_all_databases())
     chosen, token = paged(names, "listNamespaces", [parent or ""], query)
     # The spec's PageToken is nullable: null says this is the last page (or the whole listing).
     return Reply(body={"namespaces": [[n] for n in chosen], "next-page-token": token})

@@ -3,7 +3,9 @@ service role made meaningful). Each kind is one module; :data:`KINDS` is the reg
 uvicorn's ``"module:attribute"`` tables, imported only when a topology names the kind.
 
 The contract every kind meets is :class:`gateway.services.base.ServiceKind`; its ``roles``
-name the pipeline steps of its chain (:data:`gateway.pipeline.steps.STEPS`), in order.
+name the pipeline steps of its chain (:data:`gateway.pipeline.steps.STEPS`), in order. A
+JSON-over-HTTP kind is a :class:`gateway.services.http_frame.HttpKind`: its handlers, its error
+model and a line here.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 AWS JSON 1.1 protocol as Glue speaks it, so that boto3's glue client (``endpoint_url`` at the
 service) works unmodified.
 
-One request: ``POST`` (else 405); the body read whole (413, 408) and left for the ``sigv4``
+One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
+:class:`GlueErrors` as its error model): ``POST`` (else 405); the body read whole (413, 408) and left for the ``sigv4``
 provider, which signs over it; request-side steps (authentication, identity assertion, service
 ACL); ``X-Amz-Target: AWSGlue.<Operation>`` picks the operation (:mod:`gateway.glue.operations`,
 ``UnknownOperationException`` otherwise); the body is the operation's JSON object
@@ -38,8 +39,6 @@ from gateway.config import Limits
 from gateway.glue import errors
 from gateway.glue.errors import CONTENT_TYPE, GlueError
 from gateway.glue.operations import Caller, GlueCatalog
-from gateway.observability import metrics
-from gateway.pipeline.body import read_body
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import (
     BodyTimeout,
@@ -50,9 +49,10 @@ from gateway.pipeline.outcomes import (
 )
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
-from gateway.providers.authentication.sigv4 import REFUSAL, SIGNED_BODY
+from gateway.providers.authentication.sigv4 import REFUSAL
 from gateway.providers.authentication.throttle import Throttled
-from gateway.services.base import MetastoreBacked, ServiceContext
+from gateway.services.base import ServiceContext
+from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import Upstream
@@ -78,21 +78,69 @@ class GlueOptions(BaseModel):
     cache: CacheOptions = Field(default_factory=CacheOptions)
 
 
-class _Refused(Exception):
-    """A request ends with ``error`` (a Glue error) and the outcome label ``label``."""
+class GlueErrors:
+    """Glue's error model (:class:`~gateway.services.http_frame.ErrorModel`): AWS JSON 1.1
+    errors with ``x-amzn-RequestId``."""
 
-    def __init__(self, error: GlueError, label: str, headers=()):
-        super().__init__(error.message)
-        self.error, self.label, self.headers = error, label, headers
+    error = GlueError
+
+    @staticmethod
+    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[GlueError, str] | None:
+        if isinstance(outcome, Unauthenticated):
+            refusal = request.get(REFUSAL)
+            if refusal is not None:  # a SigV4 signature presented and refused: as AWS answers it
+                return GlueError.of(refusal.code, refusal.status, refusal.message), "unauthenticated"
+            return errors.MissingAuthenticationToken("Missing Authentication Token",
+                                                     _headers(outcome.headers)), "unauthenticated"
+        if isinstance(outcome, Forbidden):
+            return errors.Forbidden(outcome.reason), "forbidden"
+        if isinstance(outcome, Throttled):
+            return errors.Throttling("Rate exceeded: too many failed authentications",
+                                     [(hdrs.RETRY_AFTER, str(outcome.retry_after))]), "throttled"
+        if isinstance(outcome, TooLarge):
+            return errors.RequestTooLarge(outcome.reason), "too_large"
+        if isinstance(outcome, BodyTimeout):
+            return errors.RequestTimeout(outcome.reason), "bad_request"
+        return None
+
+    @staticmethod
+    def label(error: GlueError) -> str:
+        if isinstance(error, (errors.InvalidInput, errors.Serialization, errors.UnknownOperation)):
+            return "bad_request"
+        return "exception" if error.status < 500 else "upstream_unavailable"
+
+    @staticmethod
+    def upstream(failure: Exception, method: str | None) -> tuple[GlueError, str]:
+        if isinstance(failure, UpstreamTimeout):
+            return errors.OperationTimeout(str(failure)), "upstream_timeout"
+        if isinstance(failure, UpstreamError):
+            return errors.ServiceUnavailable(str(failure)), "upstream_unavailable"
+        if isinstance(failure, TException):  # HMS's exception, or TApplicationException
+            return errors.InternalService(str(failure)[:1024]), "upstream_unavailable"
+        return errors.InternalService("the metastore failed"), "upstream_unavailable"
+
+    @staticmethod
+    def internal(request_id: str) -> GlueError:
+        return GlueError.of("InternalServiceException", 500,
+                            f"internal error; the gateway's log has the details under request id {request_id}")
+
+    @staticmethod
+    def answer(error: GlueError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        return error.response(exchange.event.request_id), error.message
 
 
-class GlueService(MetastoreBacked):
+def _headers(headers) -> list[tuple[str, str]]:
+    return list(headers.items()) if isinstance(headers, dict) else list(headers or ())
+
+
+class GlueService(HttpKind):
     """Serves one ``glue`` service: ``upstream`` its HMS list, ``chain`` its steps, ``policy``
     its catalog policy (None: everything visible)."""
 
     kind = "glue"
     roles = ("authentication", "identity-assertion", "authorization")
     Options = GlueOptions
+    errors = GlueErrors()
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, policy: PolicyEngine | None, limits: Limits,
@@ -111,107 +159,48 @@ class GlueService(MetastoreBacked):
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.policy, ctx.gateway.limits, options, ctx.metadata_cache(options.cache))
 
-    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        """The response to one request and its outcome label. Raises ``MethodNotAllowed``."""
-        request, event = exchange.request, exchange.event
+    def screen(self, request: web.BaseRequest) -> None:
+        """Raises ``MethodNotAllowed`` (the pipeline's 405) for a method other than ``POST``."""
         if request.method != hdrs.METH_POST:
             raise MethodNotAllowed("only POST is allowed", {hdrs.ALLOW: hdrs.METH_POST})
+
+    async def serve(self, exchange: Exchange, target: None, body: bytes) -> tuple[web.StreamResponse, str]:
+        """The operation ``X-Amz-Target`` names, on the body's JSON object. Raises
+        :class:`GlueError` (``UnknownOperationException``, ``SerializationException``...)."""
+        request, event = exchange.request, exchange.event
+        operation = request.headers.get("X-Amz-Target", "")
+        event.method = operation[len(TARGET_PREFIX):] if operation.startswith(TARGET_PREFIX) else None
+        payload = self._payload(body)
+        identity = exchange.identity
+        assert identity is not None  # the identity step ran
+        engine = identity.impersonator or identity.user
+        # every Glue operation only reads, so each may read through the cache
+        reads = CacheSession(self.cache) if self.cache is not None else None
+        catalog = GlueCatalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
+                              Caller(identity.user, identity.groups, engine),
+                              self.policy, self.catalog_id, self.trusted_engines)
+        serve = catalog.operation(event.method) if event.method else None
+        if serve is None:
+            raise errors.UnknownOperation(f"Unknown operation {operation[:128]!r}")
         try:
-            body = await self._admit(exchange)
-            operation = request.headers.get("X-Amz-Target", "")
-            event.method = operation[len(TARGET_PREFIX):] if operation.startswith(TARGET_PREFIX) else None
-            payload = self._payload(body)
-            identity = exchange.identity
-            assert identity is not None  # the identity step ran
-            engine = identity.impersonator or identity.user
-            # every Glue operation only reads, so each may read through the cache
-            reads = CacheSession(self.cache) if self.cache is not None else None
-            catalog = GlueCatalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
-                                  Caller(identity.user, identity.groups, engine),
-                                  self.policy, self.catalog_id, self.trusted_engines)
-            serve = catalog.operation(event.method) if event.method else None
-            if serve is None:
-                raise _Refused(errors.UnknownOperation(f"Unknown operation {operation[:128]!r}"),
-                               "bad_request")
-            try:
-                result = await serve(payload)
-            finally:
-                self._audit(exchange, catalog)
-                if reads is not None:
-                    report_cache(request, event, reads)
-        except _Refused as refused:
-            event.reason = refused.error.message
-            response = refused.error.response(event.request_id)
-            for name, value in refused.headers:
-                response.headers.add(name, value)
-            return response, refused.label
-        except GlueError as error:
-            event.reason = error.message
-            label = "exception" if error.status < 500 else "upstream_unavailable"
-            if isinstance(error, (errors.InvalidInput, errors.Serialization)):
-                label = "bad_request"
-            return error.response(event.request_id), label
-        except TException as exc:  # HMS's exception, or TApplicationException
-            log.warning("%s/%s %s: %s", self.topology, self.path, event.method, exc)
-            event.reason = str(exc)
-            return errors.InternalService(str(exc)[:1024]).response(event.request_id), "upstream_unavailable"
-        except UpstreamError as exc:
-            log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, event.method, exc)
-            event.reason = str(exc)
-            if isinstance(exc, UpstreamTimeout):
-                return errors.OperationTimeout(str(exc)).response(event.request_id), "upstream_timeout"
-            return errors.ServiceUnavailable(str(exc)).response(event.request_id), "upstream_unavailable"
+            result = await serve(payload)
+        finally:
+            event.database, event.table = catalog.object
+            self.record_policy(event, catalog.view, catalog.decision)
+            if reads is not None:
+                report_cache(request, event, reads)
         response = web.Response(body=json.dumps(result, separators=(",", ":")).encode(),
                                 content_type=CONTENT_TYPE)
         response.headers[_REQUEST_ID] = event.request_id
         return response, "ok"
-
-    async def _admit(self, exchange: Exchange) -> bytes:
-        """The body, read before the request-side steps (SigV4 signs it); those steps' refusals
-        become Glue errors."""
-        request = exchange.request
-        try:
-            body = await read_body(request, self.limits)
-            request[SIGNED_BODY] = body
-            await self.chain.on_request(exchange)
-        except Unauthenticated as exc:
-            refusal = request.get(REFUSAL)
-            if refusal is not None:
-                raise _Refused(GlueError.of(refusal.code, refusal.status, refusal.message),
-                               "unauthenticated") from None
-            raise _Refused(errors.MissingAuthenticationToken("Missing Authentication Token"),
-                           "unauthenticated", exc.headers) from None
-        except Forbidden as exc:
-            raise _Refused(errors.Forbidden(exc.reason), "forbidden") from None
-        except Throttled as exc:
-            raise _Refused(errors.Throttling("Rate exceeded: too many failed authentications"),
-                           "throttled", [(hdrs.RETRY_AFTER, str(exc.retry_after))]) from None
-        except TooLarge as exc:
-            raise _Refused(errors.RequestTooLarge(exc.reason), "too_large") from None
-        except BodyTimeout as exc:
-            raise _Refused(errors.RequestTimeout(exc.reason), "bad_request") from None
-        return body
 
     @staticmethod
     def _payload(body: bytes) -> dict:
         try:
             payload = json.loads(body) if body.strip() else {}
         except (ValueError, RecursionError):  # RecursionError: nesting deeper than json can read
-            raise _Refused(errors.Serialization("Start of structure or map found where not expected, "
-                                                "or the body is not JSON"), "bad_request") from None
+            raise errors.Serialization("Start of structure or map found where not expected, "
+                                       "or the body is not JSON") from None
         if not isinstance(payload, dict):
-            raise _Refused(errors.Serialization("the body must be a JSON object"), "bad_request")
+            raise errors.Serialization("the body must be a JSON object")
         return payload
-
-    def _audit(self, exchange: Exchange, catalog: GlueCatalog) -> None:
-        """The policy's part in the audit line and in ``hms_gateway_policy_decisions``."""
-        event = exchange.event
-        event.database, event.table = catalog.object
-        if catalog.decision is None:
-            return
-        event.record_policy(catalog.view, catalog.decision)
-        for outcome, count in ((catalog.decision, 1), ("hidden", catalog.hidden),
-                               ("columns_hidden", catalog.columns_hidden)):
-            if count:
-                metrics.POLICY_DECISIONS.labels(topology=self.topology, service=self.path,
-                                                outcome=outcome).inc(count)

@@ -2,7 +2,8 @@
 ``open-api/rest-catalog-open-api.yaml``) over the service's Hive Metastore, at
 ``/gateway/{topology}/{service path}/v1/...`` (:mod:`gateway.iceberg`).
 
-One request: the body read whole (400 over the size limit, as the spec lists no 413; 408); the
+One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
+:class:`IcebergErrors` as its error model): the body read whole (400 over the size limit, as the spec lists no 413; 408); the
 request-side steps (authentication, identity assertion, service ACL; the token endpoint
 authenticates its client itself, :mod:`gateway.iceberg.oauth`); the path below the service
 picks the operation (:mod:`gateway.iceberg.routes`: 404 for a path the API lacks, 405 with
@@ -55,15 +56,14 @@ from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.routes import Route, match
 from gateway.iceberg.warehouses import Warehouses, WarehouseView
-from gateway.pipeline.body import read_body
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.policy.view import CatalogView
-from gateway.providers.authentication.sigv4 import SIGNED_BODY
 from gateway.providers.authentication.throttle import Throttled
-from gateway.services.base import MetastoreBacked, ServiceContext
+from gateway.services.base import ServiceContext
+from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError
 from gateway.upstream.failover import Upstream
@@ -118,13 +118,64 @@ class IcebergRestOptions(BaseModel):
         return self
 
 
-class IcebergRestService(MetastoreBacked):
+class IcebergErrors:
+    """The spec's error model (:class:`~gateway.services.http_frame.ErrorModel`),
+    ``IcebergErrorResponse``; the token endpoint's refusals in OAuth2's
+    (:data:`gateway.iceberg.operations.ERROR_MODELS`). Never a 500 for HMS or storage failing:
+    500, 502 and 504 on a commit mean "commit state unknown" to clients."""
+
+    error = IcebergError
+
+    @staticmethod
+    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[IcebergError, str] | None:
+        if isinstance(outcome, Unauthenticated):
+            headers = outcome.headers.items() if isinstance(outcome.headers, dict) else outcome.headers
+            error: IcebergError = errors.NotAuthorized("authentication required", headers or ())
+        elif isinstance(outcome, Forbidden):
+            error = errors.Forbidden(outcome.reason)
+        elif isinstance(outcome, Throttled):  # also an operation's own password check (the token endpoint)
+            error = errors.TooManyRequests("too many failed authentications",
+                                           [(hdrs.RETRY_AFTER, str(outcome.retry_after))])
+        elif isinstance(outcome, TooLarge):  # the spec lists no 413: an oversized body is a bad request
+            error = errors.BadRequest(outcome.reason)
+        elif isinstance(outcome, BodyTimeout):
+            error = errors.RequestTimeout(outcome.reason)
+        else:
+            return None
+        return error, IcebergErrors.label(error)
+
+    @staticmethod
+    def label(error: IcebergError) -> str:
+        return {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 408: "bad_request",
+                413: "too_large", 415: "bad_request", 429: "throttled", 503: "upstream_unavailable",
+                502: "upstream_unavailable", 504: "upstream_timeout"}.get(error.status, "exception")
+
+    @staticmethod
+    def upstream(failure: Exception, method: str | None) -> tuple[IcebergError, str]:
+        if isinstance(failure, UpstreamError):
+            return errors.ServiceUnavailable("the Hive Metastore is unavailable"), "upstream_unavailable"
+        if isinstance(failure, TException):
+            return errors.ServiceFailure(f"the Hive Metastore failed ({method})"), "upstream_unavailable"
+        return errors.ServiceFailure("the storage of the metadata files failed"), "upstream_unavailable"
+
+    @staticmethod
+    def internal(request_id: str) -> IcebergError:
+        return errors.internal(request_id)
+
+    @staticmethod
+    def answer(error: IcebergError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        error = operations.error_model(exchange.event.method)(error)
+        return error.response(exchange.request.method == hdrs.METH_HEAD), error.message
+
+
+class IcebergRestService(HttpKind):
     """Serves one ``iceberg-rest`` service: ``upstream`` its HMS list, ``chain`` its steps,
     ``policy`` its catalog policy (None: everything visible)."""
 
     kind = "iceberg-rest"
     roles = ("authentication", "identity-assertion", "authorization")
     Options = IcebergRestOptions
+    errors = IcebergErrors()
     #: The router hands this kind the paths below its own (``.../v1/...``).
     serves_subpaths = True
 
@@ -169,67 +220,52 @@ class IcebergRestService(MetastoreBacked):
         throttle), for operations that check credentials themselves."""
         return next(step for step in self.chain.steps if step.name == "authentication")
 
-    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        """The response to one request and its outcome label (errors in the spec's model)."""
-        request, event = exchange.request, exchange.event
-        head = request.method == hdrs.METH_HEAD
+    def screen(self, request: web.BaseRequest) -> None:
+        """Raises 415 for a compressed body: never inflated here (no client sends one, and a
+        bomb costs nothing to send)."""
+        coding = request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
+        if coding != "identity":
+            raise errors.UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not accepted: send the "
+                                              "request body uncompressed", [(hdrs.ACCEPT_ENCODING, "identity")])
+
+    def target(self, request: web.BaseRequest) -> Route:
+        """The route of the path below the service. Raises 404 for a path the API lacks, 405,
+        400 for bad names (:func:`gateway.iceberg.routes.match`)."""
+        return match(request.method, self._subpath(request), self.options.warehouses.keys())
+
+    def public(self, target: Route) -> bool:
+        return target.operation in operations.PUBLIC
+
+    async def serve(self, exchange: Exchange, target: Route, body: bytes) -> tuple[web.StreamResponse, str]:
+        """The operation's handler on the request's :class:`Catalog` (errors in the spec's model)."""
+        request, event, route = exchange.request, exchange.event, target
+        event.method = route.operation
+        event.database, event.table = route.namespace, route.table
+        identity = exchange.identity
+        reads = self._reads(request, route)
+        if identity is None:  # a public operation (operations.PUBLIC): no caller yet
+            catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
+                              service=self)
+        else:
+            view = CatalogView(self.policy, identity.user, identity.groups)
+            if route.warehouse is not None:
+                view = WarehouseView(view, self.options.warehouses[route.warehouse])
+            catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
+                              view, self.files, self.settings, identity.user, service=self)
         try:
-            body, route = await self._admit(exchange)
-            event.method = route.operation
-            event.database, event.table = route.namespace, route.table
-            identity = exchange.identity
-            reads = self._reads(request, route)
-            if identity is None:  # a public operation (operations.PUBLIC): no caller yet
-                catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
-                                  service=self)
-            else:
-                view = CatalogView(self.policy, identity.user, identity.groups)
-                if route.warehouse is not None:
-                    view = WarehouseView(view, self.options.warehouses[route.warehouse])
-                catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
-                                  view,
-                                  self.files, self.settings, identity.user, service=self)
-            try:
-                reply = await operations.handler(route.operation)(catalog, route, request, body)
-            except Throttled as exc:  # an operation's own password check (the token endpoint)
-                raise errors.TooManyRequests("too many failed authentications",
-                                             [(hdrs.RETRY_AFTER, str(exc.retry_after))]) from None
-            finally:
-                if catalog.objects != (None, None):
-                    event.database, event.table = catalog.objects
-                if request.get(SUMMARIZED) is not None:  # remote signing: one line per many
-                    event.summarized = request[SUMMARIZED]
-                    event.reason = request.get(SIGNING_REASON)
-                if identity is None and catalog.user:
-                    event.user = catalog.user
-                if self.cache is not None:
-                    report_cache(request, event, reads)
-        except IcebergError as error:
-            error = operations.error_model(event.method)(error)
-            event.reason = error.message
-            return error.response(head), _label(error)
-        # HMS's and storage's own words (Java exception text, paths, hosts) go to the log under
-        # the request id, never to the client.
-        except UpstreamError as exc:
-            log.warning("%d %s/%s %s: %s", exc.status, self.topology, self.path, event.method, exc)
-            event.reason = str(exc)
-            error = errors.ServiceUnavailable("the Hive Metastore is unavailable")
-            return error.response(head), "upstream_unavailable"
-        except TException as exc:  # an HMS exception no operation expects, or TApplicationException
-            log.warning("%s/%s %s: HMS failed: %r", self.topology, self.path, event.method, exc)
-            event.reason = f"HMS failed: {exc!r}"[:1024]
-            error = errors.ServiceFailure(f"the Hive Metastore failed ({event.method})")
-            return error.response(head), "upstream_unavailable"
-        except OSError as exc:  # storage of the metadata files
-            log.warning("%s/%s %s: storage failed: %s", self.topology, self.path, event.method, exc)
-            event.reason = f"storage failed: {exc}"[:1024]
-            return errors.ServiceFailure("the storage of the metadata files failed").response(head), \
-                "upstream_unavailable"
-        except Exception as exc:  # a gateway bug: still the error model, the details logged
-            log.exception("%s/%s %s: unexpected %s", self.topology, self.path, event.method, type(exc).__name__)
-            event.reason = f"internal error: {type(exc).__name__}"
-            return errors.internal(event.request_id).response(head), "exception"
-        return self._response(reply, head), "ok"
+            reply = await operations.handler(route.operation)(catalog, route, request, body)
+        finally:
+            if catalog.objects != (None, None):
+                event.database, event.table = catalog.objects
+            self.record_policy(event, catalog.view, catalog.decision)
+            if request.get(SUMMARIZED) is not None:  # remote signing: one line per many
+                event.summarized = request[SUMMARIZED]
+                event.reason = request.get(SIGNING_REASON)
+            if identity is None and catalog.user:
+                event.user = catalog.user
+            if self.cache is not None:
+                report_cache(request, event, reads)
+        return self._response(reply, request.method == hdrs.METH_HEAD), "ok"
 
     def _reads(self, request: web.BaseRequest, route: Route) -> CacheSession | None:
         """The request's cache session when it may read through the cache: a safe method
@@ -259,44 +295,3 @@ class IcebergRestService(MetastoreBacked):
             target = urlsplit(target).path  # absolute form
         return target.partition("?")[0][len(self.prefix):]
 
-    async def _admit(self, exchange: Exchange) -> tuple[bytes, Route]:
-        """The body and the route, after the request-side steps (but for a public operation,
-        which authenticates its caller itself); refusals in the error model. A path the API
-        lacks is refused only after authentication."""
-        request = exchange.request
-        coding = request.headers.get(hdrs.CONTENT_ENCODING, "identity").strip().lower()
-        if coding != "identity":  # never inflated here: no client sends one, and a bomb costs nothing to send
-            raise errors.UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not accepted: send the "
-                                              "request body uncompressed", [(hdrs.ACCEPT_ENCODING, "identity")])
-        try:
-            body = await read_body(request, self.limits)
-            request[SIGNED_BODY] = body  # the sigv4 provider signs over the body
-            try:
-                route, refused = match(request.method, self._subpath(request), self.options.warehouses.keys()), None
-            except IcebergError as error:
-                route, refused = None, error
-            if route is None or route.operation not in operations.PUBLIC:
-                await self.chain.on_request(exchange)
-        except Unauthenticated as exc:
-            headers = exc.headers.items() if isinstance(exc.headers, dict) else exc.headers
-            raise errors.NotAuthorized("authentication required", headers) from None
-        except Forbidden as exc:
-            raise errors.Forbidden(exc.reason) from None
-        except Throttled as exc:
-            raise errors.TooManyRequests("too many failed authentications",
-                                         [(hdrs.RETRY_AFTER, str(exc.retry_after))]) from None
-        except TooLarge as exc:  # the spec lists no 413: an oversized body is a bad request
-            raise errors.BadRequest(exc.reason) from None
-        except BodyTimeout as exc:
-            raise errors.RequestTimeout(exc.reason) from None
-        if route is None:
-            assert refused is not None
-            raise refused
-        return body, route
-
-
-def _label(error: IcebergError) -> str:
-    """The outcome label of an error answer (``hms_gateway_requests_total``)."""
-    return {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 408: "bad_request",
-            413: "too_large", 415: "bad_request", 429: "throttled", 503: "upstream_unavailable",
-            502: "upstream_unavailable", 504: "upstream_timeout"}.get(error.status, "exception")

@@ -1,8 +1,8 @@
 """The audit contract (gateway.observability.audit): on a service with a catalog policy, the
 audit line of a policy decision has the same policy fields whatever the kind. One listing per
-kind, where alice may see ``sales`` but not ``hr``: the Glue kind (GetDatabases), the Thrift
-policy step (get_all_databases) and the change feed (a long poll over events on both). The
-iceberg-rest kind is checked with its own tests."""
+kind, where alice may see ``sales`` but not ``hr``: the Glue kind (GetDatabases), the Iceberg
+REST kind (listNamespaces), both through the HTTP frame's ``record_policy``, the Thrift policy
+step (get_all_databases) and the change feed (a long poll over events on both)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity
 from gateway.services.event_stream import EventStreamOptions, EventStreamService
 from gateway.services.glue import GlueOptions, GlueService
+from gateway.services.iceberg_rest import IcebergRestOptions, IcebergRestService
 from gateway.thrift import objects as thrift_objects
 from gateway.thrift.binary import encode_binary_call, read_message_header
 from tests.unit.test_glue_shapes import IDL, SCHEMA
@@ -77,6 +78,17 @@ async def test_glue():
     response, outcome = await service.handle(exchange)  # type: ignore[arg-type]
     assert outcome == "ok", response.body
     assert [d["Name"] for d in json.loads(response.body)["DatabaseList"]] == ["sales"]
+    assert policy_fields(exchange.event) == EXPECTED
+
+
+async def test_iceberg_rest():
+    request = make_mocked_request("GET", "/gateway/t/ice/v1/namespaces")
+    exchange = Exchange(request, AuditEvent("r", None))
+    service = IcebergRestService("t", "ice", Metastore(), Alice(), SCHEMA, ENGINE, Limits(),  # type: ignore[arg-type]
+                                 IcebergRestOptions())
+    response, outcome = await service.handle(exchange)
+    assert outcome == "ok", response.body
+    assert json.loads(response.body)["namespaces"] == [["sales"]]
     assert policy_fields(exchange.event) == EXPECTED
 
 
