@@ -1,6 +1,6 @@
 """What every Iceberg REST operation shares for one request: the caller's HMS client (calls as
 the authenticated user, ``set_ugi``), the caller's catalog view (policy), metadata files, the
-service's options; and the lookups that turn HMS's answers and the policy into the spec's
+service's state (:class:`~gateway.iceberg.service.IcebergService`); and the lookups that turn HMS's answers and the policy into the spec's
 errors.
 
 Policy (Ranger's Hive model, :class:`~gateway.policy.view.CatalogView`): what the user cannot
@@ -16,49 +16,29 @@ from typing import Any
 from gateway.iceberg import errors
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg, is_iceberg_view, metadata_location
+from gateway.iceberg.service import IcebergService
 from gateway.policy.view import CatalogView
 from gateway.upstream.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The service's settings the operations use (from the kind's options)."""
-
-    #: Hive 2 column types for the HMS copy of the schema (``timestamp`` for ``timestamptz``).
-    hive2_compatible: bool = True
-    #: Back-off between ``check_lock`` polls: first and largest wait, seconds.
-    lock_check_min_wait: float = 0.02
-    lock_check_max_wait: float = 0.25
-    #: How long a commit waits for HMS's table lock before answering 409, seconds.
-    lock_wait: float = 60.0
-    #: Seconds between ``heartbeat`` calls while a commit holds the lock (Java's 4 minutes).
-    lock_heartbeat: float = 240.0
-    #: HMS's ``hive.txn.timeout``, seconds: a blocking lock not heard of for longer is released.
-    lock_timeout: float = 300.0
-    #: Principals that may load tables with columns denied to the user (:mod:`gateway.iceberg.trusted`).
-    trusted_engines: frozenset[str] = frozenset()
-
-
 @dataclass
 class Catalog:
     """One request's catalog: ``client`` a :class:`~gateway.upstream.metastore.MetastoreClient`
-    acting as ``user``, ``view`` the user's policy view, ``files`` metadata file IO."""
+    acting as ``user``, ``view`` the user's policy view, ``files`` metadata file IO, ``service``
+    the serving service's state (options, storage, vending, names)."""
 
     client: Any
     view: CatalogView
     files: MetadataFiles
-    settings: Settings
+    service: IcebergService
     user: str
     #: (database, table) the request named, for the audit line.
     objects: tuple[str | None, str | None] = field(default=(None, None))
     #: The policy's decision on the request for the audit line (``allowed``, ``denied``; None:
     #: none asked).
     decision: str | None = None
-    #: The serving :class:`~gateway.services.iceberg_rest.IcebergRestService` (topology, options,
-    #: service-wide parts such as the token issuer), for operations that need more than HMS.
-    service: Any = None
 
     @property
     def idl(self):

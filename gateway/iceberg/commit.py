@@ -68,7 +68,7 @@ from gateway.iceberg.tables import load_result
 from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
-from gateway.upstream.locks import HmsLock, LockNotGranted, LockRefused, Schedule
+from gateway.upstream.locks import HmsLock, LockNotGranted, LockRefused
 
 log = logging.getLogger(__name__)
 
@@ -109,30 +109,42 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     base_location, base = await catalog.metadata(hive)
     checked = base_location, base, apply_updates(request, base_location, base)
     await check_moved(catalog, db, name, base, checked[2])
-    async with locked(catalog, db, name):
+
+    async def still_current() -> None:
+        # At the gateway's turn the commits ahead have landed: one whose base they moved gets its
+        # 409 now, without a turn in HMS's lock queue (issue 33: 8 writers on one table).
+        nonlocal checked
+        hive = await catalog.hive_table(db, name)
+        if metadata_location(hive) != checked[0]:
+            base_location, base = await catalog.metadata(hive)
+            checked = base_location, base, apply_updates(request, base_location, base)
+
+    async with locked(catalog, db, name, ready=still_current):
         return await _commit_locked(catalog, db, name, request, checked)
 
 
 @asynccontextmanager
-async def locked(catalog: Catalog, db: str, name: str) -> AsyncIterator[int]:
+async def locked(catalog: Catalog, db: str, name: str, ready=None) -> AsyncIterator[int]:
     """Hold HMS's EXCLUSIVE lock on ``db.name`` (steps 1 and 5 above), for table and view
     commits alike: the gateway's own queue for the table first (:mod:`gateway.upstream.table_queue`),
     then HMS's lock with heartbeat and unlock on every exit (:class:`~gateway.upstream.locks.HmsLock`).
     Yields the lock id. Raises :class:`~errors.CommitFailed` when the lock is not granted within
-    ``lock_wait`` (queue included) or HMS refuses it."""
-    settings = catalog.settings
-    schedule = Schedule(check_min=settings.lock_check_min_wait, check_max=settings.lock_check_max_wait,
-                        wait=settings.lock_wait, heartbeat=settings.lock_heartbeat, timeout=settings.lock_timeout)
+    ``lock_wait`` (queue included) or HMS refuses it. ``ready``: awaited at the gateway's turn,
+    before HMS is asked (what it raises ends the commit without an HMS lock)."""
+    schedule = catalog.service.lock
+    assert schedule.wait is not None  # a commit always has a deadline
     lock = HmsLock(catalog.client, [(db, name)], kind="iceberg-rest", user=catalog.user, schedule=schedule)
     async with AsyncExitStack() as stack:
         started = time.monotonic()
         try:
-            async with asyncio.timeout(settings.lock_wait):
+            async with asyncio.timeout(schedule.wait):
                 await stack.enter_async_context(table_queue.queued(db, name))
         except TimeoutError:
-            raise errors.CommitFailed(f"timed out after {settings.lock_wait:.1f} s waiting for the lock on "
+            raise errors.CommitFailed(f"timed out after {schedule.wait:.1f} s waiting for the lock on "
                                       f"{db}.{name} (behind this gateway's other commits)") from None
-        lock.schedule = replace(schedule, wait=max(settings.lock_wait - (time.monotonic() - started), 0.0))
+        if ready is not None:
+            await ready()
+        lock.schedule = replace(schedule, wait=max(schedule.wait - (time.monotonic() - started), 0.0))
         try:
             lockid = await stack.enter_async_context(lock.held())
         except (LockNotGranted, LockRefused) as exc:
@@ -171,7 +183,7 @@ async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked)
     new_location = next_metadata_location(new, base_location)
     await catalog.files.write(new, new_location)
     table = committed_table(catalog.idl, hive, base, base_location, new, new_location,
-                            catalog.settings.hive2_compatible)
+                            catalog.service.hive2_compatible)
     await alter_committed(catalog, db, name, table, base_location, new_location)
     return Reply(body=load_result(new_location, new))
 
@@ -212,7 +224,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     check_properties(new.location, new.properties, f"table {db}.{name}")
     location = next_metadata_location(new, None)
     await catalog.files.write(new, location)
-    table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.settings.hive2_compatible)
+    table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, location, conflict=errors.CommitFailed,
                          unknown=lambda exc: settle_unknown(catalog, db, name, None, location, exc))
     return Reply(body=load_result(location, new))

@@ -188,7 +188,7 @@ async def warehouse(catalog) -> Location | None:
 
 async def allowed_roots(catalog) -> tuple[Location, ...]:
     """The service's allowed locations: HMS's warehouse and ``options.allowed_locations``."""
-    configured = getattr(catalog.service.options, "allowed_locations", ())
+    configured = catalog.service.allowed_locations
     return tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
 
 

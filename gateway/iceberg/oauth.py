@@ -80,8 +80,8 @@ async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, bo
         raise OAuthError(400, "unsupported_grant_type" if grant else "invalid_request",
                          f"only grant_type={GRANT} is offered" if grant else "grant_type is required")
     authentication = catalog.service.authentication
-    issuer = next((p for p in authentication.providers if hasattr(p, "mint")), None)
-    if issuer is None:
+    issuer = next((p for p in authentication.providers if hasattr(p, "mint")), None) if authentication else None
+    if authentication is None or issuer is None:
         raise OAuthError(400, "invalid_request", "this topology issues no tokens: its providers have "
                                                  "no gateway-token provider")
     client_id, secret = fields.get("client_id"), fields.get("client_secret")

@@ -7,8 +7,8 @@ Every handler has one signature::
     async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
-caller, policy view, metadata files, settings, ``catalog.service`` the serving service's shared
-parts), ``route`` the matched :class:`~gateway.iceberg.routes.Route` (validated namespace and
+caller, policy view, metadata files, ``catalog.service`` the serving service's
+:class:`~gateway.iceberg.service.IcebergService`), ``route`` the matched :class:`~gateway.iceberg.routes.Route` (validated namespace and
 table), ``request`` for the query and headers, ``body`` the whole request body (already read
 within the limits). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
 :class:`~gateway.iceberg.errors.IcebergError`.
@@ -104,7 +104,7 @@ def _same(error: IcebergError) -> IcebergError:
 async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
     """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
     (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
-    overrides = config_overrides(catalog.service.options.warehouses, request.query.get("warehouse"))
+    overrides = config_overrides(catalog.service.warehouses, request.query.get("warehouse"))
     return Reply(body={"defaults": {}, "overrides": overrides, "endpoints": list(ENDPOINTS)})
 
 

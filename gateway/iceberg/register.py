@@ -80,7 +80,7 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
     catalog.require("create", db)
     database = await catalog.database(db)
     file = parse_location(location, "metadata-location")
-    areas = [p for p in (database.locationUri, *catalog.service.options.register_prefixes) if p]
+    areas = [p for p in (database.locationUri, *catalog.service.register_prefixes) if p]
     require_allowed(file, await allowed_roots(catalog), "metadata-location", location)
     if not any(inside(location, area) for area in areas):  # checked again with the table's location
         raise errors.Forbidden(f"{location[:300]} is not below the location of namespace {db} "
@@ -93,12 +93,12 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "
                                 f"{type(exc).__name__}: {str(exc)[:300]}") from None
     home = await check_table(catalog, db, name, metadata.location, database, what=what,
-                             areas=catalog.service.options.register_prefixes)
+                             areas=catalog.service.register_prefixes)
     if not home.contains(file):
         raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
     build = new_view_table if view else new_table
-    table = build(catalog.idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
+    table = build(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, None, what=what.capitalize())
     return Reply(body=(view_result if view else load_result)(location, metadata))

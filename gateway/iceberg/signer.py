@@ -26,13 +26,12 @@ is ``UNSIGNED-PAYLOAD`` unless the client declared its SHA-256.
 
 Decisions are counted (``hms_gateway_s3_signings_total{decision}``); refusals are audited one
 line each; allowed signings write one audit line per user, table and access per
-:data:`SUMMARY_SECONDS`, whose reason counts the signings it stands for.
+:data:`~gateway.iceberg.service.SUMMARY_SECONDS`, whose reason counts the signings it stands for.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from aiohttp import web
@@ -52,7 +51,6 @@ from gateway.observability import metrics
 #: The request key telling the service that this request's audit line is summarized.
 SUMMARIZED = "iceberg.signing.summarized"
 SIGNING_REASON = "iceberg.signing.reason"
-SUMMARY_SECONDS = 60.0
 MAX_HEADERS, MAX_HEADER_BYTES = 64, 16 * 1024
 ACCESS = {"GET": "select", "HEAD": "select", "PUT": "update", "POST": "update", "DELETE": "update"}
 #: Query parameters of object reads/writes, multipart uploads and ListObjects(V2).
@@ -86,27 +84,6 @@ class _Signer(S3SigV4Auth):
 
     def payload(self, request) -> str:
         return self._payload
-
-
-class Summaries:
-    """Per (user, table, access): when the last audit line of allowed signings was written and
-    how many allowed signings went unwritten since."""
-
-    def __init__(self) -> None:
-        self._state: dict[tuple[str, str, str, str], tuple[float, int]] = {}
-
-    def allowed(self, key: tuple[str, str, str, str]) -> int | None:
-        """None: leave this signing out of the audit log; else write its line, which stands
-        for itself and the returned number of signings left out before it."""
-        now = time.monotonic()
-        started, skipped = self._state.get(key, (float("-inf"), 0))
-        if now - started < SUMMARY_SECONDS:
-            self._state[key] = (started, skipped + 1)
-            return None
-        if len(self._state) > 10_000:
-            self._state.clear()
-        self._state[key] = (now, 0)
-        return skipped
 
 
 async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:

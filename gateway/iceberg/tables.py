@@ -107,7 +107,7 @@ async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Rep
         return Reply(body=load_result(None, metadata))
     metadata_location = next_metadata_location(metadata, None)
     await catalog.files.write(metadata, metadata_location)
-    table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.settings.hive2_compatible)
+    table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, metadata_location)
     delegation = await delegated(catalog, http, db, name, location) if http is not None else ({}, [])
     return Reply(body=load_result(metadata_location, metadata, delegation))

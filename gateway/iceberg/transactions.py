@@ -159,7 +159,7 @@ def _committed(catalog: Catalog, change: Change) -> Any:
     table = copy.copy(change.hive)
     table.parameters = dict(change.hive.parameters or {})
     return committed_table(catalog.idl, table, change.base, change.base_location, change.new,
-                           change.new_location, catalog.settings.hive2_compatible)
+                           change.new_location, catalog.service.hive2_compatible)
 
 
 async def _landed(catalog: Catalog, change: Change) -> bool | None:

@@ -35,7 +35,7 @@ def restricted(catalog: Catalog, db: str, name: str) -> bool:
     if catalog.view.all_columns(db, name):
         return False
     asker = engine(catalog)
-    if asker not in catalog.settings.trusted_engines:
+    if asker not in catalog.service.trusted_engines:
         raise errors.Forbidden(
             f"{catalog.user} may not read every column of {db}.{name}: a table with denied columns "
             f"loads only for a trusted engine of this catalog, which enforces the authorized columns "

@@ -124,7 +124,7 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid view: {str(exc)[:500]}") from None
     await catalog.files.write_view(metadata, location)
-    table = new_view_table(catalog.idl, db, name, catalog.user, metadata, location, catalog.settings.hive2_compatible)
+    table = new_view_table(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, location, what="View")
     return Reply(body=load_result(location, metadata))
 
@@ -206,6 +206,6 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
             raise errors.BadRequest(f"invalid view update: {str(exc)[:500]}") from None
         await catalog.files.write_view(new, new_location)
         table = committed_view_table(catalog.idl, hive, base, base_location, new, new_location,
-                                     catalog.settings.hive2_compatible)
+                                     catalog.service.hive2_compatible)
         await alter_committed(catalog, db, name, table, base_location, new_location, "view ")
     return Reply(body=load_result(new_location, new))

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import json
 import logging
-from functools import cached_property
 from pathlib import Path
+from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
@@ -47,11 +47,12 @@ from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.iceberg import errors, operations
-from gateway.iceberg.catalog import Catalog, Reply, Settings
+from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
-from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED, Summaries
+from gateway.iceberg.service import LOCK_HEARTBEAT_SECONDS, IcebergService
+from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.routes import Route, match
@@ -67,6 +68,7 @@ from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.errors import UpstreamError
 from gateway.upstream.failover import Upstream
+from gateway.upstream.locks import Schedule
 from gateway.upstream.metastore import MetastoreClient
 
 log = logging.getLogger(__name__)
@@ -189,15 +191,17 @@ class IcebergRestService(HttpKind):
         self.limits, self.options = limits, options
         self.prefix = f"/gateway/{topology}/{path}"
         # The gateway's own S3 key for metadata files; explicit file_io properties win.
-        self.storage = storage
         self.files = MetadataFiles({**(storage.file_io() if storage else {}), **options.file_io})
-        self.vendor = Vendor(storage) if storage is not None and storage.options.role_arn else None
-        self.signing_summaries = Summaries()
-        self.settings = Settings(
-            hive2_compatible=options.hive2_compatible, lock_wait=options.lock_wait_seconds,
-            lock_check_min_wait=options.lock_check_min_wait_seconds,
-            lock_check_max_wait=options.lock_check_max_wait_seconds, lock_timeout=options.lock_timeout_seconds,
-            trusted_engines=frozenset(options.trusted_engines),
+        self.service = IcebergService(
+            topology=topology, path=path, prefix=self.prefix, hive2_compatible=options.hive2_compatible,
+            lock=Schedule(check_min=options.lock_check_min_wait_seconds,
+                          check_max=options.lock_check_max_wait_seconds, wait=options.lock_wait_seconds,
+                          heartbeat=LOCK_HEARTBEAT_SECONDS, timeout=options.lock_timeout_seconds),
+            trusted_engines=frozenset(options.trusted_engines), register_prefixes=options.register_prefixes,
+            allowed_locations=options.allowed_locations, warehouses=MappingProxyType(dict(options.warehouses)),
+            storage=storage, vendor=Vendor(storage) if storage is not None and storage.options.role_arn else None,
+            authentication=next((step for step in getattr(chain, "steps", ()) if step.name == "authentication"),
+                                None),
         )
 
     @classmethod
@@ -213,12 +217,6 @@ class IcebergRestService(HttpKind):
                 raise ctx.error(f"options.{key}", reason) from None
         return cls(ctx.topology, ctx.config.path, ctx.upstream(), ctx.chain, ctx.schema,
                    ctx.policy, ctx.gateway.limits, options, storage, ctx.metadata_cache(options.cache))
-
-    @cached_property
-    def authentication(self):
-        """The topology's authentication step in this service's chain (its providers and failure
-        throttle), for operations that check credentials themselves."""
-        return next(step for step in self.chain.steps if step.name == "authentication")
 
     def screen(self, request: web.BaseRequest) -> None:
         """Raises 415 for a compressed body: never inflated here (no client sends one, and a
@@ -244,14 +242,13 @@ class IcebergRestService(HttpKind):
         identity = exchange.identity
         reads = self._reads(request, route)
         if identity is None:  # a public operation (operations.PUBLIC): no caller yet
-            catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.settings, "",
-                              service=self)
+            catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.service, "")
         else:
             view = CatalogView(self.policy, identity.user, identity.groups)
             if route.warehouse is not None:
                 view = WarehouseView(view, self.options.warehouses[route.warehouse])
             catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
-                              view, self.files, self.settings, identity.user, service=self)
+                              view, self.files, self.service, identity.user)
         try:
             reply = await operations.handler(route.operation)(catalog, route, request, body)
         finally:

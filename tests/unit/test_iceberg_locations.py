@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
@@ -16,7 +15,8 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
-from gateway.iceberg.catalog import Catalog, Settings
+from gateway.iceberg.catalog import Catalog
+from gateway.iceberg.service import IcebergService
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,
@@ -107,13 +107,6 @@ class FakeHMS:
         raise AssertionError(method)
 
 
-class _Service:
-    """What the checks read of a service: its options (it is a weak key of the warehouse cache)."""
-
-    def __init__(self, options):
-        self.options = options
-
-
 def _url_policy(values, recursive=True, users=("alice",)):
     return Policy(id=9, name="alice places tables", resources=(), url=ResourceSpec(tuple(values), recursive=recursive),
                   allow=(PolicyItem(frozenset({"read", "write"}), frozenset(users)),))
@@ -124,8 +117,8 @@ def _catalog(user="alice", urls=(), allowed=()) -> tuple[Catalog, FakeHMS]:
                         allow=(PolicyItem(frozenset({"create", "select"}), frozenset({"alice", "bob"})),))
     engine = PolicyEngine([everything, *([_url_policy(urls)] if urls else [])])
     hms = FakeHMS()
-    service = _Service(SimpleNamespace(allowed_locations=tuple(allowed)))
-    return Catalog(hms, CatalogView(engine, user), MetadataFiles(), Settings(), user, service=service), hms
+    service = IcebergService(allowed_locations=tuple(allowed))
+    return Catalog(hms, CatalogView(engine, user), MetadataFiles(), service, user), hms
 
 
 def _run(coro):

@@ -104,7 +104,7 @@ class PasswordProvider:
 def _catalog(key_file, with_issuer=True):
     providers = (PasswordProvider(), *((_issuer(key_file),) if with_issuer else ()))
     service = SimpleNamespace(authentication=SimpleNamespace(providers=providers, throttle=None))
-    return Catalog(None, None, None, None, "", service=service)
+    return Catalog(None, None, None, service, "")  # type: ignore[arg-type]
 
 
 async def _token(catalog, body: bytes, headers=()):

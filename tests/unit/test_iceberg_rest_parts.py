@@ -17,7 +17,9 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import commit, errors
-from gateway.iceberg.catalog import Catalog, Settings
+from gateway.iceberg.catalog import Catalog
+from gateway.iceberg.service import IcebergService
+from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.bodies import commit_request, page_params
@@ -218,9 +220,10 @@ def world(tmp_path: Path):
     asyncio.run(files.write(metadata, first))
     hms = FakeHMS(new_table(IDL, "db", "t", "etl", metadata, first, True))
 
-    def catalog(view=None, **settings) -> Catalog:
+    def catalog(view=None, **lock) -> Catalog:
         return Catalog(hms, view or FakeView(), files,
-                       Settings(lock_check_min_wait=0.001, lock_check_max_wait=0.002, **settings), "etl")
+                       IcebergService(lock=Schedule(**{"check_min": 0.001, "check_max": 0.002, "heartbeat": 240.0,
+                                                       **lock})), "etl")
     return hms, catalog, first, tmp_path
 
 
@@ -308,7 +311,7 @@ async def test_a_lock_never_granted_is_409_and_released(world):
     hms, catalog, first, tmp_path = world
     hms.lock_states = [IDL.LockState.WAITING]
     with pytest.raises(errors.CommitFailed, match="waiting for the lock"):
-        await commit.commit_table(catalog(lock_wait=0.01), "db", "t", _set_property())
+        await commit.commit_table(catalog(wait=0.01), "db", "t", _set_property())
     assert hms.calls[-1] == ("unlock", 7) and "alter" not in [c[0] for c in hms.calls]
 
 
@@ -363,7 +366,7 @@ async def test_an_unknown_outcome_is_commit_state_unknown_and_keeps_the_file(wor
 async def test_heartbeats_keep_the_lock_while_the_commit_holds_it_and_stop_after(world):
     hms, catalog, first, tmp_path = world
     hms.alter_seconds = 0.05
-    await commit.commit_table(catalog(lock_heartbeat=0.005), "db", "t", _set_property())
+    await commit.commit_table(catalog(heartbeat=0.005), "db", "t", _set_property())
     kinds = [c[0] for c in hms.calls]
     assert "heartbeat" in kinds[kinds.index("lock"):kinds.index("unlock")]
     await asyncio.sleep(0.03)

@@ -16,7 +16,9 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
-from gateway.iceberg.catalog import Catalog, Settings
+from gateway.iceberg.catalog import Catalog
+from gateway.iceberg.service import IcebergService
+from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.routes import Route
@@ -105,7 +107,7 @@ def world(tmp_path: Path):
         asyncio.run(files.write(metadata, first[(db, name)]))
         tables[(db, name)] = new_table(IDL, db, name, "etl", metadata, first[(db, name)], True)
     hms = FakeHMS(tables)
-    catalog = Catalog(hms, View(), files, Settings(lock_check_min_wait=0.001, lock_check_max_wait=0.002), "etl")
+    catalog = Catalog(hms, View(), files, IcebergService(lock=Schedule(check_min=0.001, check_max=0.002, heartbeat=240.0)), "etl")
     return hms, catalog, first, tmp_path
 
 

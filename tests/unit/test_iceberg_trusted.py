@@ -14,7 +14,8 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField, StringType
 
 from gateway.iceberg import errors, trusted
-from gateway.iceberg.catalog import Catalog, Settings
+from gateway.iceberg.catalog import Catalog
+from gateway.iceberg.service import IcebergService
 from gateway.policy import CatalogView, PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.identity import Identity
@@ -36,7 +37,7 @@ METADATA = new_table_metadata(
 def catalog(user: str, impersonator: str | None = None, engines=("trino",)) -> Catalog:
     identity = Identity(user=user, principal=None, groups=frozenset({"analysts"}), impersonator=impersonator)
     return Catalog(SimpleNamespace(identity=identity), CatalogView(ENGINE, user, {"analysts"}), files=None,
-                   settings=Settings(trusted_engines=frozenset(engines)), user=user)
+                   service=IcebergService(trusted_engines=frozenset(engines)), user=user)
 
 
 def test_a_table_without_denied_columns_is_not_restricted_for_anyone():
@@ -94,7 +95,7 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
             raise AssertionError(f"HMS was called: {name}")
 
     asking = Catalog(Refusing(), CatalogView(engine, "ana", {"analysts"}), files=None,
-                     settings=Settings(trusted_engines=frozenset({"trino"})), user="ana")
+                     service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
     with pytest.raises(errors.Forbidden, match="ana may not read every column of sales.orders"):
         await commit.commit_table(asking, "sales", "orders", body)
