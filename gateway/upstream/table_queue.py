@@ -40,13 +40,13 @@ def _key(db: str, table: str) -> str:
     return hashlib.sha256(f"{db.lower()}\0{table.lower()}".encode()).hexdigest()[:32]
 
 
-async def _flock(fd: int) -> None:
-    """``flock(fd, LOCK_EX)`` without blocking the loop. A blocked wait runs in a thread of its
+async def _flock(fd: int) -> bool:
+    """``flock(fd, LOCK_EX)`` without blocking the loop; whether it had to wait. A blocked wait runs in a thread of its
     own (never the shared executor, which the holder may need); when the waiter is cancelled,
     the thread closes ``fd`` itself as soon as it gets the lock, so nothing keeps it."""
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return
+        return False
     except OSError as exc:
         if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
             os.close(fd)
@@ -75,24 +75,27 @@ async def _flock(fd: int) -> None:
 
     threading.Thread(target=wait, name="table-queue", daemon=True).start()
     await got
+    return True
 
 
 @asynccontextmanager
-async def queued(db: str, table: str) -> AsyncIterator[None]:
-    """Hold the gateway's turn on ``db.table`` for the body. Cancellation while waiting leaves
-    the queue; raises ``OSError`` when the queue file cannot be opened."""
+async def queued(db: str, table: str) -> AsyncIterator[bool]:
+    """Hold the gateway's turn on ``db.table`` for the body; yields whether another commit was
+    ahead (then the table may have moved meanwhile). Cancellation while waiting leaves the
+    queue; raises ``OSError`` when the queue file cannot be opened."""
     key = _key(db, table)
     entry = _local.setdefault(key, [asyncio.Lock(), 0])
     entry[1] += 1
     try:
+        waited = entry[0].locked()
         async with entry[0]:
             if not _shared:
-                yield
+                yield waited
                 return
             fd = os.open(_shared[0] / key, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            await _flock(fd)  # closes fd itself when it fails or is cancelled
+            waited = await _flock(fd) or waited  # closes fd itself when it fails or is cancelled
             try:
-                yield
+                yield waited
             finally:
                 os.close(fd)  # drops the flock
     finally:

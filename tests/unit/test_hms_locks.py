@@ -233,15 +233,17 @@ async def test_recover_releases_only_the_requests_of_dead_gateway_processes_of_t
 
 
 async def test_the_table_queue_is_first_come_first_served_within_a_process():
-    order = []
+    order, waited = [], []
 
     async def commit(n: int):
-        async with table_queue.queued("db", "t"):
+        async with table_queue.queued("db", "t") as behind:
             order.append(n)
+            waited.append(behind)
             await asyncio.sleep(0)
 
     await asyncio.gather(*(commit(n) for n in range(20)))
     assert order == list(range(20))
+    assert waited == [False] + [True] * 19  # all but the first had a commit ahead of them
     assert table_queue._local == {}
 
 
@@ -259,7 +261,8 @@ async def test_the_table_queue_spans_processes_and_dies_with_its_holder(tmp_path
         entered = asyncio.Event()
 
         async def commit():
-            async with table_queue.queued("db", "t"):
+            async with table_queue.queued("db", "t") as behind:
+                assert behind  # another worker's commit was ahead
                 entered.set()
 
         waiter = asyncio.ensure_future(commit())
