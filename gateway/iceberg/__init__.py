@@ -4,9 +4,9 @@ service kind (:mod:`gateway.services.iceberg_rest`).
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
-``errors`` (the spec's error model), ``routes`` (``/v1/...`` paths), ``operations`` (operationId →
-handler), ``bodies`` (request bodies and
-query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
+``errors`` (the spec's error model), ``routes`` (the route table: method, path, request and
+response models, handler), ``paths`` (how a path picks a route), ``service`` (the serving
+service's state the handlers use), ``bodies`` (request bodies and query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
 ``catalog`` (one request's HMS client, policy view and lookups), ``namespaces``, ``tables``,
 ``commit`` (the HiveCatalog commit protocol under HMS's lock), ``transactions`` (multi-table
 commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage

@@ -52,6 +52,8 @@ from pyiceberg.table.update import (
     update_table_metadata,
 )
 
+from aiohttp import web
+
 from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
@@ -64,6 +66,7 @@ from gateway.iceberg.hive_tables import (
 )
 from gateway.iceberg.bodies import CLIENT_FAULTS, commit_request
 from gateway.iceberg.locations import check_moved, check_properties, check_table
+from gateway.iceberg.paths import Route
 from gateway.iceberg.tables import load_result
 from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
@@ -90,16 +93,18 @@ def accesses(updates) -> list[str]:
     return needed
 
 
-async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Reply:
-    request = commit_request(body)
-    if request.identifier is not None and (request.identifier.namespace != [db] or request.identifier.name != name):
+async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """``updateTable``: the commit of the route's table (see the module docstring)."""
+    db, name = route.db_table()
+    ask = commit_request(body)
+    if ask.identifier is not None and (ask.identifier.namespace != [db] or ask.identifier.name != name):
         raise errors.BadRequest("the body's identifier is not the table of the path")
-    if any(isinstance(r, AssertCreate) for r in request.requirements):
+    if any(isinstance(r, AssertCreate) for r in ask.requirements):
         # A staged create is a create: the policy first (404/403 alike whether the table exists)
         catalog.require("create", db)
         await catalog.absent(db, name, conflict=errors.CommitFailed)
-        return await _create(catalog, db, name, request)
-    for access in accesses(request.updates):
+        return await _create(catalog, db, name, ask)
+    for access in accesses(ask.updates):
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
@@ -107,7 +112,7 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
     # already stale gets its 409 (or 404, 400) at once instead of after its turn at the lock.
     hive = await catalog.hive_table(db, name)
     base_location, base = await catalog.metadata(hive)
-    checked = base_location, base, apply_updates(request, base_location, base)
+    checked = base_location, base, apply_updates(ask, base_location, base)
     await check_moved(catalog, db, name, base, checked[2])
 
     async def still_current() -> None:
@@ -117,10 +122,10 @@ async def commit_table(catalog: Catalog, db: str, name: str, body: bytes) -> Rep
         hive = await catalog.hive_table(db, name)
         if metadata_location(hive) != checked[0]:
             base_location, base = await catalog.metadata(hive)
-            checked = base_location, base, apply_updates(request, base_location, base)
+            checked = base_location, base, apply_updates(ask, base_location, base)
 
     async with locked(catalog, db, name, ready=still_current):
-        return await _commit_locked(catalog, db, name, request, checked)
+        return await _commit_locked(catalog, db, name, ask, checked)
 
 
 @asynccontextmanager
@@ -129,8 +134,9 @@ async def locked(catalog: Catalog, db: str, name: str, ready=None) -> AsyncItera
     commits alike: the gateway's own queue for the table first (:mod:`gateway.upstream.table_queue`),
     then HMS's lock with heartbeat and unlock on every exit (:class:`~gateway.upstream.locks.HmsLock`).
     Yields the lock id. Raises :class:`~errors.CommitFailed` when the lock is not granted within
-    ``lock_wait`` (queue included) or HMS refuses it. ``ready``: awaited at the gateway's turn,
-    before HMS is asked (what it raises ends the commit without an HMS lock)."""
+    ``lock_wait`` (queue included) or HMS refuses it. ``ready``: awaited at the gateway's turn
+    when other commits went first, before HMS is asked (what it raises ends the commit
+    without an HMS lock)."""
     schedule = catalog.service.lock
     assert schedule.wait is not None  # a commit always has a deadline
     lock = HmsLock(catalog.client, [(db, name)], kind="iceberg-rest", user=catalog.user, schedule=schedule)
@@ -138,11 +144,11 @@ async def locked(catalog: Catalog, db: str, name: str, ready=None) -> AsyncItera
         started = time.monotonic()
         try:
             async with asyncio.timeout(schedule.wait):
-                await stack.enter_async_context(table_queue.queued(db, name))
+                waited = await stack.enter_async_context(table_queue.queued(db, name))
         except TimeoutError:
             raise errors.CommitFailed(f"timed out after {schedule.wait:.1f} s waiting for the lock on "
                                       f"{db}.{name} (behind this gateway's other commits)") from None
-        if ready is not None:
+        if waited and ready is not None:
             await ready()
         lock.schedule = replace(schedule, wait=max(schedule.wait - (time.monotonic() - started), 0.0))
         try:

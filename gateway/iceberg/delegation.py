@@ -24,7 +24,7 @@ from aiohttp import web
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.routes import Route
+from gateway.iceberg.paths import Route
 from gateway.iceberg.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 

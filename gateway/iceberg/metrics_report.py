@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.routes import Route
+from gateway.iceberg.paths import Route
 from gateway.observability import metrics
 
 

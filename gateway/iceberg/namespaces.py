@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 
+from aiohttp import web
+
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
@@ -16,7 +18,7 @@ from gateway.iceberg.implementations import refuse_code
 from gateway.iceberg.locations import check_namespace
 from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, UpdateNamespaceProperties, page_params, parse
-from gateway.iceberg.routes import NAMESPACE_SEPARATOR, namespace_name
+from gateway.iceberg.paths import NAMESPACE_SEPARATOR, Route, namespace_name
 
 COMMENT, LOCATION = "comment", "location"
 
@@ -44,7 +46,8 @@ def properties_of(database) -> dict[str, str]:
     return properties
 
 
-async def list_namespaces(catalog: Catalog, query) -> Reply:
+async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    query = request.query
     parent = query.get("parent")
     paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
     if parent is not None:  # HMS has no nested namespaces: a parent has no children
@@ -60,16 +63,16 @@ async def list_namespaces(catalog: Catalog, query) -> Reply:
     return Reply(body={"namespaces": [[n] for n in chosen], "next-page-token": token})
 
 
-async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
-    request = parse(CreateNamespace, body)
-    db = namespace_name(request.namespace)
+async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    ask = parse(CreateNamespace, body)
+    db = namespace_name(ask.namespace)
     catalog.named(db)
-    refuse_code(request.properties, f"namespace {db}")
+    refuse_code(ask.properties, f"namespace {db}")
     if not catalog.view.may("create", db):
         raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
     # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
-    await check_namespace(catalog, db, request.properties.get(LOCATION))
-    properties = dict(request.properties)
+    await check_namespace(catalog, db, ask.properties.get(LOCATION))
+    properties = dict(ask.properties)
     idl = catalog.idl
     database = idl.Database(
         name=db, description=properties.pop(COMMENT, None), locationUri=properties.pop(LOCATION, None),
@@ -84,21 +87,24 @@ async def create_namespace(catalog: Catalog, body: bytes) -> Reply:
     return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
 
 
-async def load_namespace(catalog: Catalog, db: str) -> Reply:
+async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    db = route.db()
     catalog.require("", db)
     return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
 
 
-async def namespace_exists(catalog: Catalog, db: str) -> Reply:
+async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    db = route.db()
     catalog.require("", db)
     await catalog.database(db)
     return Reply(status=204)
 
 
-async def drop_namespace(catalog: Catalog, db: str) -> Reply:
+async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
     """Drop an empty namespace; its directory goes too when it is local and empty. The database
     is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
     listener that fails on the missing database would otherwise turn it into a 502)."""
+    db = route.db()
     catalog.require("drop", db)
     database = await catalog.database(db)
     idl = catalog.idl
@@ -112,42 +118,43 @@ async def drop_namespace(catalog: Catalog, db: str) -> Reply:
     return Reply(status=204)
 
 
-async def update_properties(catalog: Catalog, db: str, body: bytes) -> Reply:
+async def update_properties(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
     """Apply removals and updates, then read the database back: a change the Hive Metastore did
     not make (HMS 2.3's ``alter_database`` keeps a database's description, the ``comment``, and
     its location) is undone and answered 406 ``UnsupportedOperationException`` naming the
     keys, never reported as ``updated``."""
-    request = parse(UpdateNamespaceProperties, body)
-    overlap = set(request.removals) & request.updates.keys()
+    db = route.db()
+    ask = parse(UpdateNamespaceProperties, body)
+    overlap = set(ask.removals) & ask.updates.keys()
     if overlap:
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
-    if LOCATION in request.removals:
+    if LOCATION in ask.removals:
         raise errors.BadRequest(f"{LOCATION} cannot be removed: a Hive Metastore database always has one")
-    refuse_code(request.updates, f"namespace {db}")
+    refuse_code(ask.updates, f"namespace {db}")
     catalog.require("alter", db)
     database = await catalog.database(db)
-    if LOCATION in request.updates:
-        await check_namespace(catalog, db, request.updates[LOCATION])
+    if LOCATION in ask.updates:
+        await check_namespace(catalog, db, ask.updates[LOCATION])
     original = copy.deepcopy(database)
     current = properties_of(database)
-    removed = [key for key in request.removals if key in current]
-    missing = [key for key in request.removals if key not in current]
+    removed = [key for key in ask.removals if key in current]
+    missing = [key for key in ask.removals if key not in current]
     for key in removed:
         current.pop(key)
-    current.update(request.updates)
+    current.update(ask.updates)
     database.description = current.pop(COMMENT, None)
     database.locationUri = current.pop(LOCATION, database.locationUri)
     database.parameters = current
     await _alter(catalog, db, database)
     after = properties_of(await catalog.database(db))
-    ignored = sorted({key for key, value in request.updates.items() if after.get(key) != value}
+    ignored = sorted({key for key, value in ask.updates.items() if after.get(key) != value}
                      | {key for key in removed if key in after})
     if ignored:
         await _alter(catalog, db, original)  # all or nothing: undo what it did apply
         raise errors.Unsupported(
             f"the Hive Metastore did not change {', '.join(ignored)} of namespace {db}, so nothing was "
             f"changed: HMS 2.3 cannot change a database's {COMMENT} (its description) or {LOCATION}")
-    return Reply(body={"updated": sorted(request.updates), "removed": removed, "missing": missing})
+    return Reply(body={"updated": sorted(ask.updates), "removed": removed, "missing": missing})
 
 
 async def _alter(catalog: Catalog, db: str, database) -> None:

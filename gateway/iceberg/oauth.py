@@ -21,7 +21,7 @@ from aiohttp import hdrs, web
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
-from gateway.iceberg.routes import Route
+from gateway.iceberg.paths import Route
 from gateway.providers.authentication.base import Principal, well_formed
 from gateway.providers.authentication.basic import CLIENT_CREDENTIALS
 from gateway.providers.authentication.throttle import THROTTLE

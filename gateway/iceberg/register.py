@@ -32,7 +32,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.hive_tables import new_table, new_view_table
 from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
 from gateway.iceberg.locations import parse as parse_location
-from gateway.iceberg.routes import Route, hms_name
+from gateway.iceberg.paths import Route, hms_name
 from gateway.iceberg.tables import load_result
 from gateway.iceberg.views import load_result as view_result
 

@@ -1,172 +1,147 @@
-"""The ``/v1/...`` paths of the Iceberg REST Catalog this service answers, and how a request's
-path below the service picks one (the spec's ``paths``). A catalog route is also served below a
-``{prefix}``, ``/v1/{prefix}/namespaces/...``: the name of one of the service's warehouses
-(:mod:`gateway.iceberg.warehouses`), which ``GET /v1/config?warehouse=...`` answers as the
-``prefix`` override.
+"""The route table of the Iceberg REST Catalog this service answers (apache/iceberg
+``open-api/rest-catalog-open-api.yaml``, its ``paths``; as Java's ``RESTCatalogAdapter.Route``
+holds method, path, request and response types in one row): :data:`ROUTES`, one
+:class:`Endpoint` per operation with its handler itself (a closed internal set: no strings).
+How a path picks a row is :mod:`gateway.iceberg.paths`; ``GET /v1/config``'s ``endpoints``
+derive from the table (:data:`ENDPOINTS`).
 
-A path's segments are percent-decoded one by one after splitting on ``/`` (a name may hold an
-encoded ``/``); a namespace segment is split on the unit separator ``0x1F``, the spec's default
-``namespace-separator``. Names HMS would refuse (``[A-Za-z0-9_]`` only, HMS's
-``MetaStoreUtils.validateName``; at most 128 characters, its column width) are 400 here, before
-anything reaches HMS. HMS has one namespace level, so a nested namespace does not exist: reading
-it, or a table or view in it, is the spec's 404 (``NoSuchNamespaceException``,
-``NoSuchTableException``, ``NoSuchViewException``; Iceberg's Java client reads the metadata
-table ``ns.t.snapshots`` by loading table ``snapshots`` of namespace ``ns.t`` first and falls
-back only on that 404), and writing into it is 400.
+Every handler has one signature::
+
+    async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply
+
+``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
+caller, policy view, metadata files, ``catalog.service`` the serving service's
+:class:`~gateway.iceberg.service.IcebergService`), ``route`` the matched
+:class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
+query and headers, ``body`` the whole request body (already read within the limits). A handler
+answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
+:class:`~gateway.iceberg.errors.IcebergError`.
+
+Adding an operation: one row here, the handler in its module.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from urllib.parse import unquote
+from typing import Any
 
-from gateway.iceberg.errors import (
-    BadRequest, IcebergError, MethodNotAllowed, NoSuchNamespace, NoSuchTable, NoSuchView, NotFound,
+from aiohttp import web
+from pyiceberg.catalog.rest import (
+    CommitTableResponse,
+    ConfigResponse,
+    ListNamespaceResponse,
+    ListTablesResponse,
+    ListViewsResponse,
+    LoadCredentialsResponse,
+    NamespaceResponse,
+    TableResponse,
+    UpdateNamespacePropertiesResponse,
+    ViewResponse,
 )
 
-NAMESPACE_SEPARATOR = "\x1f"
-_NAME = re.compile(r"[A-Za-z0-9_]{1,128}")
+from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
+from gateway.iceberg import transactions, views
+from gateway.iceberg.bodies import CommitRequest, CreateNamespace, CreateTableRequest, RenameTable
+from gateway.iceberg.bodies import UpdateNamespaceProperties
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.errors import IcebergError
+from gateway.iceberg.paths import Route, Router
+from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
+from gateway.iceberg.warehouses import config_overrides
 
-#: (method, path template, operation), the spec's operationIds; each operation's handler is
-#: registered in :data:`gateway.iceberg.operations.OPERATIONS`.
-ROUTES: tuple[tuple[str, str, str], ...] = (
-    ("GET", "/v1/config", "getConfig"),
-    ("POST", "/v1/oauth/tokens", "getToken"),
-    ("GET", "/v1/namespaces", "listNamespaces"),
-    ("POST", "/v1/namespaces", "createNamespace"),
-    ("GET", "/v1/namespaces/{namespace}", "loadNamespaceMetadata"),
-    ("HEAD", "/v1/namespaces/{namespace}", "namespaceExists"),
-    ("DELETE", "/v1/namespaces/{namespace}", "dropNamespace"),
-    ("POST", "/v1/namespaces/{namespace}/properties", "updateProperties"),
-    ("GET", "/v1/namespaces/{namespace}/tables", "listTables"),
-    ("POST", "/v1/namespaces/{namespace}/tables", "createTable"),
-    ("POST", "/v1/namespaces/{namespace}/register", "registerTable"),
-    ("GET", "/v1/namespaces/{namespace}/tables/{table}", "loadTable"),
-    ("HEAD", "/v1/namespaces/{namespace}/tables/{table}", "tableExists"),
-    ("POST", "/v1/namespaces/{namespace}/tables/{table}", "updateTable"),
-    ("DELETE", "/v1/namespaces/{namespace}/tables/{table}", "dropTable"),
-    ("POST", "/v1/tables/rename", "renameTable"),
-    ("POST", "/v1/namespaces/{namespace}/tables/{table}/metrics", "reportMetrics"),
-    ("GET", "/v1/namespaces/{namespace}/tables/{table}/credentials", "loadCredentials"),
-    ("POST", "/v1/namespaces/{namespace}/tables/{table}/s3-sign", "signS3Request"),  # Polaris-style, per table
-    ("POST", "/v1/transactions/commit", "commitTransaction"),
-    ("GET", "/v1/namespaces/{namespace}/views", "listViews"),
-    ("POST", "/v1/namespaces/{namespace}/views", "createView"),
-    ("GET", "/v1/namespaces/{namespace}/views/{view}", "loadView"),
-    ("POST", "/v1/namespaces/{namespace}/views/{view}", "replaceView"),
-    ("DELETE", "/v1/namespaces/{namespace}/views/{view}", "dropView"),
-    ("HEAD", "/v1/namespaces/{namespace}/views/{view}", "viewExists"),
-    ("POST", "/v1/views/rename", "renameView"),
-    ("POST", "/v1/namespaces/{namespace}/register-view", "registerView"),
-)
+Handler = Callable[[Catalog, Route, web.BaseRequest, bytes], Awaitable[Reply]]
 
-#: Routes outside the catalog's ``{prefix}``, which ``endpoints`` does not list.
-_UNPREFIXED = ("getConfig", "getToken", "signS3Request")  # the signer is not a catalog endpoint
-#: Routes never served below a ``{prefix}`` (the signer is: its URL is the table's).
-_NEVER_PREFIXED = frozenset({"getConfig", "getToken"})
-#: First path segments after ``/v1/`` of the unprefixed routes: no warehouse may be named so.
-RESERVED_PREFIXES = frozenset(template.split("/")[2] for _, template, _ in ROUTES)
-
-#: What a read of a nested namespace's objects answers: the object does not exist (404).
-_MISSING_WHEN_NESTED: dict[str, type[IcebergError]] = {
-    **dict.fromkeys(("loadNamespaceMetadata", "namespaceExists", "dropNamespace", "listTables",
-                     "listViews"), NoSuchNamespace),
-    **dict.fromkeys(("loadTable", "tableExists", "dropTable", "loadCredentials"), NoSuchTable),
-    **dict.fromkeys(("loadView", "viewExists", "dropView"), NoSuchView),
-}
-
-#: ``GET /v1/config``'s ``endpoints``: every catalog route, as the spec writes them.
-ENDPOINTS: tuple[str, ...] = tuple(
-    f"{method} {template.replace('/v1/', '/v1/{prefix}/', 1)}"
-    for method, template, operation in ROUTES if operation not in _UNPREFIXED
-)
+__all__ = ["ENDPOINTS", "Endpoint", "ROUTES", "Route", "endpoint", "match"]
 
 
 @dataclass(frozen=True)
-class Route:
-    """A matched request: ``operation`` (an operationId), ``namespace``/``table`` when the path
-    names them (validated HMS names; ``table`` is also a path's ``{view}``: a view is an HMS
-    table), ``warehouse`` the ``{prefix}`` when the path has one."""
+class Endpoint:
+    """One row: ``method`` and ``path`` (template) of the spec's ``operation`` (operationId),
+    the ``request`` body's model and the ``response`` body's model (PyIceberg's, the client's
+    reading of the spec; None: no body), and the ``handler``."""
 
+    method: str
+    path: str
     operation: str
-    namespace: str | None = None
-    table: str | None = None
-    #: The warehouse the path's ``{prefix}`` names (None: no prefix).
-    warehouse: str | None = None
+    request: Any
+    response: Any
+    handler: Handler
+    #: Answered without the service's request-side steps: it authenticates its caller itself.
+    public: bool = False
+    #: How its refusals are written when not in the catalog's error model (the token endpoint's
+    #: OAuth2 errors).
+    error_model: Callable[[IcebergError], IcebergError] | None = None
+    #: Listed in ``GET /v1/config``'s ``endpoints`` (the catalog's routes, below ``{prefix}``).
+    listed: bool = True
 
 
-def hms_name(value: str, what: str) -> str:
-    """``value`` when HMS accepts it as a database or table name. Raises :class:`BadRequest`."""
-    if not _NAME.fullmatch(value):
-        raise BadRequest(f"invalid {what} name {value[:200]!r}: the Hive Metastore accepts only "
-                         "letters, digits and '_' (1 to 128 characters)")
-    return value
+async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
+    (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
+    overrides = config_overrides(catalog.service.warehouses, request.query.get("warehouse"))
+    return Reply(body={"defaults": {}, "overrides": overrides, "endpoints": list(ENDPOINTS)})
 
 
-def namespace_name(levels: list[str], missing: type[IcebergError] | None = None, table: str | None = None) -> str:
-    """The HMS database a namespace (its levels) is. Raises :class:`BadRequest` for an empty
-    namespace and for names HMS refuses; for a nested namespace, ``missing`` (a 404 naming the
-    namespace, or ``table`` in it) when given, else :class:`BadRequest`."""
-    if not levels or levels == [""]:
-        raise BadRequest("the namespace is empty")
-    if len(levels) != 1:
-        dotted = ".".join(levels)[:200]
-        if missing is NoSuchNamespace:
-            raise missing(f"Namespace does not exist: {dotted} (the Hive Metastore has one namespace level)")
-        if missing is not None:
-            what = "View" if missing is NoSuchView else "Table"
-            raise missing(f"{what} does not exist: {dotted}.{(table or '')[:200]} "
-                          "(the Hive Metastore has one namespace level)")
-        raise BadRequest(f"nested namespaces are not supported: the Hive Metastore has one level "
-                         f"(got {len(levels)} levels)")
-    return hms_name(levels[0], "namespace")
+_NS, _TABLE, _VIEW = "/v1/namespaces/{namespace}", "/v1/namespaces/{namespace}/tables/{table}", \
+    "/v1/namespaces/{namespace}/views/{view}"
+E = Endpoint
+#: The table.
+ROUTES: tuple[Endpoint, ...] = (
+    E("GET", "/v1/config", "getConfig", None, ConfigResponse, get_config, listed=False),
+    E("POST", "/v1/oauth/tokens", "getToken", None, None, oauth.get_token, public=True,
+      error_model=oauth.oauth_error, listed=False),
+    E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaceResponse, namespaces.list_namespaces),
+    E("POST", "/v1/namespaces", "createNamespace", CreateNamespace, NamespaceResponse, namespaces.create_namespace),
+    E("GET", _NS, "loadNamespaceMetadata", None, NamespaceResponse, namespaces.load_namespace),
+    E("HEAD", _NS, "namespaceExists", None, None, namespaces.namespace_exists),
+    E("DELETE", _NS, "dropNamespace", None, None, namespaces.drop_namespace),
+    E("POST", f"{_NS}/properties", "updateProperties", UpdateNamespaceProperties, UpdateNamespacePropertiesResponse,
+      namespaces.update_properties),
+    E("GET", f"{_NS}/tables", "listTables", None, ListTablesResponse, tables.list_tables),
+    E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, TableResponse, tables.create_table),
+    E("POST", f"{_NS}/register", "registerTable", register.RegisterTableRequest, TableResponse,
+      register.register_table),
+    E("GET", _TABLE, "loadTable", None, TableResponse, tables.load_table),
+    E("HEAD", _TABLE, "tableExists", None, None, tables.table_exists),
+    E("POST", _TABLE, "updateTable", CommitRequest, CommitTableResponse, commit.commit_table),
+    E("DELETE", _TABLE, "dropTable", None, None, tables.drop_table),
+    E("POST", "/v1/tables/rename", "renameTable", RenameTable, None, tables.rename_table),
+    E("POST", f"{_TABLE}/metrics", "reportMetrics", metrics_report.ScanReport | metrics_report.CommitReport, None,
+      metrics_report.report_metrics),
+    E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials),
+    # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
+    E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, None, signer.sign, listed=False),
+    E("POST", "/v1/transactions/commit", "commitTransaction", None, None, transactions.commit_transaction),
+    E("GET", f"{_NS}/views", "listViews", None, ListViewsResponse, views.list_views),
+    E("POST", f"{_NS}/views", "createView", CreateViewRequest, ViewResponse, views.create_view),
+    E("GET", _VIEW, "loadView", None, ViewResponse, views.load_view),
+    E("POST", _VIEW, "replaceView", CommitViewRequest, ViewResponse, views.replace_view),
+    E("DELETE", _VIEW, "dropView", None, None, views.drop_view),
+    E("HEAD", _VIEW, "viewExists", None, None, views.view_exists),
+    E("POST", "/v1/views/rename", "renameView", RenameTable, None, views.rename_view),
+    E("POST", f"{_NS}/register-view", "registerView", register.RegisterViewRequest, ViewResponse,
+      register.register_view),
+)
+del E
 
+#: operationId → its row.
+_BY_OPERATION: dict[str, Endpoint] = {row.operation: row for row in ROUTES}
 
-def _decode(segment: str) -> str:
-    try:
-        return unquote(segment, errors="strict")
-    except UnicodeDecodeError:
-        raise BadRequest("a path segment is not UTF-8 after percent-decoding") from None
+#: ``GET /v1/config``'s ``endpoints``: every catalog route, as the spec writes them.
+ENDPOINTS: tuple[str, ...] = tuple(
+    f"{row.method} {row.path.replace('/v1/', '/v1/{prefix}/', 1)}" for row in ROUTES if row.listed
+)
 
-
-#: :data:`ROUTES` with each template split into its segments, once.
-_SPLIT = tuple((method, tuple(template.split("/")[1:]), operation) for method, template, operation in ROUTES)
+_ROUTER = Router((row.method, row.path, row.operation) for row in ROUTES)
 
 
 def match(method: str, path: str, warehouses: Collection[str] = ()) -> Route:
-    """The route of ``method`` on ``path`` (below the service path, starting with ``/``); a
-    catalog route may have a ``{prefix}`` segment after ``/v1`` naming one of ``warehouses``.
+    """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.Router.match`, which
+    names the errors raised)."""
+    return _ROUTER.match(method, path, warehouses)
 
-    Raises :class:`NotFound` for a path the API does not have, :class:`MethodNotAllowed` (with
-    ``Allow``) for a method the path does not take, :class:`BadRequest` for bad names, a 404 of
-    the object's kind for a read in a nested namespace."""
-    segments = path.split("/")[1:]
-    warehouse = None
-    if len(segments) > 2 and segments[0] == "v1" and segments[1] in warehouses:
-        warehouse = segments.pop(1)
-    allowed: list[str] = []
-    for route_method, parts, operation in _SPLIT:
-        if len(parts) != len(segments) or (warehouse is not None and operation in _NEVER_PREFIXED):
-            continue
-        if any(p != s for p, s in zip(parts, segments) if not p.startswith("{")):
-            continue
-        if route_method != method:
-            allowed.append(route_method)
-            continue
-        names = {p[1:-1]: _decode(s) for p, s in zip(parts, segments) if p.startswith("{")}
-        namespace = names.get("namespace")
-        kind = "view" if "view" in names else "table"
-        table = names.get(kind)
-        return Route(
-            operation,
-            None if namespace is None else namespace_name(namespace.split(NAMESPACE_SEPARATOR),
-                                                          _MISSING_WHEN_NESTED.get(operation), table),
-            None if table is None else hms_name(table, kind),
-            warehouse,
-        )
-    if allowed:
-        raise MethodNotAllowed(f"{method} is not allowed on {path[:200]}",
-                               [("Allow", ", ".join(sorted(set(allowed))))])
-    raise NotFound(f"no such Iceberg REST endpoint: {path[:200]}")
+
+def endpoint(operation: str) -> Endpoint:
+    """The row of ``operation``. Raises ``KeyError`` for an operationId the table lacks."""
+    return _BY_OPERATION[operation]

@@ -44,7 +44,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.routes import Route
+from gateway.iceberg.paths import Route
 from gateway.iceberg.storage import split_location
 from gateway.observability import metrics
 

@@ -11,6 +11,8 @@ import hashlib
 import json
 import logging
 
+from aiohttp import hdrs, web
+
 from pyiceberg.catalog.hive import DEFAULT_PROPERTIES
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.table.metadata import TableMetadata, new_table_metadata
@@ -25,7 +27,7 @@ from gateway.iceberg.implementations import refuse_code
 from gateway.iceberg.locations import check_properties, check_table, default_location
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable, parse
-from gateway.iceberg.routes import hms_name, namespace_name
+from gateway.iceberg.paths import Route, hms_name, namespace_name
 from gateway.iceberg.empty_dirs import remove_empty
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,8 @@ def _not_modified(if_none_match: str | None, tag: str) -> bool:
     return "*" in candidates or tag in candidates
 
 
-async def list_tables(catalog: Catalog, db: str, query) -> Reply:
-    return await listing(catalog, db, query, is_iceberg, "listTables")
+async def list_tables(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    return await listing(catalog, route.db(), request.query, is_iceberg, "listTables")
 
 
 async def listing(catalog: Catalog, db: str, query, keep, operation: str) -> Reply:
@@ -80,43 +82,45 @@ async def listing(catalog: Catalog, db: str, query, keep, operation: str) -> Rep
     return Reply(body={"identifiers": [{"namespace": [db], "name": n} for n in chosen], "next-page-token": token})
 
 
-async def create_table(catalog: Catalog, db: str, body: bytes, http=None) -> Reply:
-    """Create ``db.<name>``; with ``http`` (the HTTP request), storage access as its delegation
-    header asks."""
-    request = parse(CreateTableRequest, body)
-    name = hms_name(request.name, "table")
+async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """Create ``db.<name>``, with storage access as the request's delegation header asks."""
+    db = route.db()
+    ask = parse(CreateTableRequest, body)
+    name = hms_name(ask.name, "table")
     catalog.named(db, name)
-    refuse_code(request.properties, f"table {db}.{name}")
+    refuse_code(ask.properties, f"table {db}.{name}")
     catalog.require("create", db)
     database = await catalog.database(db)
     idl = catalog.idl
     await catalog.absent(db, name)
-    location = default_location(database, name) if request.location is None else request.location.rstrip("/")
+    location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
     await check_table(catalog, db, name, location, database)
     try:
         metadata = new_table_metadata(
-            schema=request.table_schema,
-            partition_spec=request.partition_spec or UNPARTITIONED_PARTITION_SPEC,
-            sort_order=request.write_order or UNSORTED_SORT_ORDER,
-            location=location, properties={**DEFAULT_PROPERTIES, **request.properties},
+            schema=ask.table_schema,
+            partition_spec=ask.partition_spec or UNPARTITIONED_PARTITION_SPEC,
+            sort_order=ask.write_order or UNSORTED_SORT_ORDER,
+            location=location, properties={**DEFAULT_PROPERTIES, **ask.properties},
         )
     except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid table definition: {str(exc)[:500]}") from None
     check_properties(metadata.location, metadata.properties, f"table {db}.{name}")
-    if request.stage_create:  # nothing stored: the commit with assert-create creates it
+    if ask.stage_create:  # nothing stored: the commit with assert-create creates it
         return Reply(body=load_result(None, metadata))
     metadata_location = next_metadata_location(metadata, None)
     await catalog.files.write(metadata, metadata_location)
     table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, metadata_location)
-    delegation = await delegated(catalog, http, db, name, location) if http is not None else ({}, [])
+    delegation = await delegated(catalog, request, db, name, location)
     return Reply(body=load_result(metadata_location, metadata, delegation))
 
 
-async def load_table(catalog: Catalog, db: str, name: str, query, if_none_match: str | None,
-                     request=None) -> Reply:
-    """Load ``db.name``; with ``request``, storage access as its delegation header asks."""
-    snapshots = query.get("snapshots", "all")
+async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """Load ``db.name``, with storage access as the request's delegation header asks; 304 for
+    an ``If-None-Match`` that names the answer's ``ETag``."""
+    db, name = route.db_table()
+    if_none_match = request.headers.get(hdrs.IF_NONE_MATCH)
+    snapshots = request.query.get("snapshots", "all")
     if snapshots not in SNAPSHOT_MODES:
         raise errors.BadRequest(f"snapshots must be all or refs, got {snapshots[:40]!r}")
     catalog.require("select", db, name)
@@ -136,20 +140,21 @@ async def load_table(catalog: Catalog, db: str, name: str, query, if_none_match:
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots
                                                               if s.snapshot_id in referenced]})
-    delegation = (await delegated(catalog, request, db, name, metadata.location)
-                  if request is not None else ({}, []))
+    delegation = await delegated(catalog, request, db, name, metadata.location)
     delegation = ({**delegation[0], **columns}, delegation[1])
     return Reply(body=load_result(location, metadata, delegation), headers=(("ETag", tag),))
 
 
-async def table_exists(catalog: Catalog, db: str, name: str) -> Reply:
+async def table_exists(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    db, name = route.db_table()
     catalog.require("", db, name)
     await catalog.hive_table(db, name)
     return Reply(status=204)
 
 
-async def drop_table(catalog: Catalog, db: str, name: str, query) -> Reply:
-    purge = query.get("purgeRequested", "false").lower()
+async def drop_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    db, name = route.db_table()
+    purge = request.query.get("purgeRequested", "false").lower()
     if purge not in ("true", "false"):
         raise errors.BadRequest("purgeRequested must be true or false")
     catalog.require("drop", db, name)
@@ -169,12 +174,12 @@ async def drop_table(catalog: Catalog, db: str, name: str, query) -> Reply:
     return Reply(status=204)
 
 
-async def rename_table(catalog: Catalog, body: bytes) -> Reply:
-    request = parse(RenameTable, body)
-    src_db = namespace_name(request.source.namespace)
-    src = hms_name(request.source.name, "table")
-    dst_db = namespace_name(request.destination.namespace)
-    dst = hms_name(request.destination.name, "table")
+async def rename_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    ask = parse(RenameTable, body)
+    src_db = namespace_name(ask.source.namespace)
+    src = hms_name(ask.source.name, "table")
+    dst_db = namespace_name(ask.destination.namespace)
+    dst = hms_name(ask.destination.name, "table")
     catalog.named(src_db, src)
     catalog.require("alter", src_db, src)
     catalog.require("create", dst_db)

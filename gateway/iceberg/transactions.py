@@ -45,7 +45,7 @@ from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
 from gateway.iceberg.hms_refusals import column_refusal
 from gateway.iceberg.locations import check_moved
-from gateway.iceberg.routes import Route, hms_name, namespace_name
+from gateway.iceberg.paths import Route, hms_name, namespace_name
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from gateway.iceberg.hive_tables import (
     new_view_table,
 )
 from gateway.iceberg.tables import listing
-from gateway.iceberg.routes import Route, hms_name, namespace_name
+from gateway.iceberg.paths import Route, hms_name, namespace_name
 from gateway.iceberg.view_updates import (
     CommitViewRequest,
     CreateViewRequest,

@@ -23,7 +23,7 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gateway.iceberg import errors
-from gateway.iceberg.routes import RESERVED_PREFIXES
+from gateway.iceberg.paths import RESERVED_PREFIXES
 from gateway.policy.view import CatalogView
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

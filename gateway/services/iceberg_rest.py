@@ -6,8 +6,8 @@ One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
 :class:`IcebergErrors` as its error model): the body read whole (400 over the size limit, as the spec lists no 413; 408); the
 request-side steps (authentication, identity assertion, service ACL; the token endpoint
 authenticates its client itself, :mod:`gateway.iceberg.oauth`); the path below the service
-picks the operation (:mod:`gateway.iceberg.routes`: 404 for a path the API lacks, 405 with
-``Allow``) and its handler (:mod:`gateway.iceberg.operations`); HMS is called as the effective
+picks the operation (:data:`gateway.iceberg.routes.ROUTES`: 404 for a path the API lacks, 405 with
+``Allow``) and its handler; HMS is called as the effective
 user (``set_ugi``); the catalog policy decides what the user sees (404) and may
 do (403). Every refusal is the spec's error model ``{"error": {"message", "type", "code"}}``:
 401 ``NotAuthorizedException`` with the topology's challenges, 403 ``ForbiddenException``, 429
@@ -46,7 +46,7 @@ from gateway.cache.reads import MetadataCache
 from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
-from gateway.iceberg import errors, operations
+from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.files import MetadataFiles
@@ -55,7 +55,7 @@ from gateway.iceberg.service import LOCK_HEARTBEAT_SECONDS, IcebergService
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
-from gateway.iceberg.routes import Route, match
+from gateway.iceberg.routes import Route, endpoint, match
 from gateway.iceberg.warehouses import Warehouses, WarehouseView
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
@@ -123,7 +123,7 @@ class IcebergRestOptions(BaseModel):
 class IcebergErrors:
     """The spec's error model (:class:`~gateway.services.http_frame.ErrorModel`),
     ``IcebergErrorResponse``; the token endpoint's refusals in OAuth2's
-    (:data:`gateway.iceberg.operations.ERROR_MODELS`). Never a 500 for HMS or storage failing:
+    (:attr:`gateway.iceberg.routes.Endpoint.error_model`). Never a 500 for HMS or storage failing:
     500, 502 and 504 on a commit mean "commit state unknown" to clients."""
 
     error = IcebergError
@@ -166,7 +166,9 @@ class IcebergErrors:
 
     @staticmethod
     def answer(error: IcebergError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        error = operations.error_model(exchange.event.method)(error)
+        model = endpoint(exchange.event.method).error_model if exchange.event.method else None
+        if model is not None:
+            error = model(error)
         return error.response(exchange.request.method == hdrs.METH_HEAD), error.message
 
 
@@ -232,7 +234,7 @@ class IcebergRestService(HttpKind):
         return match(request.method, self._subpath(request), self.options.warehouses.keys())
 
     def public(self, target: Route) -> bool:
-        return target.operation in operations.PUBLIC
+        return endpoint(target.operation).public
 
     async def serve(self, exchange: Exchange, target: Route, body: bytes) -> tuple[web.StreamResponse, str]:
         """The operation's handler on the request's :class:`Catalog` (errors in the spec's model)."""
@@ -241,7 +243,7 @@ class IcebergRestService(HttpKind):
         event.database, event.table = route.namespace, route.table
         identity = exchange.identity
         reads = self._reads(request, route)
-        if identity is None:  # a public operation (operations.PUBLIC): no caller yet
+        if identity is None:  # a public operation (Endpoint.public): no caller yet
             catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.service, "")
         else:
             view = CatalogView(self.policy, identity.user, identity.groups)
@@ -250,7 +252,7 @@ class IcebergRestService(HttpKind):
             catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
                               view, self.files, self.service, identity.user)
         try:
-            reply = await operations.handler(route.operation)(catalog, route, request, body)
+            reply = await endpoint(route.operation).handler(catalog, route, request, body)
         finally:
             if catalog.objects != (None, None):
                 event.database, event.table = catalog.objects

@@ -52,4 +52,4 @@ def test_the_battery_is_seeded_and_covers_every_route():
     first, again = list(hostile_requests(7, 300, world)), list(hostile_requests(7, 300, world))
     assert first == again and first != list(hostile_requests(8, 300, world))
     from gateway.iceberg.routes import ROUTES
-    assert {operation for *_, operation in ROUTES} <= {r.label for r in first}
+    assert {row.operation for row in ROUTES} <= {r.label for r in first}

@@ -1,31 +1,45 @@
-"""The Iceberg REST operation registry: every route has a handler, every handler is registered
-for a route, and each has the one handler signature."""
+"""The Iceberg REST route table (gateway/iceberg/routes.py): one row per operation with its
+method, path, request and response models and handler; each handler has the one signature;
+``GET /v1/config``'s endpoints and the names a warehouse may not take derive from it."""
 
 from __future__ import annotations
 
 import inspect
+import types
 
 import pytest
+from pydantic import BaseModel
 
-from gateway.iceberg.operations import OPERATIONS, PUBLIC, handler
-from gateway.iceberg.routes import ROUTES
-
-
-def test_every_route_has_a_registered_handler_and_every_handler_a_route():
-    assert {operation for _, _, operation in ROUTES} == set(OPERATIONS)
-    assert PUBLIC <= set(OPERATIONS)
+from gateway.iceberg.paths import NEVER_PREFIXED, RESERVED_PREFIXES
+from gateway.iceberg.routes import ENDPOINTS, ROUTES, endpoint
 
 
-@pytest.mark.parametrize("operation", sorted(OPERATIONS))
-def test_each_handler_resolves_and_has_the_one_signature(operation):
-    function = handler(operation)
-    assert inspect.iscoroutinefunction(function)
-    assert list(inspect.signature(function).parameters) == ["catalog", "route", "request", "body"]
+def test_one_row_per_operation_and_per_method_and_path():
+    assert len({row.operation for row in ROUTES}) == len(ROUTES)
+    assert len({(row.method, row.path) for row in ROUTES}) == len(ROUTES)
+    assert NEVER_PREFIXED <= {row.operation for row in ROUTES}
+    assert [row.operation for row in ROUTES if row.public] == ["getToken"]
 
 
-def test_an_unregistered_operation_is_a_lookup_error():
-    with pytest.raises(LookupError, match="noSuchOperation"):
-        handler("noSuchOperation")
+@pytest.mark.parametrize("row", ROUTES, ids=lambda row: row.operation)
+def test_each_handler_has_the_one_signature_and_models_are_pydantic(row):
+    assert inspect.iscoroutinefunction(row.handler)
+    assert list(inspect.signature(row.handler).parameters) == ["catalog", "route", "request", "body"]
+    for model in (row.request, row.response):
+        members = model.__args__ if isinstance(model, types.UnionType) else (model,)
+        assert all(m is None or issubclass(m, BaseModel) for m in members), (row.operation, model)
+    assert endpoint(row.operation) is row
+
+
+def test_an_unknown_operation_is_a_key_error():
+    with pytest.raises(KeyError):
+        endpoint("noSuchOperation")
+
+
+def test_config_endpoints_and_reserved_prefixes_derive_from_the_table():
+    assert ENDPOINTS == tuple(f"{row.method} {row.path.replace('/v1/', '/v1/{prefix}/', 1)}"
+                              for row in ROUTES if row.listed)
+    assert RESERVED_PREFIXES == {row.path.split("/")[2] for row in ROUTES}
 
 
 #: Routes that are not the REST catalog spec's: the S3 remote signer (per table, as Apache
@@ -39,9 +53,12 @@ def test_every_route_is_the_spec_s_path_method_and_operation_id():
     from tests.support.iceberg.spec import SPEC_FILE
 
     paths = yaml.safe_load(SPEC_FILE.read_text())["paths"]
-    for method, template, operation in ROUTES:
-        if operation in NOT_IN_THE_CATALOG_SPEC:
+    for row in ROUTES:
+        if row.operation in NOT_IN_THE_CATALOG_SPEC:
             continue
-        spec_template = template if template in ("/v1/config", "/v1/oauth/tokens") \
-            else template.replace("/v1/", "/v1/{prefix}/", 1)
-        assert paths[spec_template][method.lower()]["operationId"] == operation, (method, template)
+        spec_template = row.path if row.path in ("/v1/config", "/v1/oauth/tokens") \
+            else row.path.replace("/v1/", "/v1/{prefix}/", 1)
+        assert paths[spec_template][row.method.lower()]["operationId"] == row.operation, (row.method, row.path)
+        body = paths[spec_template][row.method.lower()].get("requestBody")
+        assert (row.request is None) == (body is None) or row.operation in ("getToken", "commitTransaction"), \
+            row.operation

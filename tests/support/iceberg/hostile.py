@@ -485,7 +485,7 @@ def hostile_requests(seed: int, count: int, world: World) -> Iterator[Request]:
     rng = random.Random(seed)
     builder = _Builder(rng, world)
     makers = _requests(builder)
-    operations = [operation for _, _, operation in ROUTES]
+    operations = [row.operation for row in ROUTES]
     assert set(operations) == set(makers), set(operations) ^ set(makers)
     hostile = _hostile_values(world)
     produced = 0
