@@ -13,13 +13,15 @@
 #    then `make unit`. The demo and the unit tests run in a network namespace of their own, so a
 #    demo already running here (8443, 9083, 9464) is not in the way; installs use the network.
 # Each step prints its time (scripts/step.sh); a summary table closes the run. Exit status: the
-# first failing step's. FRESH_DIR (default var/fresh) holds the cached base and the work root.
+# first failing step's. FRESH_DIR (default var/fresh) holds the cached base and the logs; the root
+# itself is FRESH_ROOT (default /var/tmp/hms-gateway-fresh), outside the tree: setuptools walks
+# the whole tree when it builds the project, and a Debian root with /proc mounted would stall it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 state=${FRESH_DIR:-$repo/var/fresh}
 base_tar=$state/bookworm-minbase.tar
-root=$state/root
+root=${FRESH_ROOT:-/var/tmp/hms-gateway-fresh}
 src=/root/hms-gateway                  # the tree, inside the root
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
 demo_timeout=${FRESH_DEMO_TIMEOUT:-1200}  # seconds for `make run` to write the demo's table and catalog
@@ -91,7 +93,7 @@ in_netns() { "${netns[@]}" "${chroot_env[@]}" chroot "$root" /bin/bash -c "cd $s
 
 make_base() {
   command -v debootstrap >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q debootstrap >/dev/null; }
-  local tmp=$state/base.tmp
+  local tmp=$root.base  # outside the tree, as the root
   rm -rf "$tmp"
   debootstrap --variant=minbase bookworm "$tmp" "$mirror" >"$state/debootstrap.log" 2>&1 \
     || { tail -20 "$state/debootstrap.log" >&2; return 1; }
