@@ -236,10 +236,12 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     return Reply(body=load_result(location, new))
 
 
-async def settle_unknown(catalog: Catalog, db: str, name: str, base_location: str | None,
-                         new_location: str, cause: UpstreamError) -> None:
-    """After an alter (or create) of ``db.name`` whose outcome ``cause`` hid: return when it
-    landed; raise 503 when it surely did not, else CommitStateUnknown (tables and views alike)."""
+async def alter_landed(catalog: Catalog, db: str, name: str, base_location: str | None, new_location: str) -> bool | None:
+    """Whether the alter (or create) of ``db.name`` to ``new_location``, whose answer was lost,
+    is in HMS: True when the table names ``new_location`` (or names it as its previous one: a
+    later commit went on top), False when it is still at ``base_location`` (None: no table),
+    None when that cannot be told (HMS unreachable for every re-read, a third location, the
+    table gone). For table, view and transaction commits alike."""
     for attempt in range(_REREADS):
         try:
             table = await catalog.client.get_table(db, name)
@@ -250,15 +252,25 @@ async def settle_unknown(catalog: Catalog, db: str, name: str, base_location: st
             table = None
         current = None if table is None else metadata_location(table)
         if table is not None and new_location in (current, (table.parameters or {}).get(PREVIOUS_METADATA_LOCATION)):
-            return
-        if current == base_location and isinstance(cause, UpstreamConnectFailed):
-            # never sent: nothing can land later, so the file is surely unreferenced
-            await catalog.files.delete(new_location)
-            raise errors.ServiceUnavailable(f"the commit of {db}.{name} did not reach the Hive Metastore: "
-                                            f"{cause}") from None
-        # Sent and not (yet) visible: HMS may still apply it, or a third location hides whether
-        # ours landed before it. Either way the state is unknown and the file stays.
-        break
+            return True
+        return False if current == base_location else None
+    return None
+
+
+async def settle_unknown(catalog: Catalog, db: str, name: str, base_location: str | None,
+                         new_location: str, cause: UpstreamError) -> None:
+    """After an alter (or create) of ``db.name`` whose outcome ``cause`` hid: return when it
+    landed; raise 503 when it surely did not, else CommitStateUnknown (tables and views alike)."""
+    state = await alter_landed(catalog, db, name, base_location, new_location)
+    if state:
+        return
+    if state is False and isinstance(cause, UpstreamConnectFailed):
+        # never sent: nothing can land later, so the file is surely unreferenced
+        await catalog.files.delete(new_location)
+        raise errors.ServiceUnavailable(f"the commit of {db}.{name} did not reach the Hive Metastore: "
+                                        f"{cause}") from None
+    # Sent and not (yet) visible: HMS may still apply it, or a third location hides whether ours
+    # landed before it. Either way the state is unknown and the file stays.
     status = 504 if isinstance(cause, UpstreamTimeout) else 502
     raise errors.CommitStateUnknown(f"the commit of {db}.{name} may or may not have landed "
                                     f"(new metadata file {new_location} kept): {cause}", status)

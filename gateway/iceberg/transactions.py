@@ -40,7 +40,7 @@ from pyiceberg.table.update import AssertCreate
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import commit_request, document
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.commit import accesses, apply_updates, locked
+from gateway.iceberg.commit import accesses, alter_landed, apply_updates, locked
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
 from gateway.iceberg.hms_refusals import column_refusal
@@ -162,17 +162,6 @@ def _committed(catalog: Catalog, change: Change) -> Any:
                            change.new_location, catalog.service.hive2_compatible)
 
 
-async def _landed(catalog: Catalog, change: Change) -> bool | None:
-    """Whether ``change``'s alter is visible in HMS: True, False (still at the base), None
-    (cannot tell)."""
-    try:
-        table = await catalog.client.get_table(change.db, change.name)
-    except (UpstreamError, catalog.idl.NoSuchObjectException):
-        return None
-    current = metadata_location(table)
-    return True if current == change.new_location else False if current == change.base_location else None
-
-
 async def _alter_all(catalog: Catalog, changes: list[Change]) -> None:
     idl = catalog.idl
     landed: list[Change] = []
@@ -180,7 +169,8 @@ async def _alter_all(catalog: Catalog, changes: list[Change]) -> None:
         try:
             await catalog.client.alter_table(change.db, change.name, _committed(catalog, change), COMMIT_CONTEXT)
         except (UpstreamError, idl.InvalidOperationException, idl.MetaException) as exc:
-            state = await _landed(catalog, change) if isinstance(exc, UpstreamError) else False
+            state = (await alter_landed(catalog, change.db, change.name, change.base_location, change.new_location)
+                     if isinstance(exc, UpstreamError) else False)
             if state is True:
                 landed.append(change)
                 continue
