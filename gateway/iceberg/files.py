@@ -11,7 +11,10 @@ files below it (:meth:`MetadataFiles.purge`).
 Metadata file names are PyIceberg's: ``<table location>/metadata/<version>-<uuid>.metadata.json``
 with a version one above the base's (``LocationProvider.new_table_metadata_file_location``).
 A write never overwrites (``create(overwrite=False)``): a name taken means a clash, not data
-to replace.
+to replace. So the metadata a process wrote is what the file holds for as long as it exists:
+of the last ``_WRITTEN`` table metadata files a process wrote, a read checks only that the file
+is still there and takes the metadata from memory (8 writers on one table parsed the same file
+hundreds of times, issue 33).
 
 View metadata files are named as Java's ``BaseViewOperations`` names them:
 ``<view location>/metadata/<version>-<uuid><extension>`` (or below ``write.metadata.path``),
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import urlsplit
@@ -43,6 +47,10 @@ _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 
 log = logging.getLogger(__name__)
+
+_WRITTEN = 64
+#: location → the (frozen) metadata this process wrote there, newest last.
+_written: OrderedDict[str, TableMetadata] = OrderedDict()
 
 
 def file_io(properties: Mapping[str, str], location: str):
@@ -70,6 +78,11 @@ class MetadataFiles:
     async def read(self, location: str) -> TableMetadata:
         """The table metadata in the file at ``location``. Raises ``OSError`` (missing or
         unreadable) and ``ValueError``/``pydantic.ValidationError`` (not table metadata)."""
+        if (written := _written.get(location)) is not None:
+            if not await asyncio.to_thread(self._io(location).new_input(location).exists):
+                _written.pop(location, None)  # deleted since (a purge, another process)
+                raise FileNotFoundError(f"no metadata file at {location[:300]}")
+            return written
         def load() -> TableMetadata:
             return FromInputFile.table_metadata(self._io(location).new_input(location))
         return await asyncio.to_thread(load)
@@ -80,6 +93,9 @@ class MetadataFiles:
         def store() -> None:
             ToOutputFile.table_metadata(metadata, self._io(location).new_output(location))
         await asyncio.to_thread(store)
+        _written[location] = metadata
+        while len(_written) > _WRITTEN:
+            _written.popitem(last=False)
 
     async def read_view(self, location: str) -> ViewMetadata:
         """The view metadata in the file at ``location`` (gzip when its name says so). Raises
