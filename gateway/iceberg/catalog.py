@@ -86,6 +86,21 @@ class Catalog:
             return
         raise conflict(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
 
+    async def rename(self, found, dst_db: str, dst: str, what: str = "") -> None:
+        """Rename ``found`` (the HMS ``Table`` of a table or view, the policy on both ends
+        checked) to ``dst_db.dst``, as HMS's ``alter_table`` does for tables and views alike.
+        Raises :class:`~errors.NoSuchNamespace` (the target's), :class:`~errors.AlreadyExists`
+        (a table or view has the name, or HMS refused). ``what``: ``"view "`` in messages."""
+        src_db, src = found.dbName, found.tableName
+        await self.database(dst_db)
+        await self.absent(dst_db, dst)
+        found.dbName, found.tableName = dst_db, dst
+        idl = self.idl
+        try:
+            await self.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=found)
+        except (idl.InvalidOperationException, idl.MetaException) as exc:
+            raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming {what}{src_db}.{src} to {dst_db}.{dst}")) from None
+
     async def hive_table(self, db: str, table: str):
         """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
         an Iceberg view or a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""

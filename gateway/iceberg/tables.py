@@ -183,13 +183,5 @@ async def rename_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     catalog.named(src_db, src)
     catalog.require("alter", src_db, src)
     catalog.require("create", dst_db)
-    hive = await catalog.hive_table(src_db, src)
-    await catalog.database(dst_db)
-    idl = catalog.idl
-    await catalog.absent(dst_db, dst)
-    hive.dbName, hive.tableName = dst_db, dst
-    try:
-        await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)
-    except (idl.InvalidOperationException, idl.MetaException) as exc:
-        raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming {src_db}.{src} to {dst_db}.{dst}")) from None
+    await catalog.rename(await catalog.hive_table(src_db, src), dst_db, dst)
     return Reply(status=204)

@@ -168,15 +168,7 @@ async def rename_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     catalog.named(src_db, src)
     _require(catalog, "alter", src_db, src)
     catalog.require("create", dst_db)
-    hive = await hive_view(catalog, src_db, src)
-    await catalog.database(dst_db)
-    await catalog.absent(dst_db, dst)
-    hive.dbName, hive.tableName = dst_db, dst
-    idl = catalog.idl
-    try:
-        await catalog.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=hive)
-    except (idl.InvalidOperationException, idl.MetaException) as exc:
-        raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming view {src_db}.{src} to {dst_db}.{dst}")) from None
+    await catalog.rename(await hive_view(catalog, src_db, src), dst_db, dst, "view ")
     return Reply(status=204)
 
 
