@@ -79,6 +79,11 @@ S3_SIGNINGS = Counter(
     "allowed (signed), denied (403) or invalid (400).",
     ["topology", "service", "decision"], registry=REGISTRY,
 )
+HMS_LOCKS_RELEASED = Counter(
+    "hms_gateway_hms_locks_released", "HMS lock requests of others the gateway released: "
+    "dead (a gateway process on this host that no longer runs) or expired (no heartbeat for "
+    "HMS's hive.txn.timeout).", ["reason"], registry=REGISTRY,
+)
 CONFIG_RELOADS = Counter(
     "hms_gateway_config_reloads", "Topology reloads by outcome.", ["outcome"], registry=REGISTRY,
 )

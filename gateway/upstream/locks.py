@@ -47,7 +47,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cache
 
-from prometheus_client import Counter
 from thriftpy2.thrift import TApplicationException
 
 from gateway.observability import metrics
@@ -61,11 +60,6 @@ AGENT = "hms-gateway"
 _AGENT_INFO_MAX = 128  # HIVE_LOCKS.HL_AGENT_INFO varchar(128)
 _AGENT = re.compile(r"^hms-gateway (\S+) pid=(\d+) start=([0-9a-f]{1,8})\.(\d+)\.(\d+) req=\d+")
 
-RELEASED = Counter(
-    "hms_gateway_hms_locks_released", "HMS lock requests of others the gateway released: "
-    "dead (a gateway process on this host that no longer runs) or expired (no heartbeat for "
-    "HMS's hive.txn.timeout).", ["reason"], registry=metrics.REGISTRY,
-)
 
 
 class LockRefused(Exception):
@@ -228,7 +222,7 @@ async def _release_others(client, elements, reason: str, why: Callable[[object],
                     element.lockid, element.dbname, element.tablename, element.state, element.user,
                     element.hostname, element.agentInfo, why(element))
         if await _unlock(client, element.lockid, f"{reason} holder"):
-            metrics.child(RELEASED, reason).inc()
+            metrics.child(metrics.HMS_LOCKS_RELEASED, reason).inc()
             released += 1
     return released
 

@@ -104,7 +104,7 @@ def _dead_gateway() -> str:
 
 
 def _released(reason: str) -> float:
-    return metrics.child(locks.RELEASED, reason)._value.get()
+    return metrics.child(metrics.HMS_LOCKS_RELEASED, reason)._value.get()
 
 
 def test_the_mark_names_the_process_within_hms_128_characters():
