@@ -284,12 +284,14 @@ def default_location(database, name: str) -> str:
 
 
 async def check_table(catalog, db: str, name: str, location: str, database, *, what: str = "table",
-                      areas: Iterable[str] = ()) -> Location:
+                      areas: Iterable[str] = (), placing: bool = True) -> Location:
     """Check the location of table (or view) ``db.name`` in the HMS ``database`` before the
     gateway writes there: its form, an allowed location, strictly below the namespace's
     location (or one of ``areas``, register's prefixes), the url permission unless it is the
     default location, no overlap with a table or view of the namespace, nor with another
-    namespace's location. Returns it. Raises :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
+    namespace's location. ``placing`` False: the table is already there (a purge), so the url
+    permission, which is about choosing a place, is not asked. Returns it. Raises
+    :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
     where = parse(location, f"{what} location")
     roots = await allowed_roots(catalog)
     require_allowed(where, roots, f"{what} location", location)
@@ -298,7 +300,7 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
     if not any(home.contains(where) and home != where for home in homes):
         raise errors.Forbidden(f"{what} location {location[:300]} must lie below the location of namespace {db}")
     chosen = where != stored(default_location(database, name))
-    if chosen:
+    if chosen and placing:
         _url_permission(catalog, where, f"{what} {db}.{name}")
     for other, at in await _table_locations(catalog, db, skip=name):
         if at.overlaps(where):
@@ -312,6 +314,21 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
                 raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
                                        f"{_name(catalog, other)}")
     return where
+
+
+async def check_purge(catalog, db: str, name: str, metadata) -> None:
+    """Before a purge: the location the table's metadata names must be one the gateway could
+    have created the table at (:func:`check_table`), since purge deletes, with the gateway's
+    authority, whatever the metadata references below it. A table placed by other means (a
+    Thrift ``create_table`` naming any metadata file) cannot steer a purge into another table's
+    files or outside the allowed locations. Raises :class:`~errors.Forbidden`, :class:`~errors.BadRequest`."""
+    try:
+        await check_table(catalog, db, name, metadata.location, await catalog.database(db),
+                          areas=catalog.service.register_prefixes, placing=False)
+    except errors.IcebergError as exc:
+        log.warning("purge of %s.%s refused: %s", db, name, exc)
+        raise errors.Forbidden(f"purge of {db}.{name} refused: its location is not one the gateway may "
+                               "delete in (drop it without purgeRequested)") from None
 
 
 async def check_moved(catalog, db: str, name: str, base, new, what: str = "table") -> None:

@@ -24,7 +24,7 @@ from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import is_iceberg, new_table
 from gateway.iceberg.implementations import refuse_code
-from gateway.iceberg.locations import check_properties, check_table, default_location
+from gateway.iceberg.locations import check_properties, check_purge, check_table, default_location
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable, parse
 from gateway.iceberg.paths import Route, hms_name, namespace_name
@@ -160,6 +160,8 @@ async def drop_table(catalog: Catalog, route: Route, request: web.BaseRequest, b
     catalog.require("drop", db, name)
     hive = await catalog.hive_table(db, name)
     location, metadata = await catalog.metadata(hive) if purge == "true" else (None, None)
+    if metadata is not None:
+        await check_purge(catalog, db, name, metadata)
     try:
         await catalog.client.call("drop_table", dbname=db, name=name, deleteData=False)
     except catalog.idl.NoSuchObjectException:

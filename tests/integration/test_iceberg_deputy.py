@@ -191,6 +191,21 @@ def test_purge_skips_files_the_table_does_not_own(gw, world, untouched):
     assert "skips" in log and bob_table.current_snapshot().manifest_list in log and canary in log
 
 
+def test_purge_of_a_table_placed_over_another_is_refused(gw, world, untouched, hive_catalog):
+    """A table placed by other means than the gateway (here PyIceberg's HiveCatalog straight on
+    HMS, as any Thrift client could) whose metadata names bob's location cannot steer a purge
+    there: 403, and nothing is dropped or deleted."""
+    bob_table = world["bob"].load_table("sec_b.trips")
+    bob_rows = sorted(bob_table.scan().to_arrow()["id"].to_pylist())
+    hive_catalog.register_table("sec_a.forged", bob_table.metadata_location)
+    answer = _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/forged?purgeRequested=true")
+    assert answer.status_code == 403, answer.text
+    assert "purge of sec_a.forged refused" in error_of(answer)["message"]
+    assert hive_catalog.table_exists("sec_a.forged")  # nothing refused reached HMS
+    assert sorted(world["bob"].load_table("sec_b.trips").scan().to_arrow()["id"].to_pylist()) == bob_rows
+    assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/forged").status_code == 204  # a plain drop is fine
+
+
 # --- 4. register through a re-pointed namespace ---------------------------------------------------
 
 def test_register_through_a_re_pointed_namespace_is_refused(gw, world, untouched):
