@@ -16,13 +16,17 @@ call, as it always does). Both write data and metadata files to the same local w
   one HTTPS request, for HiveCatalog lock, get_table, metadata write, alter_table, unlock; the
   target, ≤ 1.2) and the whole ``Table.append`` (the data and manifest files written by the
   client are the same work on both sides);
-* ``--writers`` threads appending ``--commits`` rows each to one table, per side (HiveCatalog
+* ``--writers`` processes (:mod:`bench.writers`: each its own interpreter and catalog, as
+  separate clients are) appending ``--commits`` rows each to one table, per side (HiveCatalog
   checking HMS's lock every 0.25 s for up to 60 s, as the gateway does: its defaults, 2, 4 and
-  8 s, land about one commit in 15 s): a loser of a race (``CommitFailedException``, after PyIceberg's own retries) reloads the table and tries
-  again. Reported: commits per second (wall time), p50/p99 of one append (first try to success),
-  attempts (``commit_table`` calls), each writer's landed appends, and lost commits = successful
-  commits − new snapshots (must be 0). Targets (issue 33, 8 × 20 by default): every append
-  lands within 60 s, each writer lands all of its own, gateway commits per second ≥ direct's.
+  8 s, land about one commit in 15 s): a loser of a race (``CommitFailedException``, after
+  PyIceberg's own retries) reloads the table and tries again. Reported: commits per second
+  (wall time), p50/p99 of one append (first try to success), attempts (``commit_table``
+  calls), each writer's landed appends, lost commits = successful commits − new snapshots
+  (must be 0), the CPU seconds of the writers, the gateway and HMS over the run, the
+  gateway's audit medians of ``updateTable`` per status, and the ratio of commits per second
+  gateway/direct. Targets (issue 33, 8 × 20 by default): every append lands within 60 s,
+  each writer lands all of its own, gateway commits per second ≥ direct's.
 
 Prints the medians, ratios and the load average; exits 1 when a target is missed or a commit
 was lost.
@@ -35,7 +39,6 @@ import logging
 import os
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -44,6 +47,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
 from bench.harness import Bench, load, machine  # noqa: E402
+from bench.writers import Spec, concurrent_appends, rows, server_medians  # noqa: E402
 
 NAMESPACE, PATH, CACHED = "benchice", "iceberg", "iceberg-cached"
 TARGETS = {"load_table gateway/direct": 1.2, "append commit gateway/direct": 1.2}
@@ -57,14 +61,6 @@ def _schema():
     return Schema(NestedField(1, "id", LongType(), required=False),
                   NestedField(2, "name", StringType(), required=False),
                   NestedField(3, "value", DoubleType(), required=False))
-
-
-def _rows(start: int, n: int = 1):
-    import pyarrow as pa
-
-    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
-                     "name": pa.array([f"row-{i}" for i in range(start, start + n)], pa.string()),
-                     "value": pa.array([i / 4 for i in range(start, start + n)], pa.float64())})
 
 
 class CommitTimer:
@@ -81,56 +77,6 @@ class CommitTimer:
             return self._commit(*args, **kwargs)
         finally:
             self.samples.append(time.perf_counter() - t0)
-
-
-def concurrent_appends(catalog_factory, identifier: str, writers: int, commits: int) -> dict:
-    """``writers`` threads, each with its own catalog, append ``commits`` one-row batches to
-    ``identifier``; a ``CommitFailedException`` (or PyIceberg's lock wait running out) reloads
-    and retries. Returns successes, attempts (``commit_table`` calls, PyIceberg's own retries
-    included), the table's new snapshots, lost commits, seconds, commits per second, each
-    writer's landed appends (``per_writer``) and the p50/p99 of one append from its first try
-    to its success, retries included (``p50_ms``, ``p99_ms``)."""
-    from pyiceberg.exceptions import CommitFailedException, WaitingForLockException
-
-    before = len(catalog_factory().load_table(identifier).snapshots())
-    successes, timers, errors, latencies = [0] * writers, [], [], []
-    start = threading.Barrier(writers + 1)
-
-    def writer(w: int) -> None:
-        catalog = catalog_factory()
-        timers.append(timer := CommitTimer(catalog))  # counts PyIceberg's own retries too
-        try:
-            start.wait()
-            for i in range(commits):
-                began = time.perf_counter()
-                while True:
-                    try:
-                        catalog.load_table(identifier).append(_rows(1_000_000 * (w + 1) + i))
-                        successes[w] += 1
-                        latencies.append(time.perf_counter() - began)
-                        break
-                    except (CommitFailedException, WaitingForLockException):
-                        if len(timer.samples) > 50 * commits:
-                            raise
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-            start.abort()  # a writer that never reached the start must not hold up the others
-
-    threads = [threading.Thread(target=writer, args=(w,), name=f"appender-{w}") for w in range(writers)]
-    for t in threads:
-        t.start()
-    start.wait()
-    t0 = time.perf_counter()
-    for t in threads:
-        t.join()
-    seconds = time.perf_counter() - t0
-    if errors:
-        raise RuntimeError(f"{len(errors)} appenders failed: {errors[0]!r}")
-    snapshots = len(catalog_factory().load_table(identifier).snapshots()) - before
-    cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
-    return {"successes": sum(successes), "attempts": sum(len(t.samples) for t in timers), "snapshots": snapshots,
-            "lost": sum(successes) - snapshots, "seconds": seconds, "per_second": sum(successes) / seconds,
-            "per_writer": successes, "p50_ms": cuts[49] * 1000, "p99_ms": cuts[98] * 1000}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,19 +109,22 @@ def main(argv: list[str] | None = None) -> int:
         gw = bench.gateway(services=[service, {**service, "path": CACHED, "options": {"cache": {"enabled": True}}}])
         warehouse = hms.warehouse_dir.as_uri()
 
+        def rest_spec(path: str = PATH) -> Spec:
+            return "rest", {"uri": gw.url(path=path), "ssl": {"cabundle": str(gw.ca_file)},
+                            "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}}}
+
         def rest(path: str = PATH) -> RestCatalog:
-            return RestCatalog("gw", **{"uri": gw.url(path=path), "ssl": {"cabundle": str(gw.ca_file)},
-                                        "auth": {"type": "basic", "basic": {"username": USER, "password": PASSWORD}}})
+            return RestCatalog("gw", **rest_spec(path)[1])
 
-        def hive(**lock_checks: str) -> HiveCatalog:
-            return HiveCatalog("hms", uri=hms.uri, warehouse=warehouse, **lock_checks)
+        def hive() -> HiveCatalog:
+            return HiveCatalog("hms", uri=hms.uri, warehouse=warehouse)
 
-        def hive_racing() -> HiveCatalog:
-            # PyIceberg's defaults check the lock after 2, 4 and 8 s: 8 writers then land about one
-            # commit in 15 s (53 of 160 in 12 minutes here). Given the gateway's schedule (every
-            # 0.25 s, for 60 s), HiveCatalog is a baseline worth beating.
-            return hive(**{"lock-check-min-wait-time": "0.02", "lock-check-max-wait-time": "0.25",
-                           "lock-check-retries": "240"})
+        # PyIceberg's defaults check the lock after 2, 4 and 8 s: 8 writers then land about one
+        # commit in 15 s (53 of 160 in 12 minutes here). Given the gateway's schedule (every
+        # 0.25 s, for 60 s), HiveCatalog is a baseline worth beating.
+        hive_racing: Spec = "hive", {"uri": hms.uri, "warehouse": warehouse, "lock-check-min-wait-time": "0.02",
+                                     "lock-check-max-wait-time": "0.25", "lock-check-retries": "240"}
+        watch = {"gateway": gw.process.pid, "hms": hms.server._proc.pid}
 
         gateway, direct = rest(), hive()
         gateway.create_namespace(NAMESPACE)
@@ -184,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
             gateway.create_table(f"{NAMESPACE}.{name}", schema=_schema())
         loaded = gateway.load_table(f"{NAMESPACE}.loaded")
         for i in range(HISTORY):
-            loaded.append(_rows(i * 10, 10))
+            loaded.append(rows(i * 10, 10))
 
         if opts.writers_only:
-            return _race(opts, rest, hive_racing, lost, {})
+            return _race(opts, gw, (rest_spec(), hive_racing), watch, lost, {})
         # load_table, both sides reading the same table
         ident = f"{NAMESPACE}.loaded"
         assert gateway.load_table(ident).metadata == direct.load_table(ident).metadata
@@ -203,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                   "direct": direct.load_table(f"{NAMESPACE}.hive_appends")}
         timers = {side: CommitTimer(table.catalog) for side, table in tables.items()}
         counter = iter(range(10**9))
-        whole = dict(zip(tables, interleaved([(lambda t: t.append(_rows(next(counter))), t) for t in tables.values()],
+        whole = dict(zip(tables, interleaved([(lambda t: t.append(rows(next(counter))), t) for t in tables.values()],
                                              opts.appends)))
         commit = {side: statistics.median(timer.samples[3:]) * 1000 for side, timer in timers.items()}  # 3 warm-ups
         for side, table in tables.items():
@@ -216,19 +165,26 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio {ratios['append (whole) gateway/direct']:5.2f}  (median of {opts.appends})  load {load()}",
               flush=True)
 
-        return _race(opts, rest, hive_racing, lost, ratios)
+        return _race(opts, gw, (rest_spec(), hive_racing), watch, lost, ratios)
 
 
-def _race(opts, rest, hive, lost: dict, ratios: dict) -> int:
+def _race(opts, gw, specs: tuple[Spec, Spec], watch: dict[str, int], lost: dict, ratios: dict) -> int:
     """Concurrent appenders on one table, one side after the other; the targets; exit status."""
     runs = {}
-    for side, factory, table in (("gateway", rest, "rest_race"), ("direct", hive, "hive_race")):
-        r = runs[side] = concurrent_appends(factory, f"{NAMESPACE}.{table}", opts.writers, opts.commits)
+    for side, spec, table in (("gateway", specs[0], "rest_race"), ("direct", specs[1], "hive_race")):
+        r = runs[side] = concurrent_appends(spec, f"{NAMESPACE}.{table}", opts.writers, opts.commits, watch)
         lost[side] = r["lost"]
         print(f"{opts.writers} appenders {side:8s} {r['successes']} commits in {r['seconds']:6.1f} s = "
               f"{r['per_second']:5.2f}/s, p50 {r['p50_ms']:7.1f} ms, p99 {r['p99_ms']:7.1f} ms per append, "
               f"{r['attempts']} attempts, per writer {r['per_writer']}, {r['snapshots']} new snapshots, "
               f"lost {r['lost']}  load {load()}", flush=True)
+        cpu = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r["cpu"].items())
+        print(f"  CPU: writers {r['client_cpu']:.1f} s ({r['client_cpu'] / max(r['attempts'], 1) * 1000:.0f} ms "
+              f"per attempt), {cpu}", flush=True)
+        if side == "gateway":
+            medians = server_medians(gw.log(), table)
+            print("  server (audit of updateTable): " + ", ".join(
+                f"{status}: {n} × p50 {ms:.0f} ms" for status, (n, ms) in medians.items()), flush=True)
     gateway = runs["gateway"]
     failed = [name for name, limit in TARGETS.items() if name in ratios and ratios[name] > limit]
     race = {  # issue 33: fast and fair commits under contention
@@ -236,6 +192,7 @@ def _race(opts, rest, hive, lost: dict, ratios: dict) -> int:
         "no writer starved": all(n == opts.commits for n in gateway["per_writer"]),
         "throughput at least direct's": gateway["per_second"] >= runs["direct"]["per_second"],
     }
+    print(f"commits/s gateway/direct: {gateway['per_second'] / runs['direct']['per_second']:.2f}")
     print()
     for name, limit in TARGETS.items():
         if name in ratios:
