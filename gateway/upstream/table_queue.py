@@ -7,6 +7,15 @@ waits on an ``asyncio.Lock`` (first come, first served) in its worker, then on a
 ``flock`` of ``<runtime dir>/table-queue/<hash>`` across the workers of one gateway (the
 supervisor's runtime directory, :func:`share`; a single process has nothing to share). Both die
 with their holder: the kernel drops a dead process's ``flock``, so the queue never outlives it.
+
+The queue also remembers, while commits wait in it, the HMS table the last commit through it
+altered and when that alter was sent (:func:`altered`): a waiter whose base was read before
+then takes that as the table at its turn (:func:`altered_since`) instead of asking HMS. Its
+base is then older than that table (a table's metadata only moves forward under HMS's lock),
+so a requirement that fails against it fails against HMS's current table too, short of a
+rollback meanwhile (then a needless 409: the client reloads and retries, as after any 409).
+What passes is checked again under HMS's lock, against HMS. Eight writers on one table: each
+loser at its turn cost an HMS ``get_table`` before (issue 33).
 """
 
 from __future__ import annotations
@@ -21,10 +30,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-__all__ = ["queued", "share"]
+__all__ = ["altered", "altered_since", "queued", "share"]
 
 _shared: list[Path] = []
-#: per table: [the process's lock, how many commits hold or wait for it]
+#: per table: [the process's lock, how many commits hold or wait for it, the last
+#: ``(monotonic time the alter was sent, HMS table)`` or None]
 _local: dict[str, list] = {}
 
 
@@ -78,13 +88,32 @@ async def _flock(fd: int) -> bool:
     return True
 
 
+def altered(db: str, table: str, hive_table, sent: float) -> None:
+    """Remember ``hive_table``, the HMS table ``db.table`` was just altered to by the holder of
+    its turn, for the commits waiting behind it; ``sent``: ``time.monotonic()`` before the alter
+    was sent. Kept while commits hold or wait for the turn."""
+    entry = _local.get(_key(db, table))
+    if entry is not None:
+        entry[2] = sent, hive_table
+
+
+def altered_since(db: str, table: str, read: float):
+    """The HMS table the last commit through this queue altered ``db.table`` to, when it sent
+    that alter after ``read`` (``time.monotonic()`` after the caller's own read of the table
+    returned), else None: then only HMS can tell the table's state."""
+    entry = _local.get(_key(db, table))
+    if entry is None or entry[2] is None or entry[2][0] <= read:
+        return None
+    return entry[2][1]
+
+
 @asynccontextmanager
 async def queued(db: str, table: str) -> AsyncIterator[bool]:
     """Hold the gateway's turn on ``db.table`` for the body; yields whether another commit was
     ahead (then the table may have moved meanwhile). Cancellation while waiting leaves the
     queue; raises ``OSError`` when the queue file cannot be opened."""
     key = _key(db, table)
-    entry = _local.setdefault(key, [asyncio.Lock(), 0])
+    entry = _local.setdefault(key, [asyncio.Lock(), 0, None])
     entry[1] += 1
     try:
         waited = entry[0].locked()
