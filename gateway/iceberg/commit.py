@@ -114,12 +114,16 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     base_location, base = await catalog.metadata(hive)
     checked = base_location, base, apply_updates(ask, base_location, base)
     await check_moved(catalog, db, name, base, checked[2])
+    read = time.monotonic()
 
     async def still_current() -> None:
         # At the gateway's turn the commits ahead have landed: one whose base they moved gets its
-        # 409 now, without a turn in HMS's lock queue (issue 33: 8 writers on one table).
+        # 409 now, without a turn in HMS's lock queue (issue 33: 8 writers on one table); the
+        # table one of them altered after our read, from memory (see table_queue).
         nonlocal checked
-        hive = await catalog.hive_table(db, name)
+        hive = table_queue.altered_since(db, name, read)
+        if hive is None:
+            hive = await catalog.hive_table(db, name)
         if metadata_location(hive) != checked[0]:
             base_location, base = await catalog.metadata(hive)
             checked = base_location, base, apply_updates(ask, base_location, base)
@@ -190,7 +194,9 @@ async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked)
     await catalog.files.write(new, new_location)
     table = committed_table(catalog.idl, hive, base, base_location, new, new_location,
                             catalog.service.hive2_compatible)
+    sent = time.monotonic()
     await alter_committed(catalog, db, name, table, base_location, new_location)
+    table_queue.altered(db, name, table, sent)
     return Reply(body=load_result(new_location, new))
 
 
