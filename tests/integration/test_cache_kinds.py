@@ -135,12 +135,12 @@ def test_an_external_commit_is_seen_after_the_next_poll(gw, rest, hive_catalog):
 def test_a_failed_upstream_call_keeps_nothing(module_hms, gateway_factory):
     relay = TcpRelay(("127.0.0.1", module_hms.port), free_port()).start()
     try:
-        svc = service([f"thrift://127.0.0.1:{relay.port}"], ["get_database", "get_all_databases"],
+        svc = service([f"thrift://127.0.0.1:{relay.port}"], ["get_all_tables", "get_all_databases"],
                       connect_timeout_seconds=2)
         # a long poll interval: the follower stays fresh while the relay is down
         svc["options"]["cache"] = {"enabled": True, "poll_interval_seconds": 60}
         gw = gateway_factory(services=[svc])
-        body = '[1,"get_database",1,0,{"1":{"str":"default"}}]'
+        body = '[1,"get_all_tables",1,0,{"1":{"str":"default"}}]'
         _hit(lambda: post(gw, body))
         relay.stop()
         listing = '[1,"get_all_databases",1,0,{}]'

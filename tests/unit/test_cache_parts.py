@@ -11,7 +11,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.cache import generations as gens
-from gateway.cache.methods import ALL, CACHED, check_paths, touched_by_event, touched_by_write
+from gateway.cache.methods import ALL, CACHED, UNLOGGED_WRITES, check_paths, touched_by_event, touched_by_write
 from gateway.cache.reads import MetadataCache
 from gateway.cache.settings import CacheOptions
 from gateway.cache.store import OVERHEAD, Entry, ReplyStore
@@ -89,9 +89,19 @@ def read(cache: MetadataCache, **kw):
 
 def test_the_paths_the_cache_names_are_in_the_idl():
     check_paths(SCHEMA)
-    assert {"get_database", "get_all_databases", "get_databases", "get_table", "get_table_objects_by_name",
+    assert {"get_all_databases", "get_databases", "get_table", "get_table_objects_by_name",
             "get_all_tables", "get_tables", "get_partition_names", "get_partitions",
             "get_partitions_by_names"} <= set(CACHED)
+
+
+def test_no_cached_read_is_changed_by_a_write_hms_logs_no_event_for():
+    """The follower learns of other pods' and clients' writes from HMS's log only: a reply that
+    an unlogged write (``alter_database``, column statistics) changes would outlive it."""
+    changed = {read for reads in UNLOGGED_WRITES.values() for read in reads}
+    assert changed, UNLOGGED_WRITES
+    assert not changed & set(CACHED), changed & set(CACHED)
+    assert set(UNLOGGED_WRITES) <= set(SCHEMA.methods)
+    assert changed <= set(SCHEMA.methods)
 
 
 def test_store_is_bounded_in_bytes_least_recently_used_first():
