@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
 from bench.harness import Bench, load, machine  # noqa: E402
-from bench.writers import Spec, concurrent_appends, rows, server_medians  # noqa: E402
+from bench.writers import Spec, concurrent_appends, hms_calls, rows, server_medians  # noqa: E402
 
 NAMESPACE, PATH, CACHED = "benchice", "iceberg", "iceberg-cached"
 TARGETS = {"load_table gateway/direct": 1.2, "append commit gateway/direct": 1.2}
@@ -172,7 +172,9 @@ def _race(opts, gw, specs: tuple[Spec, Spec], watch: dict[str, int], lost: dict,
     """Concurrent appenders on one table, one side after the other; the targets; exit status."""
     runs = {}
     for side, spec, table in (("gateway", specs[0], "rest_race"), ("direct", specs[1], "hive_race")):
+        calls = hms_calls(gw.management_url)
         r = runs[side] = concurrent_appends(spec, f"{NAMESPACE}.{table}", opts.writers, opts.commits, watch)
+        calls = hms_calls(gw.management_url) - calls
         lost[side] = r["lost"]
         print(f"{opts.writers} appenders {side:8s} {r['successes']} commits in {r['seconds']:6.1f} s = "
               f"{r['per_second']:5.2f}/s, p50 {r['p50_ms']:7.1f} ms, p99 {r['p99_ms']:7.1f} ms per append, "
@@ -184,7 +186,9 @@ def _race(opts, gw, specs: tuple[Spec, Spec], watch: dict[str, int], lost: dict,
         if side == "gateway":
             medians = server_medians(gw.log(), table)
             print("  server (audit of updateTable): " + ", ".join(
-                f"{status}: {n} × p50 {ms:.0f} ms" for status, (n, ms) in medians.items()), flush=True)
+                f"{status}: {n} × p50 {ms:.0f} ms" for status, (n, ms) in medians.items())
+                + f"; the gateway's HMS calls: {calls:.0f} ({calls / max(r['attempts'], 1):.2f} per attempt, "
+                  "loads included)", flush=True)
     gateway = runs["gateway"]
     failed = [name for name, limit in TARGETS.items() if name in ratios and ratios[name] > limit]
     race = {  # issue 33: fast and fair commits under contention

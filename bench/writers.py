@@ -8,8 +8,9 @@ own retries, or ``WaitingForLockException``) reloads the table and tries again. 
 landed appends, the seconds of each (first try to success), its ``commit_table`` calls and the
 CPU seconds it spent from the barrier on.
 
-Also the CPU seconds of a process tree (:func:`cpu_seconds`, ``/proc``) and the medians of the
-gateway's audit lines of ``updateTable`` (:func:`server_medians`), for the report.
+Also the CPU seconds of a process tree (:func:`cpu_seconds`, ``/proc``), the medians of the
+gateway's audit lines of ``updateTable`` (:func:`server_medians`) and the gateway's calls to
+HMS (:func:`hms_calls`), for the report.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-__all__ = ["Spec", "concurrent_appends", "cpu_seconds", "rows", "server_medians"]
+__all__ = ["Spec", "concurrent_appends", "cpu_seconds", "hms_calls", "rows", "server_medians"]
 
 #: how a writer builds its catalog: ``("rest", RestCatalog properties)`` or ``("hive", ...)``
 Spec = tuple[str, dict]
@@ -157,3 +158,14 @@ def server_medians(log: str, table: str, method: str = "updateTable") -> dict[in
             if record.get("method") == method and record.get("table") == table:
                 durations.setdefault(record.get("status"), []).append(record.get("duration_ms", 0.0))
     return {status: (len(d), statistics.median(d)) for status, d in sorted(durations.items())}
+
+
+def hms_calls(management_url: str) -> float:
+    """The calls the gateway made to HMS so far (``hms_gateway_upstream_requests_total`` of its
+    ``/metrics``, every origin and outcome)."""
+    from urllib.request import urlopen
+
+    with urlopen(f"{management_url}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("hms_gateway_upstream_requests_total{"))
