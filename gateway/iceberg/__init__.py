@@ -5,10 +5,13 @@ Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are store
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
 ``errors`` (the spec's error model), ``routes`` (the route table: method, path, request and
-response models, handler), ``paths`` (how a path picks a route), ``service`` (the serving
-service's state the handlers use), ``bodies`` (request bodies and query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
-``catalog`` (one request's HMS client, policy view and lookups), ``namespaces``, ``tables``,
-``commit`` (the HiveCatalog commit protocol under HMS's lock), ``transactions`` (multi-table
+response models, handler; the models read the body and write the answer), ``paths`` (how a path
+picks a route), ``service`` (the serving service's state the handlers use), ``bodies`` (request
+and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
+``objects`` (tables and views as one kind of catalog object, ``TABLE`` and ``VIEW``),
+``catalog`` (one request's HMS client, policy view, and the lookup and drop of both kinds),
+``namespaces``, ``tables`` (also what views share: listing, exists, drop, rename), ``views``,
+``commit`` (the HiveCatalog commit protocol under HMS's lock, for tables and views), ``transactions`` (multi-table
 commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage
 access on S3 (issue 23): ``storage`` (the gateway's key and S3 settings), ``vending`` (STS
 credentials scoped to a table), ``delegation`` (``X-Iceberg-Access-Delegation`` and the

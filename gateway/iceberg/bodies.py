@@ -6,8 +6,9 @@ unions) and into the spec's shapes otherwise (``CreateNamespaceRequest``,
 update or requirement ``type``/``action``, a wrong field type, whatever PyIceberg's own
 validators raise (``TypeError``, ``AttributeError``... on a non-object ``properties``).
 
-This is the one validation layer every route's body goes through (:func:`parse`,
-:func:`commit_request`, :func:`document`), before any file or HMS call: no string anywhere in
+This is the one validation layer every route's body goes through (:func:`read`, with the
+route's request model, :attr:`gateway.iceberg.routes.Endpoint.request`, before its handler
+runs; :func:`parse`, :func:`commit_request`, :func:`document`), before any file or HMS call: no string anywhere in
 a body may hold U+0000 (HMS and paths cannot) or a lone surrogate (no UTF-8 encoder, Thrift's
 included, can write one); what a parsed body asks HMS to hold is checked against HMS's widths,
 and properties PyIceberg interprets against what it accepts (:mod:`gateway.iceberg.hms_bounds`).
@@ -18,8 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_serializer
 from pyiceberg.catalog.rest import CreateTableRequest as _PyIcebergCreateTable
+from pyiceberg.catalog.rest import ListNamespaceResponse, ListTablesResponse, ListViewsResponse
 from pyiceberg.exceptions import ResolveError, ValidationError as IcebergValidationError
 from pyiceberg.partitioning import PartitionSpec
 from pyiceberg.table.sorting import SortOrder
@@ -31,8 +33,8 @@ from pyiceberg.table.update import SetPropertiesUpdate, UpgradeFormatVersionUpda
 from gateway.iceberg import hms_bounds
 from gateway.iceberg.errors import BadRequest
 
-__all__ = ["CommitRequest", "CreateNamespace", "CreateTableRequest", "RenameTable",
-           "UpdateNamespaceProperties", "page_params", "parse"]
+__all__ = ["CatalogConfig", "CommitRequest", "CreateNamespace", "CreateTableRequest", "ListNamespaces",
+           "ListTables", "ListViews", "RenameTable", "UpdateNamespaceProperties", "page_params", "parse", "read"]
 
 M = TypeVar("M", bound=BaseModel)
 _REQUIREMENTS = TypeAdapter(tuple[TableRequirement, ...])
@@ -95,6 +97,10 @@ class CommitRequest(_Spec):
     identifier: TableIdentifier | None = None
     requirements: tuple[Any, ...] = ()
     updates: tuple[Any, ...] = ()
+
+    @classmethod
+    def from_request(cls, catalog: Any, request: Any, body: bytes) -> CommitRequest:
+        return commit_request(body)
 
 
 #: What PyIceberg's validators and builders raise on a client's bad value, besides pydantic's
@@ -207,6 +213,50 @@ def commit_request(body: bytes) -> CommitRequest:
         raise _refusal("CommitTableRequest", exc) from None
     check(updates)
     return CommitRequest(identifier=shell.identifier, requirements=requirements, updates=updates)
+
+
+def read(model: Any, catalog: Any, request: Any, body: bytes) -> Any:
+    """A route's request body read as its request ``model`` (None: the route takes no body,
+    whatever was sent): :func:`parse`, or the model's own ``from_request(catalog, request,
+    body)`` when it has one (a form, several parts, a refusal the route counts). Raises
+    :class:`BadRequest` (or the route's own refusal)."""
+    if model is None:
+        return None
+    reader = getattr(model, "from_request", None)
+    return reader(catalog, request, body) if reader is not None else parse(model, body)
+
+
+class _Paged(BaseModel):
+    """A listing's page: ``next-page-token`` is always written, null on the last page (the
+    spec's ``PageToken`` is nullable; PyIceberg's models leave a null out)."""
+
+    @model_serializer(mode="wrap")
+    def _token_always(self, handler):
+        written = handler(self)
+        written.setdefault("next-page-token", None)
+        return written
+
+
+class ListNamespaces(_Paged, ListNamespaceResponse):
+    """PyIceberg's ``ListNamespaceResponse``, its token always written."""
+
+
+class ListTables(_Paged, ListTablesResponse):
+    """PyIceberg's ``ListTablesResponse``, its token always written."""
+
+
+class ListViews(_Paged, ListViewsResponse):
+    """PyIceberg's ``ListViewsResponse``, its token always written."""
+
+
+class CatalogConfig(_Spec):
+    """The spec's ``CatalogConfig``, ``endpoints`` as the spec writes them (``"GET /v1/..."``;
+    PyIceberg's ``ConfigResponse`` reads them into a set of its ``Endpoint`` objects, which do
+    not write back so)."""
+
+    defaults: dict[str, str] = Field(default_factory=dict)
+    overrides: dict[str, str] = Field(default_factory=dict)
+    endpoints: list[str] = Field(default_factory=list)
 
 
 def page_params(query) -> tuple[str | None, int | None]:

@@ -15,7 +15,8 @@ from typing import Any
 
 from gateway.iceberg import errors
 from gateway.iceberg.files import MetadataFiles
-from gateway.iceberg.hive_tables import is_iceberg, is_iceberg_view, metadata_location
+from gateway.iceberg.hive_tables import is_iceberg_view, metadata_location
+from gateway.iceberg.objects import TABLE, CatalogObject
 from gateway.iceberg.service import IcebergService
 from gateway.policy.view import CatalogView
 from gateway.upstream.errors import UpstreamError
@@ -49,13 +50,14 @@ class Catalog:
 
     # --- policy -----------------------------------------------------------------------------
 
-    def require(self, access: str, db: str, table: str | None = None) -> None:
-        """Raise 404 when the user cannot see the object, 403 when ``access`` is denied."""
+    def require(self, access: str, db: str, table: str | None = None, kind: CatalogObject = TABLE) -> None:
+        """Raise 404 when the user cannot see the object (the namespace's, or ``kind``'s: a view
+        is a table resource to the policy), 403 when ``access`` is denied."""
         self.decision = "denied"
         if not self.view.visible(db, table):
             if table is None:
                 raise errors.NoSuchNamespace(f"Namespace does not exist: {db}")
-            raise errors.NoSuchTable(f"Table does not exist: {db}.{table}")
+            raise kind.not_found(db, table)
         if access and not self.view.may(access, db, table):
             what = db if table is None else f"{db}.{table}"
             raise errors.Forbidden(f"{self.user} may not {access} {what}")
@@ -86,11 +88,11 @@ class Catalog:
             return
         raise conflict(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
 
-    async def rename(self, found, dst_db: str, dst: str, what: str = "") -> None:
+    async def rename(self, found, dst_db: str, dst: str, kind: CatalogObject = TABLE) -> None:
         """Rename ``found`` (the HMS ``Table`` of a table or view, the policy on both ends
         checked) to ``dst_db.dst``, as HMS's ``alter_table`` does for tables and views alike.
         Raises :class:`~errors.NoSuchNamespace` (the target's), :class:`~errors.AlreadyExists`
-        (a table or view has the name, or HMS refused). ``what``: ``"view "`` in messages."""
+        (a table or view has the name, or HMS refused)."""
         src_db, src = found.dbName, found.tableName
         await self.database(dst_db)
         await self.absent(dst_db, dst)
@@ -99,36 +101,45 @@ class Catalog:
         try:
             await self.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=found)
         except (idl.InvalidOperationException, idl.MetaException) as exc:
-            raise errors.AlreadyExists(errors.hms_refused(exc, f"renaming {what}{src_db}.{src} to {dst_db}.{dst}")) from None
+            raise errors.AlreadyExists(errors.hms_refused(
+                exc, f"renaming {kind.label}{src_db}.{src} to {dst_db}.{dst}")) from None
 
-    async def hive_table(self, db: str, table: str):
-        """The HMS ``Table`` of an Iceberg table. Raises :class:`~errors.NoSuchTable` (also for
-        an Iceberg view or a Hive table that is not Iceberg, saying so), :class:`~errors.NoSuchNamespace`."""
+    async def lookup(self, db: str, name: str, kind: CatalogObject = TABLE):
+        """The HMS ``Table`` of the Iceberg table (or view, ``kind``) ``db.name``. Raises the
+        kind's 404 (also for an object of the other kind or an HMS table of neither, saying so),
+        :class:`~errors.NoSuchNamespace`."""
         try:
-            found = await self.client.get_table(db, table)
+            found = await self.client.get_table(db, name)
         except self.idl.NoSuchObjectException:
             await self.database(db)  # 404 for the namespace when that is what is missing
-            raise errors.NoSuchTable(f"Table does not exist: {db}.{table}") from None
-        if is_iceberg_view(found):
-            raise errors.NoSuchTable(f"{db}.{table} is an Iceberg view, not a table")
-        if not is_iceberg(found) or metadata_location(found) is None:
-            raise errors.NoSuchTable(f"Table {db}.{table} is not an Iceberg table "
-                                     f"(table_type {(found.parameters or {}).get('table_type')!r})")
-        return found
+            raise kind.not_found(db, name) from None
+        if kind.is_kind(found) and metadata_location(found) is not None:
+            return found
+        if kind.is_other(found):
+            raise kind.missing(f"{db}.{name} is an Iceberg {kind.other}, not a {kind.noun}")
+        raise kind.missing(kind.neither.format(db=db, name=name, tableType=found.tableType,
+                                               table_type=(found.parameters or {}).get("table_type")))
 
-    async def metadata(self, hive_table, *, view: bool = False) -> tuple[str, Any]:
-        """``(metadata_location, TableMetadata)`` of an Iceberg HMS table (``ViewMetadata`` of
-        a view with ``view``). Raises :class:`~errors.ServiceFailure` when the file cannot be
-        read."""
+    async def metadata(self, hive_table, kind: CatalogObject = TABLE) -> tuple[str, Any]:
+        """``(metadata_location, metadata)`` of an Iceberg HMS table or view (``kind``: PyIceberg's
+        ``TableMetadata`` or ``ViewMetadata``). Raises :class:`~errors.ServiceFailure` when the
+        file cannot be read."""
         location = metadata_location(hive_table)
         assert location is not None
         try:
-            return location, await (self.files.read_view if view else self.files.read)(location)
+            return location, await kind.read(self.files, location)
         except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
-            what = f"{'view ' if view else ''}{hive_table.dbName}.{hive_table.tableName}"
+            what = f"{kind.label}{hive_table.dbName}.{hive_table.tableName}"
             log.warning("cannot read the metadata file %s of %s: %s: %s", location, what, type(exc).__name__,
                         str(exc)[:500])
             raise errors.ServiceFailure(f"cannot read the metadata file of {what}") from None
+
+    async def drop(self, db: str, name: str, kind: CatalogObject = TABLE) -> None:
+        """HMS's ``drop_table`` of ``db.name`` (its files stay). Raises the kind's 404."""
+        try:
+            await self.client.call("drop_table", dbname=db, name=name, deleteData=False)
+        except self.idl.NoSuchObjectException:
+            raise kind.not_found(db, name) from None
 
     async def create(self, db: str, name: str, table, location: str | None, *, what: str = "Table",
                      conflict: type[errors.IcebergError] = errors.AlreadyExists, unknown=None) -> None:

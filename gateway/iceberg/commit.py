@@ -57,17 +57,11 @@ from aiohttp import web
 from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
-from gateway.iceberg.hive_tables import (
-    COMMIT_CONTEXT,
-    PREVIOUS_METADATA_LOCATION,
-    committed_table,
-    metadata_location,
-    new_table,
-)
-from gateway.iceberg.bodies import CLIENT_FAULTS, commit_request
+from gateway.iceberg.hive_tables import COMMIT_CONTEXT, PREVIOUS_METADATA_LOCATION, metadata_location, new_table
+from gateway.iceberg.bodies import CLIENT_FAULTS, CommitRequest
 from gateway.iceberg.locations import check_moved, check_properties, check_table
+from gateway.iceberg.objects import TABLE, CatalogObject
 from gateway.iceberg.paths import Route
-from gateway.iceberg.tables import load_result
 from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
@@ -93,12 +87,10 @@ def accesses(updates) -> list[str]:
     return needed
 
 
-async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CommitRequest) -> Reply:
     """``updateTable``: the commit of the route's table (see the module docstring)."""
     db, name = route.db_table()
-    ask = commit_request(body)
-    if ask.identifier is not None and (ask.identifier.namespace != [db] or ask.identifier.name != name):
-        raise errors.BadRequest("the body's identifier is not the table of the path")
+    same_object(ask, TABLE, db, name)
     if any(isinstance(r, AssertCreate) for r in ask.requirements):
         # A staged create is a create: the policy first (404/403 alike whether the table exists)
         catalog.require("create", db)
@@ -108,12 +100,36 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
-    # Checked before the lock too, as Iceberg's own REST handlers do: a writer whose base is
-    # already stale gets its 409 (or 404, 400) at once instead of after its turn at the lock.
-    hive = await catalog.hive_table(db, name)
-    base_location, base = await catalog.metadata(hive)
-    checked = base_location, base, apply_updates(ask, base_location, base)
-    await check_moved(catalog, db, name, base, checked[2])
+    return Reply(body=await commit_object(catalog, TABLE, db, name, ask))
+
+
+def same_object(ask, kind: CatalogObject, db: str, name: str) -> None:
+    """Raises :class:`~errors.BadRequest` when a commit's body names another object than its path."""
+    if ask.identifier is not None and (ask.identifier.namespace != [db] or ask.identifier.name != name):
+        raise errors.BadRequest(f"the body's identifier is not the {kind.noun} of the path")
+
+
+async def commit_object(catalog: Catalog, kind: CatalogObject, db: str, name: str, ask):
+    """The commit of ``ask`` (its ``requirements`` and ``updates``) to the table or view (``kind``)
+    ``db.name``, the policy already checked; its load result (the base's when nothing changes:
+    no new file, Java's no-op commit). Checked before the lock too, as Iceberg's own REST
+    handlers do: a writer whose base is already stale gets its 409 (or 404, 400) at once
+    instead of after its turn at the lock; under the lock (:func:`locked`) re-read and checked
+    again unless the base has not moved, the new file written, the HMS table altered
+    (:func:`alter_committed`). Raises the kind's 404, :class:`~errors.CommitFailed`,
+    :class:`~errors.BadRequest`, :class:`~errors.Forbidden` (a location),
+    :class:`~errors.CommitStateUnknown`, :class:`~errors.ServiceUnavailable`."""
+    subject = kind.subject(db, name)
+
+    async def prepared(hive):
+        """(base location, base, new metadata or None) of the object as ``hive`` names it."""
+        base_location, base = await catalog.metadata(hive, kind)
+        new = kind.apply(ask, base_location, base, subject)
+        if new is not None:
+            await check_moved(catalog, db, name, base, new, what=kind.noun)
+        return base_location, base, new
+
+    checked = await prepared(await catalog.lookup(db, name, kind))
     read = time.monotonic()
 
     async def still_current() -> None:
@@ -123,13 +139,23 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
         nonlocal checked
         hive = table_queue.altered_since(db, name, read)
         if hive is None:
-            hive = await catalog.hive_table(db, name)
+            hive = await catalog.lookup(db, name, kind)
         if metadata_location(hive) != checked[0]:
-            base_location, base = await catalog.metadata(hive)
-            checked = base_location, base, apply_updates(ask, base_location, base)
+            checked = await prepared(hive)
 
     async with locked(catalog, db, name, ready=still_current):
-        return await _commit_locked(catalog, db, name, ask, checked)
+        hive = await catalog.lookup(db, name, kind)
+        base_location, base, new = checked if metadata_location(hive) == checked[0] else await prepared(hive)
+        if new is None:
+            return kind.result(base_location, base)
+        new_location = kind.next_location(new, base_location)
+        await kind.write(catalog.files, new, new_location)
+        table = kind.committed(catalog.idl, hive, base, base_location, new, new_location,
+                               catalog.service.hive2_compatible)
+        sent = time.monotonic()
+        await alter_committed(catalog, db, name, table, base_location, new_location, kind.label)
+        table_queue.altered(db, name, table, sent)
+    return kind.result(new_location, new)
 
 
 @asynccontextmanager
@@ -160,44 +186,6 @@ async def locked(catalog: Catalog, db: str, name: str, ready=None) -> AsyncItera
         except (LockNotGranted, LockRefused) as exc:
             raise errors.CommitFailed(str(exc)) from None
         yield lockid
-
-
-def apply_updates(request, base_location: str, base, subject: str = ""):
-    """The metadata after ``request``'s updates on ``base``, its requirements checked first
-    (``subject``, a table's name, prefixes the messages of a multi-table commit). Raises
-    :class:`~errors.CommitFailed` (a requirement failed), :class:`~errors.BadRequest`."""
-    try:
-        for requirement in request.requirements:
-            requirement.validate(base)
-        new = update_table_metadata(base, request.updates, metadata_location=base_location)
-    except CommitFailedException as exc:
-        raise errors.CommitFailed(f"{subject}: {str(exc)[:1000]}" if subject else str(exc)[:1000]) from None
-    except CLIENT_FAULTS as exc:  # PyIceberg's checks of an update
-        what = f"invalid update of {subject}" if subject else "invalid update"
-        raise errors.BadRequest(f"{what}: {str(exc)[:500]}") from None
-    check_properties(new.location, new.properties, subject or "the table")  # no code, paths confined
-    return new
-
-
-async def _commit_locked(catalog: Catalog, db: str, name: str, request, checked) -> Reply:
-    """Step 2 on: ``checked`` is ``(base location, base, new)`` as read and applied before the
-    lock, reused when the table under the lock is still at that base."""
-    hive = await catalog.hive_table(db, name)
-    if metadata_location(hive) == checked[0]:
-        base_location, base, new = checked
-    else:
-        base_location, base = await catalog.metadata(hive)
-        new = apply_updates(request, base_location, base)
-    if new == base:
-        return Reply(body=load_result(base_location, base))
-    new_location = next_metadata_location(new, base_location)
-    await catalog.files.write(new, new_location)
-    table = committed_table(catalog.idl, hive, base, base_location, new, new_location,
-                            catalog.service.hive2_compatible)
-    sent = time.monotonic()
-    await alter_committed(catalog, db, name, table, base_location, new_location)
-    table_queue.altered(db, name, table, sent)
-    return Reply(body=load_result(new_location, new))
 
 
 async def alter_committed(catalog: Catalog, db: str, name: str, table, base_location: str,
@@ -239,7 +227,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, location, conflict=errors.CommitFailed,
                          unknown=lambda exc: settle_unknown(catalog, db, name, None, location, exc))
-    return Reply(body=load_result(location, new))
+    return Reply(body=TABLE.result(location, new))
 
 
 async def alter_landed(catalog: Catalog, db: str, name: str, base_location: str | None, new_location: str) -> bool | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from aiohttp import web
+from pyiceberg.catalog.rest import LoadCredentialsResponse
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
@@ -64,7 +65,7 @@ async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[
     return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]
 
 
-async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     """``GET /v1/namespaces/{ns}/tables/{table}/credentials``: ``{"storage-credentials": [...]}``
     for the table, judged by the policy now (a revoked grant gets 403). Empty on a service that
     does not vend credentials. Raises 404/403 as load table."""
@@ -72,9 +73,9 @@ async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequ
     assert db is not None and table is not None
     catalog.named(db, table)
     catalog.require("select", db, table)
-    hive = await catalog.hive_table(db, table)
+    hive = await catalog.lookup(db, table)
     location = (hive.sd.location or "") if hive.sd else ""
     vendor = catalog.service.vendor
     if vendor is None or not on_s3(location):
-        return Reply(body={"storage-credentials": []})
-    return Reply(body={"storage-credentials": await _vended(catalog, db, table, location)})
+        return Reply(body=LoadCredentialsResponse(**{"storage-credentials": []}))
+    return Reply(body=LoadCredentialsResponse(**{"storage-credentials": await _vended(catalog, db, table, location)}))

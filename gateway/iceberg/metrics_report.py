@@ -19,7 +19,10 @@ from gateway.iceberg.paths import Route
 from gateway.observability import metrics
 
 
-class _Report(BaseModel):
+class ReportMetricsRequest(BaseModel):
+    """The spec's ``ReportMetricsRequest``: what a scan and a commit report share; read as the
+    report its ``report-type`` names (:meth:`from_request`)."""
+
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
     report_type: Literal["scan-report", "commit-report"] = Field(alias="report-type")
@@ -28,8 +31,14 @@ class _Report(BaseModel):
     metrics: dict[str, Any]
     metadata: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def from_request(cls, catalog: Catalog, request: web.BaseRequest, body: bytes) -> ScanReport | CommitReport:
+        """A :class:`ScanReport` or :class:`CommitReport`. Raises ``BadRequest``."""
+        kind = parse(ReportMetricsRequest, body).report_type
+        return parse(ScanReport if kind == "scan-report" else CommitReport, body)
 
-class ScanReport(_Report):
+
+class ScanReport(ReportMetricsRequest):
     """The spec's ``ScanReport`` (with ``report-type: scan-report``)."""
 
     report_type: Literal["scan-report"] = Field(alias="report-type")
@@ -39,7 +48,7 @@ class ScanReport(_Report):
     projected_field_names: list[str] = Field(alias="projected-field-names")
 
 
-class CommitReport(_Report):
+class CommitReport(ReportMetricsRequest):
     """The spec's ``CommitReport`` (with ``report-type: commit-report``)."""
 
     report_type: Literal["commit-report"] = Field(alias="report-type")
@@ -47,15 +56,14 @@ class CommitReport(_Report):
     operation: str
 
 
-async def report_metrics(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def report_metrics(catalog: Catalog, route: Route, request: web.BaseRequest,
+                         ask: ScanReport | CommitReport) -> Reply:
     """204 for a well-formed report on a table the caller sees. Raises ``BadRequest``,
     ``NoSuchTable``/``NoSuchNamespace``."""
-    kind = parse(_Report, body).report_type
-    parse(ScanReport if kind == "scan-report" else CommitReport, body)
-    assert route.namespace is not None and route.table is not None
-    catalog.named(route.namespace, route.table)
-    catalog.require("", route.namespace, route.table)
-    await catalog.hive_table(route.namespace, route.table)
+    db, name = route.db_table()
+    catalog.named(db, name)
+    catalog.require("", db, name)
+    await catalog.lookup(db, name)
     service = catalog.service
-    metrics.child(metrics.ICEBERG_METRICS_REPORTS, service.topology, service.path, kind).inc()
+    metrics.child(metrics.ICEBERG_METRICS_REPORTS, service.topology, service.path, ask.report_type).inc()
     return Reply(status=204)

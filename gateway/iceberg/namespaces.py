@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from aiohttp import web
+from pyiceberg.catalog.rest import NamespaceResponse, UpdateNamespacePropertiesResponse
 
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
@@ -17,7 +18,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.implementations import refuse_code
 from gateway.iceberg.locations import check_namespace
 from gateway.iceberg.empty_dirs import remove_empty
-from gateway.iceberg.bodies import CreateNamespace, UpdateNamespaceProperties, page_params, parse
+from gateway.iceberg.bodies import CreateNamespace, ListNamespaces, UpdateNamespaceProperties, page_params
 from gateway.iceberg.paths import NAMESPACE_SEPARATOR, Route, namespace_name
 
 COMMENT, LOCATION = "comment", "location"
@@ -46,7 +47,7 @@ def properties_of(database) -> dict[str, str]:
     return properties
 
 
-async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     query = request.query
     parent = query.get("parent")
     paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
@@ -60,11 +61,10 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
         names = catalog.visible_databases(await catalog.client.get_all_databases())
     chosen, token = paged(names, "listNamespaces", [parent or ""], query)
     # The spec's PageToken is nullable: null says this is the last page (or the whole listing).
-    return Reply(body={"namespaces": [[n] for n in chosen], "next-page-token": token})
+    return Reply(body=ListNamespaces(**{"namespaces": [[n] for n in chosen], "next-page-token": token}))
 
 
-async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
-    ask = parse(CreateNamespace, body)
+async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
     db = namespace_name(ask.namespace)
     catalog.named(db)
     refuse_code(ask.properties, f"namespace {db}")
@@ -84,23 +84,23 @@ async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequ
         raise errors.AlreadyExists(f"Namespace already exists: {db}") from None
     except (idl.InvalidObjectException, idl.MetaException) as exc:
         raise errors.BadRequest(errors.hms_refused(exc, f"namespace {db}")) from None
-    return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
+    return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
     catalog.require("", db)
-    return Reply(body={"namespace": [db], "properties": properties_of(await catalog.database(db))})
+    return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
     catalog.require("", db)
     await catalog.database(db)
     return Reply(status=204)
 
 
-async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     """Drop an empty namespace; its directory goes too when it is local and empty. The database
     is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
     listener that fails on the missing database would otherwise turn it into a 502)."""
@@ -118,13 +118,13 @@ async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseReques
     return Reply(status=204)
 
 
-async def update_properties(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def update_properties(catalog: Catalog, route: Route, request: web.BaseRequest,
+                            ask: UpdateNamespaceProperties) -> Reply:
     """Apply removals and updates, then read the database back: a change the Hive Metastore did
     not make (HMS 2.3's ``alter_database`` keeps a database's description, the ``comment``, and
     its location) is undone and answered 406 ``UnsupportedOperationException`` naming the
     keys, never reported as ``updated``."""
     db = route.db()
-    ask = parse(UpdateNamespaceProperties, body)
     overlap = set(ask.removals) & ask.updates.keys()
     if overlap:
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
@@ -154,7 +154,7 @@ async def update_properties(catalog: Catalog, route: Route, request: web.BaseReq
         raise errors.Unsupported(
             f"the Hive Metastore did not change {', '.join(ignored)} of namespace {db}, so nothing was "
             f"changed: HMS 2.3 cannot change a database's {COMMENT} (its description) or {LOCATION}")
-    return Reply(body={"updated": sorted(ask.updates), "removed": removed, "missing": missing})
+    return Reply(body=UpdateNamespacePropertiesResponse(updated=sorted(ask.updates), removed=removed, missing=missing))
 
 
 async def _alter(catalog: Catalog, db: str, database) -> None:

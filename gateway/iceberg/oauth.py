@@ -18,6 +18,8 @@ from __future__ import annotations
 from urllib.parse import parse_qsl
 
 from aiohttp import hdrs, web
+from pydantic import BaseModel, ConfigDict
+from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
@@ -70,12 +72,27 @@ def form(request: web.BaseRequest, body: bytes) -> dict[str, str]:
     return fields
 
 
-async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+class TokenRequest(BaseModel):
+    """The spec's ``OAuthClientCredentialsRequest``, form-encoded (other fields ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    grant_type: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    scope: str | None = None
+
+    @classmethod
+    def from_request(cls, catalog: Catalog, request: web.BaseRequest, body: bytes) -> TokenRequest:
+        """Raises :class:`OAuthError` as :func:`form`."""
+        return cls.model_validate(form(request, body))
+
+
+async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, ask: TokenRequest) -> Reply:
     """The ``OAuthTokenResponse`` for valid client credentials. Raises :class:`OAuthError`: 400
     for a bad form or grant, or a topology without a ``gateway-token`` provider; 401
     ``invalid_client`` for credentials no password provider accepts; 429 from the throttle."""
-    fields = form(request, body)
-    grant = fields.get("grant_type")
+    grant = ask.grant_type
     if grant != GRANT:
         raise OAuthError(400, "unsupported_grant_type" if grant else "invalid_request",
                          f"only grant_type={GRANT} is offered" if grant else "grant_type is required")
@@ -84,7 +101,7 @@ async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, bo
     if authentication is None or issuer is None:
         raise OAuthError(400, "invalid_request", "this topology issues no tokens: its providers have "
                                                  "no gateway-token provider")
-    client_id, secret = fields.get("client_id"), fields.get("client_secret")
+    client_id, secret = ask.client_id, ask.client_secret
     if client_id is not None or secret is not None:
         if not client_id or secret is None:
             raise OAuthError(400, "invalid_request", "client_id and client_secret go together")
@@ -95,12 +112,10 @@ async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, bo
         raise OAuthError(401, "invalid_client", "the client credentials were not accepted", challenges)
     catalog.user = principal.name  # the audit line's user
     token = issuer.mint(principal)
-    body_out = {"access_token": token, "token_type": "bearer", "expires_in": issuer.lifetime,
-                "issued_token_type": ACCESS_TOKEN_TYPE}
-    if fields.get("scope"):
-        body_out["scope"] = fields["scope"]
+    answer = TokenResponse(access_token=token, token_type="bearer", expires_in=issuer.lifetime,
+                           issued_token_type=ACCESS_TOKEN_TYPE, scope=ask.scope or None)
     # RFC 6749 §5.1: a token response must not be cached.
-    return Reply(body=body_out, headers=((hdrs.CACHE_CONTROL, "no-store"), (hdrs.PRAGMA, "no-cache")))
+    return Reply(body=answer, headers=((hdrs.CACHE_CONTROL, "no-store"), (hdrs.PRAGMA, "no-cache")))
 
 
 def _password_providers(authentication) -> list:

@@ -27,14 +27,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
 from gateway.iceberg import errors
-from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.hive_tables import new_table, new_view_table
 from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
 from gateway.iceberg.locations import parse as parse_location
+from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
 from gateway.iceberg.paths import Route, hms_name
-from gateway.iceberg.tables import load_result
-from gateway.iceberg.views import load_result as view_result
 
 
 class RegisterTableRequest(BaseModel):
@@ -56,25 +53,24 @@ class RegisterViewRequest(BaseModel):
     metadata_location: str = Field(alias="metadata-location", min_length=1, max_length=4096)
 
 
-async def register_table(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def register_table(catalog: Catalog, route: Route, request: web.BaseRequest,
+                         ask: RegisterTableRequest) -> Reply:
     """Raises ``BadRequest`` (body, name, unreadable metadata), ``Forbidden`` (policy, location),
     ``NoSuchNamespace``, ``AlreadyExists``, ``Unsupported`` (``overwrite``)."""
-    ask = parse(RegisterTableRequest, body)
     if ask.overwrite:
         raise errors.Unsupported("register with overwrite is not supported: drop the table first")
-    return await _register(catalog, route, ask.name, ask.metadata_location, view=False)
+    return await _register(catalog, route, ask.name, ask.metadata_location, TABLE)
 
 
-async def register_view(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def register_view(catalog: Catalog, route: Route, request: web.BaseRequest,
+                        ask: RegisterViewRequest) -> Reply:
     """Raises as :func:`register_table` (but for ``overwrite``, which views do not have)."""
-    ask = parse(RegisterViewRequest, body)
-    return await _register(catalog, route, ask.name, ask.metadata_location, view=True)
+    return await _register(catalog, route, ask.name, ask.metadata_location, VIEW)
 
 
-async def _register(catalog: Catalog, route: Route, name: str, location: str, *, view: bool) -> Reply:
-    what = "view" if view else "table"
-    db = route.namespace
-    assert db is not None
+async def _register(catalog: Catalog, route: Route, name: str, location: str, kind: CatalogObject) -> Reply:
+    what = kind.noun
+    db = route.db()
     name = hms_name(name, what)
     catalog.named(db, name)
     catalog.require("create", db)
@@ -87,7 +83,7 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
                                f"nor below a register prefix of this service")
     await catalog.absent(db, name)
     try:
-        metadata = await (catalog.files.read_view if view else catalog.files.read)(location)
+        metadata = await kind.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,
             RecursionError, KeyError, TypeError, OSError) as exc:
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "
@@ -98,7 +94,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, *,
         raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
-    build = new_view_table if view else new_table
-    table = build(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
+    table = kind.created(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
     await catalog.create(db, name, table, None, what=what.capitalize())
-    return Reply(body=(view_result if view else load_result)(location, metadata))
+    return Reply(body=kind.result(location, metadata))

@@ -5,16 +5,20 @@ holds method, path, request and response types in one row): :data:`ROUTES`, one
 How a path picks a row is :mod:`gateway.iceberg.paths`; ``GET /v1/config``'s ``endpoints``
 derive from the table (:data:`ENDPOINTS`).
 
-Every handler has one signature::
+A row's models are what runs (:func:`answer`): the request model reads the body before the
+handler runs (:func:`gateway.iceberg.bodies.read`: a body that does not read is the spec's 400
+``BadRequestException`` there, once for all rows), and the handler's answer must be an instance
+of the response model, which writes the JSON (``model_dump_json``); a row without a response
+model answers no body. Every handler has one signature::
 
-    async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply
+    async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, ask) -> Reply
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
 caller, policy view, metadata files, ``catalog.service`` the serving service's
 :class:`~gateway.iceberg.service.IcebergService`), ``route`` the matched
 :class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
-query and headers, ``body`` the whole request body (already read within the limits). A handler
-answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
+query and headers, ``ask`` the body read as the row's request model (None for a row without
+one). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
 :class:`~gateway.iceberg.errors.IcebergError`.
 
 Adding an operation: one row here, the handler in its module.
@@ -23,49 +27,47 @@ Adding an operation: one row here, the handler in its module.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel
 from pyiceberg.catalog.rest import (
-    CommitTableResponse,
-    ConfigResponse,
-    ListNamespaceResponse,
-    ListTablesResponse,
-    ListViewsResponse,
     LoadCredentialsResponse,
     NamespaceResponse,
-    TableResponse,
     UpdateNamespacePropertiesResponse,
     ViewResponse,
 )
+from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
 from gateway.iceberg import transactions, views
-from gateway.iceberg.bodies import CommitRequest, CreateNamespace, CreateTableRequest, RenameTable
-from gateway.iceberg.bodies import UpdateNamespaceProperties
+from gateway.iceberg.bodies import CatalogConfig, CommitRequest, CreateNamespace, CreateTableRequest
+from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, RenameTable, UpdateNamespaceProperties, read
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
+from gateway.iceberg.objects import LoadTableResult
 from gateway.iceberg.paths import Route, Router
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
 from gateway.iceberg.warehouses import config_overrides
 
-Handler = Callable[[Catalog, Route, web.BaseRequest, bytes], Awaitable[Reply]]
+Handler = Callable[[Catalog, Route, web.BaseRequest, Any], Awaitable[Reply]]
 
-__all__ = ["ENDPOINTS", "Endpoint", "ROUTES", "Route", "endpoint", "match"]
+__all__ = ["ENDPOINTS", "Endpoint", "ROUTES", "Route", "answer", "endpoint", "match"]
 
 
 @dataclass(frozen=True)
 class Endpoint:
     """One row: ``method`` and ``path`` (template) of the spec's ``operation`` (operationId),
-    the ``request`` body's model and the ``response`` body's model (PyIceberg's, the client's
-    reading of the spec; None: no body), and the ``handler``."""
+    the ``request`` body's model (PyIceberg's where it has one, else the spec's shape in the
+    handler's module; None: the body is not read) and the ``response`` body's model (None: no
+    body), and the ``handler``."""
 
     method: str
     path: str
     operation: str
     request: Any
-    response: Any
+    response: type[BaseModel] | None
     handler: Handler
     #: Answered without the service's request-side steps: it authenticates its caller itself.
     public: bool = False
@@ -76,11 +78,22 @@ class Endpoint:
     listed: bool = True
 
 
-async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    def written(self, reply: Reply) -> Reply:
+        """``reply`` with its body written as JSON by the row's response model. Raises
+        ``TypeError`` (a gateway bug, answered 500) for a body that is not an instance of it."""
+        if reply.body is None:
+            return reply
+        if self.response is None or not isinstance(reply.body, self.response):
+            raise TypeError(f"{self.operation} answered {type(reply.body).__name__}, not its response model "
+                            f"{getattr(self.response, '__name__', None)}")
+        return replace(reply, body=reply.body.model_dump_json(by_alias=True).encode())
+
+
+async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
     (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
     overrides = config_overrides(catalog.service.warehouses, request.query.get("warehouse"))
-    return Reply(body={"defaults": {}, "overrides": overrides, "endpoints": list(ENDPOINTS)})
+    return Reply(body=CatalogConfig(overrides=overrides, endpoints=list(ENDPOINTS)))
 
 
 _NS, _TABLE, _VIEW = "/v1/namespaces/{namespace}", "/v1/namespaces/{namespace}/tables/{table}", \
@@ -88,32 +101,35 @@ _NS, _TABLE, _VIEW = "/v1/namespaces/{namespace}", "/v1/namespaces/{namespace}/t
 E = Endpoint
 #: The table.
 ROUTES: tuple[Endpoint, ...] = (
-    E("GET", "/v1/config", "getConfig", None, ConfigResponse, get_config, listed=False),
-    E("POST", "/v1/oauth/tokens", "getToken", None, None, oauth.get_token, public=True,
+    E("GET", "/v1/config", "getConfig", None, CatalogConfig, get_config, listed=False),
+    E("POST", "/v1/oauth/tokens", "getToken", oauth.TokenRequest, TokenResponse, oauth.get_token, public=True,
       error_model=oauth.oauth_error, listed=False),
-    E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaceResponse, namespaces.list_namespaces),
+    E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaces, namespaces.list_namespaces),
     E("POST", "/v1/namespaces", "createNamespace", CreateNamespace, NamespaceResponse, namespaces.create_namespace),
     E("GET", _NS, "loadNamespaceMetadata", None, NamespaceResponse, namespaces.load_namespace),
     E("HEAD", _NS, "namespaceExists", None, None, namespaces.namespace_exists),
     E("DELETE", _NS, "dropNamespace", None, None, namespaces.drop_namespace),
     E("POST", f"{_NS}/properties", "updateProperties", UpdateNamespaceProperties, UpdateNamespacePropertiesResponse,
       namespaces.update_properties),
-    E("GET", f"{_NS}/tables", "listTables", None, ListTablesResponse, tables.list_tables),
-    E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, TableResponse, tables.create_table),
-    E("POST", f"{_NS}/register", "registerTable", register.RegisterTableRequest, TableResponse,
+    E("GET", f"{_NS}/tables", "listTables", None, ListTables, tables.list_tables),
+    E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, LoadTableResult, tables.create_table),
+    E("POST", f"{_NS}/register", "registerTable", register.RegisterTableRequest, LoadTableResult,
       register.register_table),
-    E("GET", _TABLE, "loadTable", None, TableResponse, tables.load_table),
+    E("GET", _TABLE, "loadTable", None, LoadTableResult, tables.load_table),
     E("HEAD", _TABLE, "tableExists", None, None, tables.table_exists),
-    E("POST", _TABLE, "updateTable", CommitRequest, CommitTableResponse, commit.commit_table),
+    # the spec's CommitTableResponse, answered as a LoadTableResult (with its config) as before
+    E("POST", _TABLE, "updateTable", CommitRequest, LoadTableResult, commit.commit_table),
     E("DELETE", _TABLE, "dropTable", None, None, tables.drop_table),
     E("POST", "/v1/tables/rename", "renameTable", RenameTable, None, tables.rename_table),
-    E("POST", f"{_TABLE}/metrics", "reportMetrics", metrics_report.ScanReport | metrics_report.CommitReport, None,
+    E("POST", f"{_TABLE}/metrics", "reportMetrics", metrics_report.ReportMetricsRequest, None,
       metrics_report.report_metrics),
     E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials),
     # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
-    E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, None, signer.sign, listed=False),
-    E("POST", "/v1/transactions/commit", "commitTransaction", None, None, transactions.commit_transaction),
-    E("GET", f"{_NS}/views", "listViews", None, ListViewsResponse, views.list_views),
+    E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
+      listed=False),
+    E("POST", "/v1/transactions/commit", "commitTransaction", transactions.CommitTransactionRequest, None,
+      transactions.commit_transaction),
+    E("GET", f"{_NS}/views", "listViews", None, ListViews, views.list_views),
     E("POST", f"{_NS}/views", "createView", CreateViewRequest, ViewResponse, views.create_view),
     E("GET", _VIEW, "loadView", None, ViewResponse, views.load_view),
     E("POST", _VIEW, "replaceView", CommitViewRequest, ViewResponse, views.replace_view),
@@ -140,6 +156,15 @@ def match(method: str, path: str, warehouses: Collection[str] = ()) -> Route:
     """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.Router.match`, which
     names the errors raised)."""
     return _ROUTER.match(method, path, warehouses)
+
+
+async def answer(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+    """The route's row run on one request: its request model reads ``body`` (the whole request
+    body, read within the limits), its handler answers, its response model writes the answer's
+    body (bytes). Raises what the reading and the handler raise."""
+    row = _BY_OPERATION[route.operation]
+    reply = await row.handler(catalog, route, request, read(row.request, catalog, request, body))
+    return row.written(reply)
 
 
 def endpoint(operation: str) -> Endpoint:

@@ -74,6 +74,27 @@ class SignRequest(BaseModel):
     method: str = Field(max_length=16)
     headers: dict[str, list[str]] = Field(default_factory=dict)
 
+    @classmethod
+    def from_request(cls, catalog: Catalog, request: web.BaseRequest, body: bytes) -> SignRequest:
+        """The body read (:func:`~gateway.iceberg.bodies.parse`); one that does not read is an
+        ``invalid`` signing too. Raises :class:`errors.BadRequest`."""
+        try:
+            return parse(cls, body)
+        except errors.IcebergError:
+            _count(catalog.service, "invalid")
+            raise
+
+
+class SignResponse(BaseModel):
+    """The signer API's ``S3SignResponse``: the ``uri`` to send and the ``headers`` signing adds."""
+
+    uri: str
+    headers: dict[str, list[str]]
+
+
+def _count(service, decision: str) -> None:
+    metrics.child(metrics.S3_SIGNINGS, service.topology, service.path, decision).inc()
+
 
 class _Signer(S3SigV4Auth):
     """SigV4 for S3 with the payload hash the client declared (or ``UNSIGNED-PAYLOAD``)."""
@@ -86,7 +107,7 @@ class _Signer(S3SigV4Auth):
         return self._payload
 
 
-async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: SignRequest) -> Reply:
     """Answer one signing request for the route's table (see the module docstring). Raises
     :class:`errors.BadRequest`, :class:`errors.Forbidden`, 404 for an unknown table."""
     service = catalog.service
@@ -94,31 +115,29 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, body: b
     assert db is not None and table is not None
     catalog.named(db, table)
     try:
-        asked = parse(SignRequest, body)
-        access = ACCESS.get(asked.method.upper())
+        access = ACCESS.get(ask.method.upper())
         if access is None:
-            raise errors.Forbidden(f"S3 method {asked.method[:16]!r} is never signed")
-        headers = headers_to_sign(asked.headers)
+            raise errors.Forbidden(f"S3 method {ask.method[:16]!r} is never signed")
+        headers = headers_to_sign(ask.headers)
         storage, vendor = service.storage, service.vendor
         if storage is None or vendor is None:
             raise errors.Forbidden("this service does not sign S3 requests (no options.s3.role_arn)")
-        if asked.region != storage.options.region:
-            raise errors.BadRequest(f"region {asked.region[:64]!r} is not the warehouse's")
+        if ask.region != storage.options.region:
+            raise errors.BadRequest(f"region {ask.region[:64]!r} is not the warehouse's")
         catalog.require("", db, table)
         if not catalog.view.may(access, db, table):
             raise errors.Forbidden(f"{catalog.user} may not {access} {db}.{table}: "
-                                   f"{asked.method.upper()} is not signed")
-        hive = await catalog.hive_table(db, table)
+                                   f"{ask.method.upper()} is not signed")
+        hive = await catalog.lookup(db, table)
         location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
         await check_delegated(catalog, location)
-        check_url(asked.uri, asked.method.upper(), location, storage.options)
+        check_url(ask.uri, ask.method.upper(), location, storage.options)
         credentials = await vendor.signing_credentials(location, access == "update")
     except errors.IcebergError as error:
-        decision = "invalid" if error.status == 400 else "denied"
-        metrics.child(metrics.S3_SIGNINGS, service.topology, service.path, decision).inc()
+        _count(service, "invalid" if error.status == 400 else "denied")
         raise
-    answer = signed(asked.method.upper(), asked.uri, headers, credentials, storage.options.region)
-    metrics.child(metrics.S3_SIGNINGS, service.topology, service.path, "allowed").inc()
+    answer = signed(ask.method.upper(), ask.uri, headers, credentials, storage.options.region)
+    _count(service, "allowed")
     skipped = service.signing_summaries.allowed((catalog.user, db, table, access))
     if skipped is None:
         request[SUMMARIZED] = True
@@ -126,7 +145,7 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, body: b
         request[SUMMARIZED] = False
         request[SIGNING_REASON] = (f"S3 {access} signing allowed; {skipped} more allowed "
                                    "before this line since the previous one")
-    return Reply(body=answer)
+    return Reply(body=SignResponse(**answer))
 
 
 def signed(method: str, uri: str, headers: dict[str, str], credentials, region: str) -> dict:

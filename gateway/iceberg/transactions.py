@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from pydantic import BaseModel, ConfigDict
 from pyiceberg.table.update import AssertCreate
 
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import commit_request, document
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.commit import accesses, alter_landed, apply_updates, locked
+from gateway.iceberg.commit import accesses, alter_landed, locked
+from gateway.iceberg.objects import apply_updates
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
 from gateway.iceberg.hms_refusals import column_refusal
@@ -102,17 +104,32 @@ def changes_of(body: bytes) -> list[Change]:
     return [changes[key] for key in sorted(changes)]
 
 
-async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+class CommitTransactionRequest(BaseModel):
+    """The spec's ``CommitTransactionRequest``, read (:meth:`from_request`): its table changes
+    in lock order."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    changes: tuple[Change, ...]
+
+    @classmethod
+    def from_request(cls, catalog: Catalog, request: web.BaseRequest, body: bytes) -> CommitTransactionRequest:
+        """Raises as :func:`changes_of`."""
+        return cls(changes=tuple(changes_of(body)))
+
+
+async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRequest,
+                             ask: CommitTransactionRequest) -> Reply:
     """204 when every change landed. Raises ``BadRequest``, ``Forbidden``, ``NoSuchTable``,
     ``CommitFailed`` (409: a conflict, a lock not granted, HMS refused and all was rolled back),
     ``ServiceUnavailable`` (503, rolled back), ``CommitStateUnknown``."""
-    changes = changes_of(body)
+    changes = list(ask.changes)
     for change in changes:
         catalog.named(change.db, change.name)
         for access in accesses(change.request.updates):
             catalog.require(access, change.db, change.name)
     for change in changes:
-        await catalog.hive_table(change.db, change.name)  # 404 before any lock
+        await catalog.lookup(change.db, change.name)  # 404 before any lock
     async with AsyncExitStack() as locks:
         for change in changes:  # one fixed order: no deadlock between two transactions
             await locks.enter_async_context(locked(catalog, change.db, change.name))
@@ -126,7 +143,7 @@ async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRe
 async def _prepare(catalog: Catalog, changes: list[Change]) -> None:
     """Re-read every table under the locks; check every requirement; apply the updates."""
     for change in changes:
-        change.hive = await catalog.hive_table(change.db, change.name)
+        change.hive = await catalog.lookup(change.db, change.name)
         change.base_location, change.base = await catalog.metadata(change.hive)
     for change in changes:
         change.new = apply_updates(change.request, change.base_location, change.base, change.key)

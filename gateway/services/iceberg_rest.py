@@ -32,7 +32,6 @@ result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from types import MappingProxyType
@@ -55,7 +54,7 @@ from gateway.iceberg.service import LOCK_HEARTBEAT_SECONDS, IcebergService
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
-from gateway.iceberg.routes import Route, endpoint, match
+from gateway.iceberg.routes import Route, answer, endpoint, match
 from gateway.iceberg.warehouses import Warehouses, WarehouseView
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
@@ -252,7 +251,7 @@ class IcebergRestService(HttpKind):
             catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
                               view, self.files, self.service, identity.user)
         try:
-            reply = await endpoint(route.operation).handler(catalog, route, request, body)
+            reply = await answer(catalog, route, request, body)
         finally:
             if catalog.objects != (None, None):
                 event.database, event.table = catalog.objects
@@ -280,9 +279,8 @@ class IcebergRestService(HttpKind):
     def _response(reply: Reply, head: bool) -> web.Response:
         if reply.status in (204, 304) or reply.body is None:
             response = web.Response(status=reply.status)
-        else:
-            body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-            response = web.Response(status=reply.status, body=None if head else body,
+        else:  # the JSON the route's response model wrote (gateway.iceberg.routes.answer)
+            response = web.Response(status=reply.status, body=None if head else reply.body,
                                     content_type=errors.CONTENT_TYPE)
         for name, value in reply.headers:
             response.headers[name] = value

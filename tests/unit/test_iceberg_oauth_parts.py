@@ -4,6 +4,8 @@ password providers, and register's location check."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import time
 from types import SimpleNamespace
@@ -15,10 +17,10 @@ from multidict import CIMultiDict
 from pydantic import ValidationError
 
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.oauth import OAuthError, form, get_token, oauth_error
+from gateway.iceberg.oauth import OAuthError, form, oauth_error
 from gateway.iceberg import errors
 from gateway.iceberg.locations import inside as below
-from gateway.iceberg.routes import Route
+from gateway.iceberg.routes import Route, answer
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import password_credentials
 from gateway.providers.authentication.gateway_token import GatewayTokenProvider
@@ -108,7 +110,8 @@ def _catalog(key_file, with_issuer=True):
 
 
 async def _token(catalog, body: bytes, headers=()):
-    return await get_token(catalog, Route("getToken"), _request(body, headers=headers), body)
+    reply = await answer(catalog, Route("getToken"), _request(body, headers=headers), body)
+    return replace(reply, body=json.loads(reply.body))
 
 
 async def test_client_credentials_in_the_form_get_a_token_that_authenticates(key_file):

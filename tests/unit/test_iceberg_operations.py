@@ -24,7 +24,7 @@ def test_one_row_per_operation_and_per_method_and_path():
 @pytest.mark.parametrize("row", ROUTES, ids=lambda row: row.operation)
 def test_each_handler_has_the_one_signature_and_models_are_pydantic(row):
     assert inspect.iscoroutinefunction(row.handler)
-    assert list(inspect.signature(row.handler).parameters) == ["catalog", "route", "request", "body"]
+    assert list(inspect.signature(row.handler).parameters) == ["catalog", "route", "request", "ask"]
     for model in (row.request, row.response):
         members = model.__args__ if isinstance(model, types.UnionType) else (model,)
         assert all(m is None or issubclass(m, BaseModel) for m in members), (row.operation, model)

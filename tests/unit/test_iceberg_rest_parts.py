@@ -23,7 +23,7 @@ from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.bodies import commit_request, page_params
-from gateway.iceberg.routes import ENDPOINTS, Route, match
+from gateway.iceberg.routes import ENDPOINTS, Route, answer, match
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamTimeout, UpstreamUnavailable
@@ -241,7 +241,7 @@ def _metadata_files(tmp_path: Path) -> list[str]:
 async def test_a_commit_waits_for_the_lock_then_alters_with_the_hivecatalog_parameters(world):
     hms, catalog, first, tmp_path = world
     hms.lock_states = [IDL.LockState.WAITING, IDL.LockState.WAITING, IDL.LockState.ACQUIRED]
-    reply = await commit.commit_table(catalog(), _T, None, _set_property())
+    reply = await answer(catalog(), _T, None, _set_property())
     body = json.loads(reply.body)
     assert body["metadata"]["properties"]["k"] == "v"
     assert body["metadata-location"].rsplit("/", 1)[1].startswith("00001-")
@@ -260,7 +260,7 @@ async def test_a_failed_requirement_is_409_and_writes_nothing(world):
     body = json.dumps({"requirements": [{"type": "assert-table-uuid",
                                          "uuid": "00000000-0000-0000-0000-000000000000"}]}).encode()
     with pytest.raises(errors.CommitFailed):
-        await commit.commit_table(catalog(), _T, None, body)
+        await answer(catalog(), _T, None, body)
     called = [c[0] for c in hms.calls]
     assert "lock" not in called and "alter" not in called  # refused before the lock
     assert len(_metadata_files(tmp_path)) == 1
@@ -291,7 +291,7 @@ async def test_a_base_that_moved_during_the_lock_wait_is_read_again(world):
     change would be lost (the commit is applied to the base read under the lock)."""
     hms, catalog, first, tmp_path = world
     _another_writer_lands_while_we_wait(hms, tmp_path, properties={"other": "1"})
-    reply = await commit.commit_table(catalog(), _T, None, _set_property())
+    reply = await answer(catalog(), _T, None, _set_property())
     properties = json.loads(reply.body)["metadata"]["properties"]
     assert properties == {"other": "1", "k": "v"}
     assert hms.table.parameters["previous_metadata_location"] != first  # built on the other commit
@@ -304,7 +304,7 @@ async def test_a_requirement_that_fails_only_under_the_lock_is_409_and_released(
     body = json.dumps({"requirements": [{"type": "assert-table-uuid", "uuid": uuid}],
                        "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}).encode()
     with pytest.raises(errors.CommitFailed):
-        await commit.commit_table(catalog(), _T, None, body)
+        await answer(catalog(), _T, None, body)
     called = [c[0] for c in hms.calls]
     assert "lock" in called and "alter" not in called and called[-1] == "unlock"
     assert len(_metadata_files(tmp_path)) == 2  # the other writer's; ours never written
@@ -314,14 +314,14 @@ async def test_a_lock_never_granted_is_409_and_released(world):
     hms, catalog, first, tmp_path = world
     hms.lock_states = [IDL.LockState.WAITING]
     with pytest.raises(errors.CommitFailed, match="waiting for the lock"):
-        await commit.commit_table(catalog(wait=0.01), _T, None, _set_property())
+        await answer(catalog(wait=0.01), _T, None, _set_property())
     assert hms.calls[-1] == ("unlock", 7) and "alter" not in [c[0] for c in hms.calls]
 
 
 async def test_an_alter_that_timed_out_but_landed_is_a_success(world):
     hms, catalog, first, tmp_path = world
     hms.alter_error = UpstreamTimeout("HMS did not answer in 60 s")
-    reply = await commit.commit_table(catalog(), _T, None, _set_property())
+    reply = await answer(catalog(), _T, None, _set_property())
     assert json.loads(reply.body)["metadata-location"] == hms.table.parameters["metadata_location"]
     assert hms.calls[-1][0] == "unlock"
 
@@ -330,7 +330,7 @@ async def test_an_alter_never_sent_is_503_and_its_file_deleted(world):
     hms, catalog, first, tmp_path = world
     hms.alter_error, hms.alter_lands = UpstreamConnectFailed("connection refused"), False
     with pytest.raises(errors.ServiceUnavailable):
-        await commit.commit_table(catalog(), _T, None, _set_property())
+        await answer(catalog(), _T, None, _set_property())
     assert hms.table.parameters["metadata_location"] == first
     assert _metadata_files(tmp_path) == [first.rsplit("/", 1)[1]]
 
@@ -342,7 +342,7 @@ async def test_an_alter_sent_and_not_yet_visible_is_unknown_and_keeps_its_file(w
     hms, catalog, first, tmp_path = world
     hms.alter_error, hms.alter_lands = error, False
     with pytest.raises(errors.CommitStateUnknown):
-        await commit.commit_table(catalog(), _T, None, _set_property())
+        await answer(catalog(), _T, None, _set_property())
     assert hms.table.parameters["metadata_location"] == first
     assert len(_metadata_files(tmp_path)) == 2
 
@@ -360,7 +360,7 @@ async def test_an_unknown_outcome_is_commit_state_unknown_and_keeps_the_file(wor
         return await original_get(db, name)
     hms.get_table = get_table
     with pytest.raises(errors.CommitStateUnknown) as caught:
-        await commit.commit_table(catalog(), _T, None, _set_property())
+        await answer(catalog(), _T, None, _set_property())
     assert caught.value.status == 504 and caught.value.type == "CommitStateUnknownException"
     assert len(_metadata_files(tmp_path)) == 2  # the new file is kept: HMS may point at it
     assert hms.calls[-1][0] == "unlock"
@@ -369,7 +369,7 @@ async def test_an_unknown_outcome_is_commit_state_unknown_and_keeps_the_file(wor
 async def test_heartbeats_keep_the_lock_while_the_commit_holds_it_and_stop_after(world):
     hms, catalog, first, tmp_path = world
     hms.alter_seconds = 0.05
-    await commit.commit_table(catalog(heartbeat=0.005), _T, None, _set_property())
+    await answer(catalog(heartbeat=0.005), _T, None, _set_property())
     kinds = [c[0] for c in hms.calls]
     assert "heartbeat" in kinds[kinds.index("lock"):kinds.index("unlock")]
     await asyncio.sleep(0.03)
@@ -390,9 +390,9 @@ def test_accesses_of_a_commit(updates, needed):
 async def test_invisible_is_404_and_visible_but_denied_is_403(world):
     hms, catalog, first, tmp_path = world
     with pytest.raises(errors.NoSuchTable):
-        await commit.commit_table(catalog(FakeView(seen=())), _T, None, _set_property())
+        await answer(catalog(FakeView(seen=())), _T, None, _set_property())
     with pytest.raises(errors.Forbidden, match="etl may not alter db.t"):
-        await commit.commit_table(catalog(FakeView(allowed=("select",))), _T, None, _set_property())
+        await answer(catalog(FakeView(allowed=("select",))), _T, None, _set_property())
     assert hms.calls == []
 
 

@@ -77,7 +77,7 @@ def test_without_trusted_engines_nobody_loads_a_restricted_table():
 async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for_an_untrusted_user():
     # A commit answers the whole metadata, as a load does: without this check a user allowed to
     # update the table would read its full schema from the commit's answer.
-    from gateway.iceberg import commit
+    from gateway.iceberg.routes import answer
     from gateway.iceberg.paths import Route
     from gateway.policy.model import expand_accesses as accesses
 
@@ -99,5 +99,5 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
                      service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
     with pytest.raises(errors.Forbidden, match="ana may not read every column of sales.orders"):
-        await commit.commit_table(asking, Route("updateTable", "sales", "orders"), None, body)
+        await answer(asking, Route("updateTable", "sales", "orders"), None, body)
     assert calls == []

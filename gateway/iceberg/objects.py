@@ -1,0 +1,174 @@
+"""Tables and views as one kind of catalog object: :class:`CatalogObject` says what makes an HMS
+table one or the other, and :data:`TABLE` and :data:`VIEW` are its two instances. Java's
+``HiveCatalog`` stores both alike (``HiveTableOperations``, ``HiveViewOperations``): an HMS
+table whose ``table_type`` parameter names the kind (``ICEBERG``; ``ICEBERG-VIEW`` on a
+``VIRTUAL_VIEW``) and whose ``metadata_location`` is the current metadata file
+(:mod:`gateway.iceberg.hive_tables`). What differs is described here, once:
+
+* the metadata model: PyIceberg's ``TableMetadata`` or ``ViewMetadata``, read and written by
+  :class:`~gateway.iceberg.files.MetadataFiles`;
+* the not-found error: ``NoSuchTableException`` or ``NoSuchViewException`` (404);
+* the update applier: PyIceberg's ``update_table_metadata`` with the requirements checked first,
+  or :func:`gateway.iceberg.view_updates.apply`;
+* the load result: PyIceberg's ``TableResponse`` (``LoadTableResult``) or ``ViewResponse``
+  (``LoadViewResult``).
+
+The one lookup, drop and policy check of both are :class:`~gateway.iceberg.catalog.Catalog`'s,
+the one commit under HMS's lock :func:`gateway.iceberg.commit.commit_object`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import model_serializer
+from pyiceberg.catalog.rest import TableResponse, ViewResponse
+from pyiceberg.exceptions import CommitFailedException
+from pyiceberg.table.update import update_table_metadata
+
+from gateway.iceberg import errors
+from gateway.iceberg.bodies import CLIENT_FAULTS, ListTables, ListViews
+from gateway.iceberg.files import next_metadata_location, next_view_metadata_location
+from gateway.iceberg.hive_tables import (
+    committed_table, committed_view_table, is_iceberg, is_iceberg_view, new_table, new_view_table,
+)
+from gateway.iceberg.locations import check_properties
+from gateway.iceberg.view_updates import RequirementFailed, apply as apply_view_updates
+
+__all__ = ["TABLE", "VIEW", "CatalogObject", "LoadTableResult", "apply_updates"]
+
+
+class LoadTableResult(TableResponse):
+    """PyIceberg's ``TableResponse``, the spec's ``LoadTableResult``, written as the spec's
+    examples write it: ``metadata-location`` left out for a staged table (it has none yet),
+    ``storage-credentials`` left out when there are none."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_credentials(self, handler):
+        written = handler(self)
+        if not written.get("storage-credentials"):
+            written.pop("storage-credentials", None)
+        return written
+
+
+def apply_updates(request, base_location: str, base, subject: str = ""):
+    """The table metadata after ``request``'s updates on ``base`` (PyIceberg's
+    ``update_table_metadata``), its requirements checked first (``subject``, a table's name,
+    prefixes the messages of a multi-table commit). Raises :class:`~errors.CommitFailed` (a
+    requirement failed), :class:`~errors.BadRequest` (an update PyIceberg refuses, a property
+    or path the gateway refuses)."""
+    try:
+        for requirement in request.requirements:
+            requirement.validate(base)
+        new = update_table_metadata(base, request.updates, metadata_location=base_location)
+    except CommitFailedException as exc:
+        raise errors.CommitFailed(f"{subject}: {str(exc)[:1000]}" if subject else str(exc)[:1000]) from None
+    except CLIENT_FAULTS as exc:  # PyIceberg's checks of an update
+        what = f"invalid update of {subject}" if subject else "invalid update"
+        raise errors.BadRequest(f"{what}: {str(exc)[:500]}") from None
+    check_properties(new.location, new.properties, subject or "the table")  # no code, paths confined
+    return new
+
+
+def _table_commit(request, base_location: str, base, subject: str):
+    new = apply_updates(request, base_location, base)
+    return None if new == base else new
+
+
+def _view_commit(request, base_location: str, base, subject: str):
+    try:
+        new = apply_view_updates(base, request.requirements, request.updates)
+        if new is not None:
+            check_properties(new.location, new.properties, subject)
+    except RequirementFailed as exc:
+        raise errors.CommitFailed(str(exc)[:1000]) from None
+    except CLIENT_FAULTS as exc:
+        raise errors.BadRequest(f"invalid view update: {str(exc)[:500]}") from None
+    return new
+
+
+def _next_view_location(metadata, base_location: str | None) -> str:
+    try:
+        return next_view_metadata_location(metadata, base_location)
+    except ValueError as exc:  # a compression codec the view's properties name
+        raise errors.BadRequest(f"invalid view update: {str(exc)[:500]}") from None
+
+
+@dataclass(frozen=True)
+class CatalogObject:
+    """What one kind of catalog object is (see the module docstring)."""
+
+    #: ``table`` or ``view``, in messages and in what the policy checks are about.
+    noun: str
+    #: The kind's 404.
+    missing: type[errors.IcebergError]
+    #: Whether an HMS ``Table`` is of this kind (its ``metadata_location`` aside), of the other.
+    is_kind: Callable[[Any], bool]
+    is_other: Callable[[Any], bool]
+    other: str
+    #: The message of an HMS table that is neither (fields ``db``, ``name``, ``tableType``, ``table_type``).
+    neither: str
+    #: The :class:`~gateway.iceberg.files.MetadataFiles` methods that read and write its metadata
+    #: files; the name of the next one after a commit (:mod:`gateway.iceberg.files`; raises
+    #: :class:`~errors.BadRequest` for a name the properties make impossible).
+    reader: str
+    writer: str
+    next_location: Callable[[Any, str | None], str]
+    #: ``(request, base location, base, subject) → new metadata``, None when nothing changes;
+    #: raises :class:`~errors.CommitFailed` (a requirement) or :class:`~errors.BadRequest`.
+    apply: Callable[[Any, str, Any, str], Any]
+    #: The HMS ``Table`` of a new object, and the one read under the lock after a commit
+    #: (:mod:`gateway.iceberg.hive_tables`).
+    created: Callable[..., Any]
+    committed: Callable[..., Any]
+    #: The load result's model; the listing's operationId (its paging tokens' scope) and model.
+    result_model: type[TableResponse] | type[ViewResponse]
+    list_operation: str
+    list_model: type[ListTables] | type[ListViews]
+
+    @property
+    def label(self) -> str:
+        """What messages put before ``db.name``: ``""`` for a table, ``"view "`` for a view."""
+        return "" if self is TABLE else f"{self.noun} "
+
+    def subject(self, db: str, name: str) -> str:
+        """Whose properties a commit's messages name."""
+        return "the table" if self is TABLE else f"{self.noun} {db}.{name}"
+
+    def not_found(self, db: str, name: str) -> errors.IcebergError:
+        return self.missing(f"{self.noun.capitalize()} does not exist: {db}.{name}")
+
+    def result(self, location: str | None, metadata, config: dict | None = None,
+               credentials: list | None = None) -> TableResponse | ViewResponse:
+        """The load result: ``metadata-location`` (None: a staged table's, left out),
+        ``metadata``, ``config``, and for tables ``storage-credentials``
+        (:mod:`gateway.iceberg.delegation`)."""
+        fields: dict[str, Any] = {"metadata-location": location, "metadata": metadata, "config": config or {}}
+        if credentials:
+            fields["storage-credentials"] = credentials
+        return self.result_model(**fields)
+
+    async def read(self, files, location: str):
+        """The metadata file at ``location``."""
+        return await getattr(files, self.reader)(location)
+
+    async def write(self, files, metadata, location: str) -> None:
+        await getattr(files, self.writer)(metadata, location)
+
+
+TABLE = CatalogObject(
+    noun="table", missing=errors.NoSuchTable, is_kind=is_iceberg, is_other=is_iceberg_view, other="view",
+    neither="Table {db}.{name} is not an Iceberg table (table_type {table_type!r})",
+    reader="read", writer="write", next_location=next_metadata_location,
+    apply=_table_commit, created=new_table, committed=committed_table, result_model=LoadTableResult,
+    list_operation="listTables", list_model=ListTables,
+)
+VIEW = CatalogObject(
+    noun="view", missing=errors.NoSuchView, is_kind=is_iceberg_view, is_other=is_iceberg, other="table",
+    neither="{db}.{name} is not an Iceberg view (tableType {tableType!r}, table_type {table_type!r})",
+    reader="read_view", writer="write_view", next_location=_next_view_location,
+    apply=_view_commit, created=new_view_table, committed=committed_view_table, result_model=ViewResponse,
+    list_operation="listViews", list_model=ListViews,
+)
