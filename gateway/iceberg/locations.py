@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import posixpath
 import re
 import weakref
 from collections.abc import Iterable, Mapping

@@ -32,6 +32,7 @@ from gateway.iceberg.locations import allowed_roots, check_properties, check_tab
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
 from gateway.iceberg.paths import Route, hms_name
+from gateway.iceberg.tables import stored
 
 
 class RegisterTableRequest(BaseModel):
@@ -94,6 +95,5 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
         raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
-    table = kind.created(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
-    await catalog.create(db, name, table, None, what=what.capitalize())
+    await stored(catalog, db, name, metadata, location, kind, written=True)
     return Reply(body=kind.result(location, metadata))

@@ -24,7 +24,6 @@ from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
-from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.implementations import refuse_code
 from gateway.iceberg.locations import check_properties, check_purge, check_table, default_location
 from gateway.iceberg.namespaces import paged
@@ -74,15 +73,7 @@ async def listing(catalog: Catalog, db: str, query, kind: CatalogObject) -> Repl
 async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateTableRequest) -> Reply:
     """Create ``db.<name>``, with storage access as the request's delegation header asks."""
     db = route.db()
-    name = hms_name(ask.name, "table")
-    catalog.named(db, name)
-    refuse_code(ask.properties, f"table {db}.{name}")
-    catalog.require("create", db)
-    database = await catalog.database(db)
-    idl = catalog.idl
-    await catalog.absent(db, name)
-    location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
-    await check_table(catalog, db, name, location, database)
+    name, location = await placed(catalog, db, ask, TABLE)
     try:
         metadata = new_table_metadata(
             schema=ask.table_schema,
@@ -96,11 +87,38 @@ async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     if ask.stage_create:  # nothing stored: the commit with assert-create creates it
         return Reply(body=TABLE.result(None, metadata))
     metadata_location = next_metadata_location(metadata, None)
-    await catalog.files.write(metadata, metadata_location)
-    table = new_table(idl, db, name, catalog.user, metadata, metadata_location, catalog.service.hive2_compatible)
-    await catalog.create(db, name, table, metadata_location)
+    await stored(catalog, db, name, metadata, metadata_location, TABLE)
     config, credentials = await delegated(catalog, request, db, name, location)
     return Reply(body=TABLE.result(metadata_location, metadata, config, credentials))
+
+
+async def placed(catalog: Catalog, db: str, ask, kind: CatalogObject) -> tuple[str, str]:
+    """``(name, location)`` of a new table or view (``kind``) that ``ask`` (its ``name``,
+    ``location``, ``properties``) asks for in ``db``, checked: an HMS name, no property that
+    loads code, ``create`` on the namespace, the name free of tables and views, the location
+    (the namespace's default, or the one asked for) where the policy and the deputy rules let
+    it lie (:func:`~gateway.iceberg.locations.check_table`). Raises ``BadRequest``,
+    ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists``."""
+    name = hms_name(ask.name, kind.noun)
+    catalog.named(db, name)
+    refuse_code(ask.properties, f"{kind.noun} {db}.{name}")
+    catalog.require("create", db)
+    database = await catalog.database(db)
+    await catalog.absent(db, name)
+    location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
+    await check_table(catalog, db, name, location, database, what=kind.noun)
+    return name, location
+
+
+async def stored(catalog: Catalog, db: str, name: str, metadata, location: str, kind: CatalogObject,
+                 *, written: bool = False) -> None:
+    """Write the first metadata file ``location`` of a new table or view (``kind``; unless
+    ``written``: a registered file, not the gateway's, never written nor deleted) and create its
+    HMS table (:meth:`~gateway.iceberg.catalog.Catalog.create`, which raises)."""
+    if not written:
+        await kind.write(catalog.files, metadata, location)
+    table = kind.created(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
+    await catalog.create(db, name, table, None if written else location, what=kind.noun.capitalize())
 
 
 async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:

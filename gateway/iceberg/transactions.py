@@ -44,7 +44,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import accesses, alter_landed, locked
 from gateway.iceberg.objects import apply_updates
 from gateway.iceberg.files import next_metadata_location
-from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table, metadata_location
+from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table
 from gateway.iceberg.hms_refusals import column_refusal
 from gateway.iceberg.locations import check_moved
 from gateway.iceberg.paths import Route, hms_name, namespace_name

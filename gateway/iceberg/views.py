@@ -30,12 +30,10 @@ from gateway.iceberg.bodies import CLIENT_FAULTS, RenameTable
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import commit_object, same_object
 from gateway.iceberg.files import next_view_metadata_location
-from gateway.iceberg.implementations import refuse_code
-from gateway.iceberg.locations import check_properties, check_table, default_location
-from gateway.iceberg.hive_tables import new_view_table
+from gateway.iceberg.locations import check_properties
 from gateway.iceberg.objects import VIEW
-from gateway.iceberg.tables import drop, exists, listing, rename
-from gateway.iceberg.paths import Route, hms_name
+from gateway.iceberg.tables import drop, exists, listing, placed, rename, stored
+from gateway.iceberg.paths import Route
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest, new_view
 
 
@@ -49,23 +47,14 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     """``LoadViewResult`` of a new view. Raises ``BadRequest`` (body, names, an invalid view),
     ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists`` (a table or view has the name)."""
     db = route.db()
-    name = hms_name(ask.name, "view")
-    catalog.named(db, name)
-    refuse_code(ask.properties, f"view {db}.{name}")
-    catalog.require("create", db)
-    database = await catalog.database(db)
-    await catalog.absent(db, name)
-    location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
-    await check_table(catalog, db, name, location, database, what="view")
+    name, location = await placed(catalog, db, ask, VIEW)
     try:
         metadata = new_view(ask, location)
         check_properties(metadata.location, metadata.properties, f"view {db}.{name}")
         location = next_view_metadata_location(metadata, None)
     except CLIENT_FAULTS as exc:
         raise errors.BadRequest(f"invalid view: {str(exc)[:500]}") from None
-    await catalog.files.write_view(metadata, location)
-    table = new_view_table(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
-    await catalog.create(db, name, table, location, what="View")
+    await stored(catalog, db, name, metadata, location, VIEW)
     return Reply(body=VIEW.result(location, metadata))
 
 
