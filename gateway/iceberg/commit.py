@@ -1,6 +1,9 @@
 """A table commit (``POST /v1/namespaces/{ns}/tables/{table}``) with the protocol of Iceberg's
 ``HiveCatalog`` (Java ``HiveTableOperations``/``MetastoreLock``, PyIceberg
-``HiveCatalog.commit_table``), so REST commits and direct HiveCatalog writers share a table:
+``HiveCatalog.commit_table``), so REST commits and direct HiveCatalog writers share a table.
+A view's replace (``POST .../views/{view}``) is the same commit, :func:`commit_object`, with the
+view's metadata and update applier (:data:`gateway.iceberg.objects.VIEW`, Java's
+``HiveViewOperations``):
 
 1. the gateway's own queue for the table (one commit per table per pod asks HMS at a time),
    then ``lock`` EXCLUSIVE on the table; while ``WAITING``, ``check_lock`` with back-off (from
