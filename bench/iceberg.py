@@ -181,8 +181,9 @@ def _race(opts, gw, specs: tuple[Spec, Spec], watch: dict[str, int], lost: dict,
               f"{r['attempts']} attempts, per writer {r['per_writer']}, {r['snapshots']} new snapshots, "
               f"lost {r['lost']}  load {load()}", flush=True)
         cpu = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in r["cpu"].items())
+        hms_threads = ", ".join(f"{name} {seconds:.1f}" for name, seconds in r["threads"]["hms"].most_common(4))
         print(f"  CPU: writers {r['client_cpu']:.1f} s ({r['client_cpu'] / max(r['attempts'], 1) * 1000:.0f} ms "
-              f"per attempt), {cpu}", flush=True)
+              f"per attempt), {cpu} (HMS's threads: {hms_threads})", flush=True)
         if side == "gateway":
             medians = server_medians(gw.log(), table)
             print("  server (audit of updateTable): " + ", ".join(

@@ -21,9 +21,10 @@ import multiprocessing
 import os
 import statistics
 import time
+from collections import Counter
 from pathlib import Path
 
-__all__ = ["Spec", "concurrent_appends", "cpu_seconds", "hms_calls", "rows", "server_medians"]
+__all__ = ["Spec", "concurrent_appends", "cpu_by_thread", "cpu_seconds", "hms_calls", "rows", "server_medians"]
 
 #: how a writer builds its catalog: ``("rest", RestCatalog properties)`` or ``("hive", ...)``
 Spec = tuple[str, dict]
@@ -100,9 +101,9 @@ def concurrent_appends(spec: Spec, identifier: str, writers: int, commits: int,
     once. Returns ``successes``, ``attempts`` (``commit_table`` calls), the table's new
     ``snapshots``, ``lost`` (successes − new snapshots), ``seconds`` (barrier to the last
     writer's end), ``per_second``, ``per_writer`` (landed appends), ``p50_ms``/``p99_ms`` of one
-    append (first try to success), ``client_cpu`` (CPU seconds of all writers) and ``cpu`` (CPU
-    seconds of each process tree in ``watch``, name → pid, over the run). Raises RuntimeError
-    when a writer failed."""
+    append (first try to success), ``client_cpu`` (CPU seconds of all writers), ``cpu`` (CPU
+    seconds of each process tree in ``watch``, name → pid, over the run) and ``threads`` (the
+    same per thread name, :func:`cpu_by_thread`). Raises RuntimeError when a writer failed."""
     context = multiprocessing.get_context("spawn")  # fresh interpreters, as separate clients are
     before = len(catalog(spec).load_table(identifier).snapshots())
     start, results = context.Barrier(writers + 1), context.Queue()
@@ -116,11 +117,13 @@ def concurrent_appends(spec: Spec, identifier: str, writers: int, commits: int,
     except Exception:  # a writer failed before the start: its report says why
         pass
     cpu0 = {name: cpu_seconds(pid) for name, pid in (watch or {}).items()}
+    threads0 = {name: cpu_by_thread(pid) for name, pid in (watch or {}).items()}
     t0 = time.perf_counter()
     while len(reports) < writers:
         reports.append(results.get(timeout=3600))
     seconds = time.perf_counter() - t0
     cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in (watch or {}).items()}
+    threads = {name: cpu_by_thread(pid) - threads0[name] for name, pid in (watch or {}).items()}
     for p in processes:
         p.join(60)
     errors = [r["error"] for r in reports if r["error"]]
@@ -134,7 +137,7 @@ def concurrent_appends(spec: Spec, identifier: str, writers: int, commits: int,
     return {"successes": successes, "attempts": sum(r["attempts"] for r in reports), "snapshots": snapshots,
             "lost": successes - snapshots, "seconds": seconds, "per_second": successes / seconds,
             "per_writer": [r["successes"] for r in reports], "p50_ms": cuts[49] * 1000, "p99_ms": cuts[98] * 1000,
-            "client_cpu": sum(r["cpu"] for r in reports), "cpu": cpu}
+            "client_cpu": sum(r["cpu"] for r in reports), "cpu": cpu, "threads": threads}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -151,6 +154,25 @@ def cpu_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def cpu_by_thread(pid: int) -> Counter:
+    """CPU seconds of process ``pid``'s threads by name (``/proc/<pid>/task/*/comm``, digits
+    dropped: a JVM's ``C2 CompilerThre`` is its JIT, ``VM Thread`` and ``GC Thread#`` its
+    collector, ``TThreadPoolServ`` HMS's Thrift handlers)."""
+    seconds: Counter = Counter()
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return seconds
+    for task in tasks:
+        try:
+            name = (task / "comm").read_text().strip().rstrip("#0123456789 ")
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            seconds[name] += (int(fields[11]) + int(fields[12])) / _TICKS
+        except (OSError, IndexError, ValueError):
+            continue
+    return seconds
 
 
 def server_medians(log: str, table: str, method: str = "updateTable") -> dict[int, tuple[int, float]]:
