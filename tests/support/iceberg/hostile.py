@@ -428,7 +428,7 @@ def _encode(rng: random.Random, body) -> tuple[bytes, tuple[tuple[str, str], ...
     data = json.dumps(body, ensure_ascii=rng.random() < 0.5).encode("utf-8", "surrogatepass")
     r = rng.random()
     if r < 0.02:
-        return gzip.compress(data), (("Content-Encoding", "gzip"),)
+        return gzip.compress(data, mtime=0), (("Content-Encoding", "gzip"),)
     if r < 0.03:
         return data, (("Content-Encoding", "gzip"),)
     if r < 0.05:
