@@ -1,7 +1,6 @@
 """The ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly on the same HMS
 (issue 22's performance targets). Run by ``bench/run.py --iceberg`` (``make bench``) or alone:
-``python bench/iceberg.py [--loads N] [--appends N] [--writers N] [--commits N] [--writers-only]
-[--snapshots all|refs]``.
+``python bench/iceberg.py [--loads N] [--appends N] [--writers N] [--commits N] [--writers-only]``.
 
 Starts its own Hive Metastore (with lock support, full JIT) and the real gateway (HTTPS, Basic,
 one ``iceberg-rest`` service, and the same with ``options.cache``). Both sides are PyIceberg 0.12 in this process: ``RestCatalog``
@@ -26,10 +25,8 @@ call, as it always does). Both write data and metadata files to the same local w
   calls), each writer's landed appends, lost commits = successful commits − new snapshots
   (must be 0), the CPU seconds of the writers, the gateway and HMS over the run, the
   gateway's audit medians of ``updateTable`` per status, and the ratio of commits per second
-  gateway/direct. ``--snapshots refs``: the gateway side's writers load only the snapshots
-  a branch or tag references (PyIceberg's ``snapshot-loading-mode``). Targets (issue 33,
-  8 × 20 by default): every append lands within 60 s, each writer lands all of its own,
-  gateway commits per second ≥ direct's.
+  gateway/direct. Targets (issue 33, 8 × 20 by default): every append lands within 60 s,
+  each writer lands all of its own, gateway commits per second ≥ direct's.
 
 Prints the medians, ratios and the load average; exits 1 when a target is missed or a commit
 was lost.
@@ -89,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=8, help="concurrent appenders per side (default %(default)s)")
     parser.add_argument("--commits", type=int, default=20, help="commits of each appender (default %(default)s)")
     parser.add_argument("--writers-only", action="store_true", help="only the concurrent appenders")
-    parser.add_argument("--snapshots", choices=("all", "refs"), default="all",
-                        help="the gateway side's writers' snapshot-loading-mode (default %(default)s)")
     opts = parser.parse_args(argv)
 
     from pyiceberg.catalog.hive import HiveCatalog
@@ -130,9 +125,6 @@ def main(argv: list[str] | None = None) -> int:
         hive_racing: Spec = "hive", {"uri": hms.uri, "warehouse": warehouse, "lock-check-min-wait-time": "0.02",
                                      "lock-check-max-wait-time": "0.25", "lock-check-retries": "240"}
         watch = {"gateway": gw.process.pid, "hms": hms.server._proc.pid}
-        # refs: a load answers only the snapshots a branch or tag references (the REST spec's
-        # snapshots=refs), so a writer's work per attempt does not grow with the table's history
-        writers_spec: Spec = "rest", {**rest_spec()[1], "snapshot-loading-mode": opts.snapshots}
 
         gateway, direct = rest(), hive()
         gateway.create_namespace(NAMESPACE)
@@ -144,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             loaded.append(rows(i * 10, 10))
 
         if opts.writers_only:
-            return _race(opts, gw, (writers_spec, hive_racing), watch, lost, {})
+            return _race(opts, gw, (rest_spec(), hive_racing), watch, lost, {})
         # load_table, both sides reading the same table
         ident = f"{NAMESPACE}.loaded"
         assert gateway.load_table(ident).metadata == direct.load_table(ident).metadata
@@ -173,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio {ratios['append (whole) gateway/direct']:5.2f}  (median of {opts.appends})  load {load()}",
               flush=True)
 
-        return _race(opts, gw, (writers_spec, hive_racing), watch, lost, ratios)
+        return _race(opts, gw, (rest_spec(), hive_racing), watch, lost, ratios)
 
 
 def _race(opts, gw, specs: tuple[Spec, Spec], watch: dict[str, int], lost: dict, ratios: dict) -> int:

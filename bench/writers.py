@@ -105,8 +105,7 @@ def concurrent_appends(spec: Spec, identifier: str, writers: int, commits: int,
     seconds of each process tree in ``watch``, name → pid, over the run) and ``threads`` (the
     same per thread name, :func:`cpu_by_thread`). Raises RuntimeError when a writer failed."""
     context = multiprocessing.get_context("spawn")  # fresh interpreters, as separate clients are
-    every = spec[0], {k: v for k, v in spec[1].items() if k != "snapshot-loading-mode"}  # counts all
-    before = len(catalog(every).load_table(identifier).snapshots())
+    before = len(catalog(spec).load_table(identifier).snapshots())
     start, results = context.Barrier(writers + 1), context.Queue()
     processes = [context.Process(target=_writer, args=(spec, identifier, w, commits, start, results),
                                  name=f"appender-{w}", daemon=True) for w in range(writers)]
@@ -133,7 +132,7 @@ def concurrent_appends(spec: Spec, identifier: str, writers: int, commits: int,
     reports.sort(key=lambda r: r["writer"])
     latencies = [s for r in reports for s in r["latencies"]]
     successes = sum(r["successes"] for r in reports)
-    snapshots = len(catalog(every).load_table(identifier).snapshots()) - before
+    snapshots = len(catalog(spec).load_table(identifier).snapshots()) - before
     cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else latencies * 99
     return {"successes": successes, "attempts": sum(r["attempts"] for r in reports), "snapshots": snapshots,
             "lost": successes - snapshots, "seconds": seconds, "per_second": successes / seconds,
