@@ -21,8 +21,11 @@ $(DEMO_S3_STAMP): $(DEMO_STAMP) pyproject.toml
 	@$(STEP) "pip: moto's S3 server (S3=1)" $(PY) -m pip install -q -e ".[demo,demo-s3]"
 	@touch $(DEMO_S3_STAMP)
 
+# Two workers, one test module each at a time (module fixtures start once): most of the suite
+# waits on the servers it starts (HMS, Spark, Chromium), so two share the two cores well.
+# PYTEST_ARGS="-n 0" runs them in one process.
 test: install
-	$(PY) -m pytest -ra $(PYTEST_ARGS)
+	$(PY) -m pytest -ra -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # The unit tests alone (no HMS, KDC or LDAP started), for the edit loop.
 unit: install

@@ -5,7 +5,6 @@ writers produce is accepted (issue 3, conformance). Real gateway subprocess, rea
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -58,13 +57,10 @@ HOSTILE = {
 @pytest.mark.parametrize("body", HOSTILE.values(), ids=HOSTILE.keys())
 def test_hostile_tjson_gets_400_and_never_reaches_hms(gateway, body):
     before = upstream_calls(gateway)
-    started = time.monotonic()
     status, _, text = post(gateway, body)
-    elapsed = time.monotonic() - started
     assert status == 400, text[:300]
     assert text.startswith(b"malformed Thrift message: ") and len(text) < 400
     assert upstream_calls(gateway) == before
-    assert elapsed < 10, f"a 400 took {elapsed:.1f} s"  # generous: the machine is shared
 
 
 def test_hostile_bodies_keep_memory_bounded(gateway):

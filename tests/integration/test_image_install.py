@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 CHART = ROOT / "helm" / "hms-gateway"
 DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}
 #: Distributions of the [test]/[demo] extras that must never reach the image.
-DEV_ONLY = {"pytest", "pytest-asyncio", "pytest-timeout", "hypothesis", "pyspark", "moto", "playwright"}
+DEV_ONLY = {"pytest", "pytest-asyncio", "pytest-timeout", "pytest-xdist", "hypothesis", "pyspark", "moto", "playwright"}
 
 #: ``hms-gateway check-config --config <file>`` (the console script's ``main``) for each file
 #: given, in one interpreter of the image's venv: importing the service kinds takes seconds, paid
