@@ -23,9 +23,10 @@ $(DEMO_S3_STAMP): $(DEMO_STAMP) pyproject.toml
 
 # Two workers, one test module each at a time (module fixtures start once): most of the suite
 # waits on the servers it starts (HMS, Spark, Chromium), so two share the two cores well.
+# Modules in collection order (long ones first: tests/conftest.py), not xdist's most-tests-first.
 # PYTEST_ARGS="-n 0" runs them in one process.
 test: install
-	$(PY) -m pytest -ra -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -ra -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The unit tests alone (no HMS, KDC or LDAP started), for the edit loop.
 unit: install

@@ -36,7 +36,7 @@ from tests.support.policy import ANALYSTS, CATALOG_POLICY, POLICY_FILE, POLICY_P
 from tests.support.thrift_gen import hive_metastore_client
 
 # Building the 50,000-partition table takes minutes on a busy machine (setup counts here).
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(1800)]
 
 REPO = Path(__file__).resolve().parents[2]
 AXE = REPO / "tests" / "node" / "node_modules" / "axe-core" / "axe.min.js"

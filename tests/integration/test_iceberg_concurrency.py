@@ -28,7 +28,7 @@ from tests.support.gateway import RunningGateway
 from tests.support.hms import RunningHMS
 from tests.support.iceberg.clients import rest_catalog
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("pyiceberg_env")]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.usefixtures("pyiceberg_env")]
 
 PATH = "iceberg"
 USER, PASSWORD = "etl", "etl-password"

@@ -35,7 +35,7 @@ from tests.support.image import DOCKERFILE, ImageVenv, apt_packages, install_ima
     locally_built_extensions, stages
 
 # The install's time depends on pip's cache and on the machine's load: a bound against hanging.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(1800)]
 
 CHART = ROOT / "helm" / "hms-gateway"
 DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}

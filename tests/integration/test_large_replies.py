@@ -31,7 +31,7 @@ from tests.support.big_table import create_partitioned_table, get_partitions_cal
 from tests.support.gateway import service
 from tests.support.thrift_gen import hive_metastore_client
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 PARTITIONS = 50_000
 DB, TABLE = "bigdb", "big"

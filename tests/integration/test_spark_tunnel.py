@@ -107,7 +107,7 @@ if __name__ != "__main__":
     from tests.support.gateway import USERS_FILE
     from tests.support.tunnel import start_tunnel
 
-    pytestmark = pytest.mark.integration
+    pytestmark = [pytest.mark.integration, pytest.mark.long]
 
     @pytest.fixture(scope="module")
     def gateway(hms, module_gateway_factory):
