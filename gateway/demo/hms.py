@@ -188,6 +188,12 @@ def _kill_group(proc: subprocess.Popen, grace: float, pidfile: Path | None = Non
         proc.wait()
 
 
+# Derby waits 20 s on a lock before it looks for a deadlock; HMS's concurrent drops and listings
+# deadlock in its row locks (TBLS, SDS), so a stall was 20 s plus HMS's retry. PostgreSQL looks
+# after 1 s, as here; the loser's call is retried by HMS (hive.hmshandler.retry.*).
+DERBY_PROPERTIES = {"derby.locks.deadlockTimeout": "1"}
+
+
 class EmbeddedHMS:
     """One Hive Metastore 2.3.10 JVM (Derby-backed, unsecured, strict binary Thrift on ``port``).
 
@@ -202,6 +208,7 @@ class EmbeddedHMS:
     ``listener_jar()``'s listener; ``event_ttl_seconds`` is ``hive.metastore.event.db.listener.timetolive``
     and ``event_cleaner_interval_seconds`` how often expired entries are deleted. ``site`` adds or
     overrides ``hive-site.xml`` properties (name → value), such as a short ``hive.txn.timeout``.
+    ``derby`` adds or overrides Derby system properties (:data:`DERBY_PROPERTIES`).
     Use as a context manager or call start()/stop(); the JVM runs in its own process group and is
     also stopped when the Python interpreter exits.
     """
@@ -210,6 +217,7 @@ class EmbeddedHMS:
         self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False,
         durable: bool = True, short_lived: bool = False, event_ttl_seconds: int = 86400,
         event_cleaner_interval_seconds: int = 60, site: dict[str, str] | None = None,
+        derby: dict[str, str] | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.port = int(port)
@@ -222,6 +230,7 @@ class EmbeddedHMS:
         self.event_ttl_seconds = event_ttl_seconds
         self.event_cleaner_interval_seconds = event_cleaner_interval_seconds
         self.site = dict(site or {})
+        self.derby = {**DERBY_PROPERTIES, **(derby or {})}
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -366,6 +375,7 @@ class EmbeddedHMS:
             "-Dhive.async.log.enabled=false",
             f"-Dderby.system.home={self.workdir}",  # derby.log goes here, not into the cwd
             *([] if self.durable else ["-Dderby.system.durability=test"]),
+            *(f"-D{name}={value}" for name, value in self.derby.items()),
             "-cp",
             classpath,
             _MAIN_CLASS,

@@ -116,6 +116,13 @@ def test_framed_metastore_speaks_framed_only_and_stop_kills_it(hms_factory):
         socket.create_connection((framed.host, framed.port), timeout=5).close()
 
 
+def test_derby_looks_for_a_deadlock_after_one_second_not_twenty(hms):
+    """HMS's concurrent drops and listings deadlock in Derby's row locks; the JVM carries
+    DERBY_PROPERTIES, so the demo's HMS stalls about 1 s on such a deadlock, not 20 s."""
+    cmdline = Path(f"/proc/{hms.server.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"-Dderby.locks.deadlockTimeout=1" in cmdline
+
+
 def test_restart_after_a_killed_run_reuses_the_derby_database(hms_factory, tmp_path):
     first = hms_factory()
     assert not catalog_exists(first.uri)

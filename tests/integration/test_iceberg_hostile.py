@@ -64,8 +64,8 @@ def module_hms(tmp_path_factory):
     at once block each other in Derby's row locks (``TBLS``/``SDS``), and HMS's own stall would
     otherwise fake (or hide) one of the gateway."""
     workdir = tmp_path_factory.mktemp("hms-hostile")
-    (workdir / "derby.properties").write_text("derby.locks.deadlockTimeout=0\nderby.locks.waitTimeout=2\n")
-    running = start_hms(workdir, site={"hive.hmshandler.retry.interval": "100ms"})
+    running = start_hms(workdir, site={"hive.hmshandler.retry.interval": "100ms"},
+                        derby={"derby.locks.deadlockTimeout": "0", "derby.locks.waitTimeout": "2"})
     try:
         yield running
     finally:

@@ -42,7 +42,8 @@ def free_port() -> int:
 
 def start_hms(
     workdir: Path, *, framed: bool = False, catalog: bool = False, many_partitions: int = SAMPLE_MANY_PARTITIONS,
-    short_lived: bool = True, site: dict[str, str] | None = None, **events,
+    short_lived: bool = True, site: dict[str, str] | None = None, derby: dict[str, str] | None = None,
+    **events,
 ) -> RunningHMS:
     """Start an HMS in ``workdir`` on a free port; with ``catalog``, run the demo pipeline into it.
 
@@ -50,13 +51,14 @@ def start_hms(
     and, unless ``short_lived=False`` (benchmarks), the JVM runs C1 only.
     ``events`` are EmbeddedHMS's notification-log settings (``event_ttl_seconds``,
     ``event_cleaner_interval_seconds``).
-    ``site`` adds ``hive-site.xml`` properties (a short ``hive.txn.timeout`` for lock expiry).
+    ``site`` adds ``hive-site.xml`` properties (a short ``hive.txn.timeout`` for lock expiry),
+    ``derby`` Derby system properties (lock timeouts).
     Retries a few times if another process grabs the port between the pick and the JVM's bind.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
     for attempt in range(3):
         server = EmbeddedHMS(workdir, free_port(), framed=framed, durable=False, short_lived=short_lived,
-                              site=site, **events)
+                              site=site, derby=derby, **events)
         try:
             server.start()
             break
