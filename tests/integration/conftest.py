@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.support.big_table import start_big_table_hms
 from tests.support.feed import Catalog
 from tests.support.gateway import GatewayFactory
 from tests.support.hms import RunningHMS, start_hms
@@ -63,6 +64,17 @@ def module_gateway_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator
     factory = GatewayFactory(tmp_path_factory.mktemp)
     yield factory
     factory.close()
+
+
+@pytest.fixture(scope="module")
+def big_table_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
+    """An HMS of this module's own whose catalog starts with ``bigdb.big``, 50,000 partitions
+    (:func:`tests.support.big_table.start_big_table_hms`: built once per run, copied here)."""
+    running = start_big_table_hms(tmp_path_factory, tmp_path_factory.mktemp("hms-big"))
+    try:
+        yield running
+    finally:
+        running.server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ from playwright.sync_api import Browser, Error as PlaywrightError, Page, expect,
 from gateway.services.thrift_rpc import SPEC_METHODS
 from gateway.demo import metastore_client
 from gateway.explorer import METHODS
-from tests.support.big_table import create_partitioned_table
+from tests.support.big_table import BIG_DB, BIG_PARTITIONS, BIG_TABLE
 from tests.support.gateway import htpasswd_provider, metric
 from tests.support.hms import start_hms
 from tests.support.policy import ANALYSTS, CATALOG_POLICY, POLICY_FILE, POLICY_PATH
@@ -43,7 +43,6 @@ AXE = REPO / "tests" / "node" / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 USER, PASSWORD = "admin", "admin-password"
-BIG_PARTITIONS = 50_000
 SCRIPT = "<script>window.__pwned = 'script'</script>"
 IMG = '"><img src=x onerror="window.__pwned = \'img\'">'
 WAIT_MS = 120_000  # generous: the machine is shared
@@ -88,7 +87,7 @@ SPARK_SCHEMA = json.dumps({"type": "struct", "fields": [
 
 
 def _fill_lab(uri: str, warehouse: Path) -> None:
-    """The lab metastore: a hostile table, a Spark data-source table, a 50,000-partition table."""
+    """The lab database: a hostile table and a Spark data-source table."""
     hms = metastore_client.load_idl()
     with metastore_client.connect(uri) as client:
         client.create_database(hms.Database(name="lab", description=f"lab {SCRIPT}", parameters={"note": IMG}))
@@ -124,17 +123,13 @@ def _fill_lab(uri: str, warehouse: Path) -> None:
                 "spark.sql.create.version": "4.0.0",
             },
         ))
-    assert create_partitioned_table(uri, "lab", "big", BIG_PARTITIONS) == BIG_PARTITIONS
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    running = start_hms(tmp_path_factory.mktemp("hms-lab"))
-    try:
-        _fill_lab(running.uri, running.warehouse_dir)
-        yield running
-    finally:
-        running.server.stop()
+def lab(big_table_hms):
+    """The lab metastore: the lab database beside the run's 50,000-partition table."""
+    _fill_lab(big_table_hms.uri, big_table_hms.warehouse_dir)
+    return big_table_hms
 
 
 @pytest.fixture(scope="module")
@@ -363,7 +358,7 @@ def test_fifty_thousand_partitions_first_page_on_demand(gw_lab, lab, browser, re
     client, transport = hive_metastore_client(lab.host, lab.port)
     page = _page(browser)
     try:
-        page.goto(_url(gw_lab, "lab", "db/lab/table/big"))
+        page.goto(_url(gw_lab, "lab", f"db/{BIG_DB}/table/{BIG_TABLE}"))
         expect(page.locator("#partition-keys")).to_be_visible()
         # Timed in the page (no polling of Playwright's in the figure): from the click on the
         # link to the moment the 100 rows of the first page are in the document.
@@ -381,11 +376,11 @@ def test_fifty_thousand_partitions_first_page_on_demand(gw_lab, lab, browser, re
         print(f"\nfirst page of {BIG_PARTITIONS} partitions on screen after {first_page * 1000:.0f} ms")
         record_property("first_page_seconds", round(first_page, 3))
         expect(page.locator("#partition-count")).to_have_text(f"{BIG_PARTITIONS} partitions")
-        names = client.get_partition_names("lab", "big", -1)
+        names = client.get_partition_names(BIG_DB, BIG_TABLE, -1)
         assert [r[0] for r in _rows(page, "partitions")] == names[:100]
         expect(page.locator("#partitions[data-details=loaded]")).to_have_count(1)
         assert all(r[1].endswith(r[0]) for r in _rows(page, "partitions"))  # locations came on demand
-        page.goto(_url(gw_lab, "lab", "db/lab/table/big/partitions/500"))
+        page.goto(_url(gw_lab, "lab", f"db/{BIG_DB}/table/{BIG_TABLE}/partitions/500"))
         expect(page.locator("#page-label")).to_contain_text("Page 500 of 500")
         assert [r[0] for r in _rows(page, "partitions")] == names[-100:]
     finally:

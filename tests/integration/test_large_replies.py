@@ -27,14 +27,14 @@ import pytest
 from gateway.thrift.codec import BinaryCodec
 from gateway.thrift.translate import binary_reply_to_tjson
 from gateway.thrift.schema import load_schema
-from tests.support.big_table import create_partitioned_table, get_partitions_call, raw_call
+from tests.support.big_table import BIG_DB, BIG_PARTITIONS, BIG_TABLE, get_partitions_call, raw_call
 from tests.support.gateway import service
 from tests.support.thrift_gen import hive_metastore_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 
-PARTITIONS = 50_000
-DB, TABLE = "bigdb", "big"
+PARTITIONS = BIG_PARTITIONS
+DB, TABLE = BIG_DB, BIG_TABLE
 USER, PASSWORD = "admin", "admin-password"
 HOLD_AFTER = 2 << 20  # reply bytes the relay forwards before holding the rest
 MEMORY_SLACK = 32 << 20  # the "constant" of the memory bound
@@ -101,10 +101,8 @@ def tjson_call(name: str, args: str) -> bytes:
 
 
 @pytest.mark.timeout(1800)
-def test_fifty_thousand_partitions_stream_in_bounded_memory(hms_factory, gateway_factory):
-    hms = hms_factory()
-    assert create_partitioned_table(hms.uri, DB, TABLE, PARTITIONS) == PARTITIONS
-
+def test_fifty_thousand_partitions_stream_in_bounded_memory(big_table_hms, gateway_factory):
+    hms = big_table_hms
     with socket.create_connection(("127.0.0.1", hms.port)) as sock:
         binary_reply = raw_call(sock, get_partitions_call(DB, TABLE, seqid=7))
     client, transport = hive_metastore_client("127.0.0.1", hms.port)
