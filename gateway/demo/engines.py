@@ -9,8 +9,8 @@ answers ``prefix`` ``demo`` from ``/v1/config?warehouse=demo``.
 
 from __future__ import annotations
 
-__all__ = ["USER", "PASSWORD", "WAREHOUSE", "duckdb_sql", "engine_snippets", "pyiceberg_program",
-           "spark_properties", "trino_catalog"]
+__all__ = ["USER", "PASSWORD", "WAREHOUSE", "DUCKDB_PACKAGES", "duckdb_program", "engine_snippets",
+           "pyiceberg_program", "spark_properties", "trino_catalog"]
 
 USER, PASSWORD, WAREHOUSE = "etl", "etl-password", "demo"
 
@@ -36,20 +36,34 @@ print(catalog.list_tables("lakehouse"))
 """
 
 
-def duckdb_sql(uri: str, ca: str) -> str:
-    """DuckDB (1.4, extensions ``iceberg``, ``httpfs``, ``avro``): attach and read the demo table."""
+#: The PyPI packages of DuckDB and its extensions the program needs (the test extra pins the same).
+DUCKDB_PACKAGES = ("duckdb==1.4.4 duckdb-ext-iceberg==1.4.4.20260205 duckdb-ext-httpfs==1.4.4.20260205 "
+                   "duckdb-ext-avro==1.4.4.20260205")
+
+
+def duckdb_program(uri: str, ca: str) -> str:
+    """DuckDB 1.4 (extensions ``iceberg``, ``httpfs``, ``avro`` from :data:`DUCKDB_PACKAGES`): a
+    Python program that attaches the catalog and reads the demo table (``# →`` its output)."""
     return f"""\
-SET enable_server_cert_verification = true;
-SET ca_cert_file = '{ca}';
-CREATE SECRET demo_gateway (
-    TYPE ICEBERG,
-    CLIENT_ID '{USER}',
-    CLIENT_SECRET '{PASSWORD}',
-    OAUTH2_SERVER_URI '{uri}/v1/oauth/tokens'
-);
-ATTACH '{WAREHOUSE}' AS demo (TYPE ICEBERG, ENDPOINT '{uri}', SECRET demo_gateway,
-                        ACCESS_DELEGATION_MODE 'none');
-SELECT city, sum(fare) AS fares FROM demo.lakehouse.trips GROUP BY city ORDER BY city;
+import importlib.util
+
+import duckdb
+
+# the extensions of the duckdb-ext-* packages (with INSTALL'ed ones: duckdb.connect() and LOAD)
+extensions = list(importlib.util.find_spec("duckdb_ext").submodule_search_locations)[0] + "/extensions"
+con = duckdb.connect(config={{"extension_directory": extensions}})
+for statement in [
+    "LOAD httpfs", "LOAD avro", "LOAD iceberg",
+    "SET enable_server_cert_verification = true",
+    "SET ca_cert_file = '{ca}'",
+    \"\"\"CREATE SECRET demo_gateway (TYPE ICEBERG, CLIENT_ID '{USER}', CLIENT_SECRET '{PASSWORD}',
+       OAUTH2_SERVER_URI '{uri}/v1/oauth/tokens')\"\"\",
+    \"\"\"ATTACH '{WAREHOUSE}' AS demo (TYPE ICEBERG, ENDPOINT '{uri}',
+       SECRET demo_gateway, ACCESS_DELEGATION_MODE 'none')\"\"\",
+]:
+    con.execute(statement)
+print(con.execute("SELECT city, sum(fare) FROM demo.lakehouse.trips GROUP BY city ORDER BY city").fetchall())
+# → [('Lisbon', 19.75), ('Oslo', 39.5), ('Porto', 18.75)]
 """
 
 
@@ -63,6 +77,7 @@ spark.sql.catalog.demo                 org.apache.iceberg.spark.SparkCatalog
 spark.sql.catalog.demo.type            rest
 spark.sql.catalog.demo.uri             {uri}
 spark.sql.catalog.demo.warehouse       {WAREHOUSE}
+spark.sql.catalog.demo.rest.auth.type  oauth2
 spark.sql.catalog.demo.credential      {USER}:{PASSWORD}
 spark.sql.catalog.demo.oauth2-server-uri {uri}/v1/oauth/tokens
 spark.driver.extraJavaOptions          {java}
@@ -88,10 +103,11 @@ def engine_snippets(uri: str, ca: str) -> str:
     """The banner's section: each engine's settings for the catalog at ``uri`` trusting ``ca``."""
     keytool = f"keytool -importcert -noprompt -alias hms-gateway -file {ca} -keystore gateway-ca.p12 -storepass changeit"
     return "\n".join([
-        "PyIceberg (python):", pyiceberg_program(uri, ca),
-        "DuckDB 1.4 (SQL; pip install duckdb duckdb-ext-iceberg duckdb-ext-httpfs duckdb-ext-avro):",
-        duckdb_sql(uri, ca),
-        f"Spark 3.5 + iceberg-spark-runtime (spark-defaults.conf; trust store: {keytool}):",
+        "PyIceberg (a program: run it from the repository with .venv/bin/python):", pyiceberg_program(uri, ca),
+        f"DuckDB 1.4 (a program, as above, after .venv/bin/pip install {DUCKDB_PACKAGES}):",
+        duckdb_program(uri, ca),
+        f"Spark 3.5 + iceberg-spark-runtime 1.10 (spark-defaults.conf; trust store: {keytool}):",
         spark_properties(uri, "gateway-ca.p12"),
         "Trino (etc/catalog/demo.properties; the CA in its JVM's trust store):", trino_catalog(uri),
+        "iceberg-js (npm, Node.js 22 or later): a program in docs/iceberg.md, \"Quick start\".", "",
     ])

@@ -11,12 +11,14 @@ without one fails :func:`test_every_block_is_classified`. Then, by kind:
 * ``policy``: loaded by the policy engine (``gateway.policy.load_policy_file``).
 * ``helm-values``: merged over the chart's values.yaml as Helm merges, validated by the chart's
   JSON schema, and the configuration the chart would mount checked by check-config.
-* ``run``: shell (one command per line, continuations joined) and Python, run against one real
-  gateway serving the demo's own configuration (config/gateway.yaml and config/topologies, with
-  free ports) in front of the session's real HMS, which holds the demo catalog. ``localhost:8443``
-  and ``9464`` in a block become the test's ports. Output the doc prints (under a shell
-  command ``# [1,...`` or ``# → ...``; in Python ``# → ...`` lines, the whole stdout) is compared
-  exactly, once databases other tests created in the shared metastore are left out of listings.
+* ``run``: shell (one command per line, continuations joined), Python, and JavaScript (an ES
+  module run by Node.js, with tests/node's ``node_modules`` and ``NODE_EXTRA_CA_CERTS`` the CA),
+  run against one real gateway serving the demo's own configuration (config/gateway.yaml and
+  config/topologies, with free ports) in front of the session's real HMS, which holds the demo
+  catalog. ``localhost:8443`` and ``9464`` in a block become the test's ports. Output the doc
+  prints (under a shell command ``# [1,...`` or ``# → ...``; in Python ``# → ...`` lines and in
+  JavaScript ``// → ...`` lines, the whole stdout) is compared exactly, once databases other tests
+  created in the shared metastore are left out of listings.
 * ``not-run``: listed with its reason by :func:`test_not_run_blocks_are_listed`.
 """
 
@@ -52,6 +54,10 @@ SNIPPETS = collect()
 CONFIG_KINDS = {"topology", "provider", "gateway", "policy", "helm-values"}
 CHART = ROOT / "helm" / "hms-gateway"
 DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}
+#: Programs a ``run`` block may hold: how each runs (file name; command) and how it prints its output.
+PROGRAMS = {"python": ("snippet.py", [sys.executable], "# →"), "javascript": ("snippet.mjs", ["node"], "// →")}
+#: Where a JavaScript block's imports (iceberg-js) resolve: tests/node's packages (npm ci).
+NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
 #: The access key the Python blocks' boto3 finds in its environment (docs/glue.md).
 GLUE_KEY = ("AKIADOCSNIPPETS00001", secrets.token_hex(20))
 
@@ -78,7 +84,7 @@ def test_kinds_fit_the_blocks():
     for s in SNIPPETS:
         if s.kind in CONFIG_KINDS and s.lang not in ("yaml", "json"):
             wrong.append(f"{s.where}: {s.kind} block in {s.lang or 'no language'}")
-        if s.kind == "run" and s.lang not in ("sh", "bash", "python"):
+        if s.kind == "run" and s.lang not in ("sh", "bash", *PROGRAMS):
             wrong.append(f"{s.where}: run block in {s.lang or 'no language'}")
         if s.kind == "not-run" and s.lang == "yaml":
             wrong.append(f"{s.where}: YAML is always validated; mark it fragment instead")
@@ -242,8 +248,8 @@ def matches(printed, actual, foreign: frozenset[str]) -> bool:
     return printed == actual
 
 
-def python_line_matches(printed: str, actual: str, foreign: frozenset[str]) -> bool:
-    """A line a Python block prints (``# → ...``) equals the program's, once the names in
+def program_line_matches(printed: str, actual: str, foreign: frozenset[str]) -> bool:
+    """A line a program block prints (``# → ...``, ``// → ...``) equals the program's, once the names in
     ``foreign`` are taken out of a printed list of strings."""
     if printed == actual.strip():
         return True
@@ -264,17 +270,22 @@ def run_env(gw) -> dict[str, str]:
 @pytest.mark.parametrize("snippet", of_kind("run"), ids=_id)
 def test_run_block_works_as_printed(snippet: Snippet, demo_gateway, foreign_databases, tmp_path):
     gw, foreign = demo_gateway, foreign_databases
-    if snippet.lang == "python":
-        script = tmp_path / "snippet.py"
+    if snippet.lang in PROGRAMS:
+        name, command, output = PROGRAMS[snippet.lang]
+        script = tmp_path / name
         script.write_text(localize(snippet.body, gw))
-        proc = subprocess.run([sys.executable, str(script)], cwd=gw.workdir, env=run_env(gw),
+        env = run_env(gw)
+        if snippet.lang == "javascript":
+            (tmp_path / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
+            env["NODE_EXTRA_CA_CERTS"] = str(gw.ca_file)
+        proc = subprocess.run([*command, str(script)], cwd=gw.workdir, env=env,
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"{snippet.where}:\n{proc.stdout}\n{proc.stderr}"
-        printed = [line.strip()[len("# →"):].strip() for line in snippet.body.split("\n")
-                   if line.strip().startswith("# →")]
+        printed = [line.strip()[len(output):].strip() for line in snippet.body.split("\n")
+                   if line.strip().startswith(output)]
         if printed:
             assert len(printed) == len(proc.stdout.splitlines()) and all(
-                python_line_matches(p, a, foreign) for p, a in zip(printed, proc.stdout.splitlines())), \
+                program_line_matches(p, a, foreign) for p, a in zip(printed, proc.stdout.splitlines())), \
                 f"{snippet.where}: the doc prints\n" + "\n".join(printed) + f"\nthe program printed\n{proc.stdout}"
         return
     for command in shell_commands(snippet):

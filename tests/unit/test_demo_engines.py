@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.demo.engines import WAREHOUSE, engine_snippets, pyiceberg_program, spark_properties, trino_catalog
+from gateway.demo.engines import (WAREHOUSE, duckdb_program, engine_snippets, pyiceberg_program, spark_properties,
+                                  trino_catalog)
 from gateway.demo.launcher import _banner, iceberg_url
 from gateway.demo.tokens import KEY_ENV
 from tests.support.doc_snippets import parse
@@ -24,7 +25,8 @@ def _blocks() -> list[str]:
 
 def test_the_docs_show_what_the_demo_prints():
     blocks = _blocks()
-    for text in (pyiceberg_program(URI, CA), spark_properties(URI, "gateway-ca.p12"), trino_catalog(URI)):
+    for text in (pyiceberg_program(URI, CA), duckdb_program(URI, CA), spark_properties(URI, "gateway-ca.p12"),
+                 trino_catalog(URI)):
         assert text.rstrip("\n") in blocks
 
 
