@@ -12,8 +12,10 @@ The client lists the modes it accepts; the first one the service offers wins:
   FileIO (PyIceberg signs only there).
 
 A service without ``options.s3.role_arn``, a table not on S3, or a mode not asked for: nothing.
-Both cover the table's location only, and only a location inside the service's allowed
-locations that is not a bucket root (:func:`gateway.iceberg.locations.check_delegated`, else 403).
+Both cover the table's location only, and only a location that is not a bucket root and is
+one the gateway could have created the table at (inside the allowed locations, below its
+namespace, over no other table or namespace: :func:`gateway.iceberg.locations.check_delegated`,
+else 403).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ async def delegated(catalog: Catalog, request: web.BaseRequest, db: str, table: 
             found = await _vended(catalog, db, table, location)
             return (found[0]["config"], found) if found else ({}, [])
         if mode == SIGNING:
-            await check_delegated(catalog, location)
+            await check_delegated(catalog, db, table, location)
             return {**service.storage.client_config(), "s3.remote-signing-enabled": "true",
                     "s3.signer": "S3V4RestSigner",
                     "s3.signer.uri": f"{request.scheme}://{request.host}{service.prefix}",
@@ -59,7 +61,7 @@ async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[
     write = catalog.view.may("update", db, table)
     if not write and not catalog.view.may("select", db, table):
         return []
-    await check_delegated(catalog, location)
+    await check_delegated(catalog, db, table, location)
     service = catalog.service
     credentials = await service.vendor.credentials(location, write, catalog.user)
     return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]

@@ -7,7 +7,9 @@ and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION
 
 * **Form** (:func:`parse`; else 400): absolute (a scheme of :data:`SCHEMES`, or a bare ``/path``,
   which is ``file``), at most :data:`MAX_LENGTH` characters, no control character, backslash,
-  query, fragment, user info, empty, ``.`` or ``..`` segment (also percent-encoded). Locations
+  query, fragment, user info, empty, ``.`` or ``..`` segment (also percent-encoded), ``*`` or ``$``
+  (an S3 session policy reads them as a wildcard and a variable: a location ``s3://b/ns/*``
+  would be vended the whole namespace, :mod:`gateway.iceberg.vending`). Locations
   are compared in one form (:class:`Location`): ``file:/x``, ``file:///x`` and ``/x`` alike;
   ``s3a``/``s3n`` as ``s3``; no trailing ``/``.
 * **Allowed locations** (:func:`allowed_roots`): the HMS warehouse
@@ -20,7 +22,11 @@ and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION
   ``register_prefixes`` area, for register); not overlapping a table or view of the namespace
   (Polaris's sibling check), nor another namespace's location; ``write.data.path``,
   ``write.metadata.path`` (and the older ``write.object-storage.path``,
-  ``write.folder-storage.path``) below the table's location (:func:`check_properties`).
+  ``write.folder-storage.path``, in any case) below the table's location (:func:`check_properties`).
+* **Tables already there** (:func:`check_in_place`): the gateway writes (a commit), deletes (a
+  purge), vends credentials or signs for an existing table only when its location is one it
+  could have created the table at, so a table placed by other means (a Thrift ``create_table``
+  naming any metadata file, a table renamed out of its namespace) cannot steer it elsewhere.
 * **The url permission**: a location a client chose (anything but the default
   ``<namespace location>/<name>``) needs Ranger's ``url`` ``read`` and ``write`` on it.
 
@@ -55,6 +61,7 @@ PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-stora
                    "write.folder-storage.path")
 WAREHOUSE_KEY = "hive.metastore.warehouse.dir"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
+_POLICY_SPECIAL = re.compile(r"[*$]")  # an IAM wildcard, the start of an IAM policy variable
 _DB_FETCHES = 8  # concurrent get_database calls of an overlap check
 
 
@@ -93,6 +100,8 @@ def parse(value: object, what: str = "location") -> Location:
         raise errors.BadRequest(f"{what} is not valid Unicode") from None
     if _CONTROL.search(value):
         raise errors.BadRequest(f"{what} holds a control character or a backslash")
+    if _POLICY_SPECIAL.search(value):
+        raise errors.BadRequest(f"{what} holds '*' or '$', which storage policies read as a wildcard or a variable")
     try:
         parts = urlsplit(value)
     except ValueError:
@@ -160,10 +169,10 @@ def check_properties(location: str, properties: Mapping[str, str], what: str) ->
     :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
     refuse_code(properties, what)
     root = parse(location, f"the location of {what}")
-    for key in PATH_PROPERTIES:
-        if key in properties:
-            if not root.contains(parse(properties[key], f"{key} of {what}")):
-                raise errors.Forbidden(f"{key} of {what} must lie below the location {location[:300]}")
+    for key, value in properties.items():
+        # any case and spacing: Iceberg reads the exact key, but a reader that folds it must not escape
+        if key.strip().lower() in PATH_PROPERTIES and not root.contains(parse(value, f"{key} of {what}")):
+            raise errors.Forbidden(f"{key[:100]} of {what} must lie below the location {location[:300]}")
     return root
 
 
@@ -283,13 +292,14 @@ def default_location(database, name: str) -> str:
 
 
 async def check_table(catalog, db: str, name: str, location: str, database, *, what: str = "table",
-                      areas: Iterable[str] = (), placing: bool = True) -> Location:
+                      areas: Iterable[str] = (), placing: bool = True, siblings: bool = True) -> Location:
     """Check the location of table (or view) ``db.name`` in the HMS ``database`` before the
     gateway writes there: its form, an allowed location, strictly below the namespace's
     location (or one of ``areas``, register's prefixes), the url permission unless it is the
     default location, no overlap with a table or view of the namespace, nor with another
     namespace's location. ``placing`` False: the table is already there (a purge), so the url
-    permission, which is about choosing a place, is not asked. Returns it. Raises
+    permission, which is about choosing a place, is not asked. ``siblings`` False: no overlap
+    checks (no HMS listing). Returns it. Raises
     :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
     where = parse(location, f"{what} location")
     roots = await allowed_roots(catalog)
@@ -301,6 +311,8 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
     chosen = where != stored(default_location(database, name))
     if chosen and placing:
         _url_permission(catalog, where, f"{what} {db}.{name}")
+    if not siblings:
+        return where
     for other, at in await _table_locations(catalog, db, skip=name):
         if at.overlaps(where):
             raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
@@ -315,33 +327,49 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
     return where
 
 
-async def check_purge(catalog, db: str, name: str, metadata) -> None:
-    """Before a purge: the location the table's metadata names must be one the gateway could
-    have created the table at (:func:`check_table`), since purge deletes, with the gateway's
-    authority, whatever the metadata references below it. A table placed by other means (a
-    Thrift ``create_table`` naming any metadata file) cannot steer a purge into another table's
-    files or outside the allowed locations. Raises :class:`~errors.Forbidden`, :class:`~errors.BadRequest`."""
+async def check_in_place(catalog, db: str, name: str, location: str, doing: str, *, what: str = "table",
+                         siblings: bool = True, hint: str = "") -> Location:
+    """Before the gateway acts with its own authority for the existing table (or view) ``db.name``
+    at ``location`` (``doing``: "purge", "commit", "storage access"): the location must be one
+    the gateway could have created it at (:func:`check_table` without the url permission, which
+    is about choosing a place; ``siblings`` False: without the overlap checks and their HMS
+    listings, for commits, which only add files). A table placed by other means (a Thrift
+    ``create_table`` naming any metadata file, a table renamed into another namespace) cannot
+    steer a purge, a commit's files, credentials or signatures into another table's files or
+    outside the allowed locations. Returns the location. Raises :class:`~errors.Forbidden`
+    (``hint`` ends its message)."""
     try:
-        await check_table(catalog, db, name, metadata.location, await catalog.database(db),
-                          areas=catalog.service.register_prefixes, placing=False)
+        return await check_table(catalog, db, name, location, await catalog.database(db), what=what,
+                                 areas=catalog.service.register_prefixes, placing=False, siblings=siblings)
     except errors.IcebergError as exc:
-        log.warning("purge of %s.%s refused: %s", db, name, exc)
-        raise errors.Forbidden(f"purge of {db}.{name} refused: its location is not one the gateway may "
-                               "delete in (drop it without purgeRequested)") from None
+        log.warning("%s of %s %s.%s refused: %s", doing, what, db, name, exc)
+        raise errors.Forbidden(f"{doing} of {db}.{name} refused: its location is not one the gateway "
+                               f"could have placed the {what} at{hint}") from None
+
+
+async def check_purge(catalog, db: str, name: str, metadata) -> None:
+    """Before a purge (:func:`check_in_place`): purge deletes, with the gateway's authority,
+    whatever the metadata references below its location. Raises :class:`~errors.Forbidden`."""
+    await check_in_place(catalog, db, name, metadata.location, "purge", hint=" (drop it without purgeRequested)")
 
 
 async def check_moved(catalog, db: str, name: str, base, new, what: str = "table") -> None:
-    """After a commit's updates: when they move ``db.name`` (``set-location``), check the new
-    location as :func:`check_table` does (no HMS call otherwise)."""
+    """After a commit's updates, before its file is written: when they move ``db.name``
+    (``set-location``), check the new location as :func:`check_table` does; else the table's
+    location as :func:`check_in_place` does without the overlap checks (one ``get_database``).
+    Raises :class:`~errors.Forbidden`, :class:`~errors.BadRequest`."""
     if new.location != base.location:
         await check_table(catalog, db, name, new.location, await catalog.database(db), what=what)
+    else:
+        await check_in_place(catalog, db, name, base.location, "commit", what=what, siblings=False)
 
 
-async def check_delegated(catalog, location: str) -> Location:
-    """The table location vended credentials or signatures are for: well-formed, inside the
-    allowed locations, not a bucket root. Raises :class:`~errors.Forbidden`."""
+async def check_delegated(catalog, db: str, name: str, location: str) -> Location:
+    """The location of table ``db.name`` vended credentials or signatures are for: not a bucket
+    root, and one the gateway could have created the table at (:func:`check_in_place`, with
+    the overlap checks: credentials for a location over another table's would read its files).
+    Raises :class:`~errors.Forbidden`."""
     where = stored(location)
     if where is None or where.path == "/":
         raise errors.Forbidden("the table's location is not one the gateway delegates access to")
-    require_allowed(where, await allowed_roots(catalog), "the table location", location)
-    return where
+    return await check_in_place(catalog, db, name, location, "storage access")

@@ -6,8 +6,8 @@ Each table gets its own signer endpoint, ``POST .../v1/namespaces/{ns}/tables/{t
 (as Apache Polaris does), named in the table's ``s3.signer.endpoint``. A request is signed only
 when all of these hold, else 403 (400 for a malformed one) and nothing is signed:
 
-- the table's location lies inside the service's allowed locations and is not a bucket root
-  (:func:`gateway.iceberg.locations.check_delegated`);
+- the table's location is not a bucket root and is one the gateway could have created the
+  table at (:func:`gateway.iceberg.locations.check_delegated`);
 - the URL is on the warehouse's S3 endpoint (path style ``endpoint/bucket/key`` or virtual host
   ``bucket.endpoint/key``), in the table location's bucket, its key under the location's prefix
   (a listing: its ``prefix`` parameter under it), with no ``.``/``..`` key segment;
@@ -130,7 +130,7 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: Si
                                    f"{ask.method.upper()} is not signed")
         hive = await catalog.lookup(db, table)
         location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
-        await check_delegated(catalog, location)
+        await check_delegated(catalog, db, table, location)
         check_url(ask.uri, ask.method.upper(), location, storage.options)
         credentials = await vendor.signing_credentials(location, access == "update")
     except errors.IcebergError as error:

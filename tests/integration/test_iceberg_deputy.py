@@ -206,6 +206,35 @@ def test_purge_of_a_table_placed_over_another_is_refused(gw, world, untouched, h
     assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/forged").status_code == 204  # a plain drop is fine
 
 
+def test_a_commit_on_a_table_placed_over_another_writes_nothing_there(gw, world, untouched, hive_catalog):
+    """The same forged table (a Thrift client's create_table naming bob's metadata): a commit
+    would have written its new metadata file into bob's folder. 403, and bob's folder is
+    unchanged (``untouched``); a transaction is refused the same way."""
+    hive_catalog.register_table("sec_a.forged_commit", world["bob"].load_table("sec_b.trips").metadata_location)
+    change = _commit({"action": "set-properties", "updates": {"k": "v"}})
+    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/forged_commit", change)
+    assert "commit of sec_a.forged_commit refused" in error_of(answer, 403, "ForbiddenException")["message"]
+    error_of(_as(ALICE)(gw, "POST", "/v1/transactions/commit", {"table-changes": [
+        {"identifier": {"namespace": ["sec_a"], "name": "forged_commit"}, **change}]}), 403)
+    assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/forged_commit").status_code == 204
+
+
+def test_a_table_renamed_out_of_its_namespace_is_not_written_through(gw, world):
+    """Renamed into another namespace, a table keeps its location, where a new table of its old
+    name now lands too: commits of the renamed one are refused (it can be renamed back)."""
+    alice = _as(ALICE)
+    world["alice"].create_table("sec_a.mover", schema=SCHEMA)
+    assert alice(gw, "POST", "/v1/namespaces", {"namespace": ["alice_moved"]}).status_code == 200
+    assert alice(gw, "POST", "/v1/tables/rename", {"source": {"namespace": ["sec_a"], "name": "mover"},
+                                                   "destination": {"namespace": ["alice_moved"], "name": "mover"}}).status_code == 204
+    error_of(alice(gw, "POST", "/v1/namespaces/alice_moved/tables/mover", _commit(
+        {"action": "set-properties", "updates": {"k": "v"}})), 403)
+    assert alice(gw, "POST", "/v1/tables/rename", {"source": {"namespace": ["alice_moved"], "name": "mover"},
+                                                   "destination": {"namespace": ["sec_a"], "name": "mover"}}).status_code == 204
+    assert alice(gw, "POST", "/v1/namespaces/sec_a/tables/mover", _commit(
+        {"action": "set-properties", "updates": {"k": "v"}})).status_code == 200
+
+
 # --- 4. register through a re-pointed namespace ---------------------------------------------------
 
 def test_register_through_a_re_pointed_namespace_is_refused(gw, world, untouched):

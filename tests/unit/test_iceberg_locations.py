@@ -21,6 +21,9 @@ from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,
     check_namespace,
+    check_delegated,
+    check_in_place,
+    check_moved,
     check_properties,
     check_table,
     inside,
@@ -39,6 +42,7 @@ WH = "file:///wh"
     "", "   ", "relative/x", "file:///a/../b", "/a/./b", "/a//b", "/a/%2e%2E/b", "/a/%2fb", "/a\x00b",
     "/a\nb", "/a\\b", "x" * (MAX_LENGTH + 1), "ftp://host/x", "unknown://b/x", "file://host/x", "s3://",
     "s3:///key", "/a?b", "/a#b", "s3://user@bucket/x", "/a\ud800", 42, None,
+    "s3://b/ns/*", "s3://b/ns/t*", "s3://b/${aws:username}/t", "/wh/a$b",
 ])
 def test_malformed_locations_are_400(value):
     with pytest.raises(errors.BadRequest):
@@ -67,6 +71,9 @@ def test_paths_of_a_table_lie_below_its_location_and_code_is_refused():
             check_properties(f"{WH}/a/t", {key: f"{WH}/b/t"}, "t")
         with pytest.raises(errors.BadRequest):
             check_properties(f"{WH}/a/t", {key: f"{WH}/a/t/../../b"}, "t")
+    for key in ("WRITE.DATA.PATH", " write.metadata.path", "Write.Object-Storage.Path\t"):  # any case, spaces
+        with pytest.raises(errors.Forbidden):
+            check_properties(f"{WH}/a/t", {key: f"{WH}/b/t"}, "t")
     with pytest.raises(errors.BadRequest):
         check_properties(f"{WH}/a/t", {"py-io-impl": "subprocess.Popen"}, "t")
     with pytest.raises(errors.BadRequest):
@@ -236,3 +243,50 @@ def test_the_metadata_file_name_ignores_a_location_provider_property():
                                   properties={"write.py-location-provider.impl": "shutil.rmtree",
                                               "write.metadata.path": f"{WH}/a/t/meta"})
     assert next_metadata_location(metadata, None).startswith(f"{WH}/a/t/meta/00000-")
+
+
+# --- tables already there: commits, delegated access, purge --------------------------------------
+
+def test_an_s3_session_policy_never_sees_a_wildcard_from_a_location():
+    """IAM reads ``*`` in a session policy's resource as a wildcard: a table at ``s3://b/ns/*``
+    would be vended every table of the namespace. Such a location is refused before any policy."""
+    from moto.iam.access_control import IAMPolicy, PermissionResult
+    import json
+
+    from gateway.iceberg.vending import session_policy
+    sibling = "arn:aws:s3:::b/ns/other/data/x.parquet"
+    assert IAMPolicy(json.dumps(session_policy("s3://b/ns/*", False))).is_action_permitted(
+        "s3:GetObject", sibling) == PermissionResult.PERMITTED  # why parse refuses '*'
+    for location in ("s3://b/ns/*", "s3://b/n*/t"):
+        with pytest.raises(errors.BadRequest):
+            parse(location)
+
+
+def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures():
+    """A table whose location the gateway would not have given it (a Thrift create_table over
+    another namespace's table, a table renamed out of its namespace, one over a sibling): no
+    commit writes there, no credentials or signatures are made for it, no purge."""
+    catalog, hms = _catalog()
+    hms.tables[("sec_a", "sibling")] = f"{WH}/sec_a.db/t/inner"
+    for db, name, location in (("sec_a", "forged", f"{WH}/sec_b.db/trips"),  # another namespace's table
+                               ("sec_a", "moved", f"{WH}/old_ns.db/moved"),  # renamed in
+                               ("sec_a", "t", f"{WH}/sec_a.db/t")):  # over its sibling
+        for doing in (check_delegated(catalog, db, name, location),
+                      check_in_place(catalog, db, name, location, "purge")):
+            with pytest.raises(errors.Forbidden) as refused:
+                _run(doing)
+            assert "sec_b" not in refused.value.message
+    metadata = new_table_metadata(Schema(NestedField(1, "id", LongType(), required=False)),
+                                  UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, f"{WH}/sec_b.db/trips")
+    changed = metadata.model_copy(update={"properties": {"k": "v"}})
+    with pytest.raises(errors.Forbidden):
+        _run(check_moved(catalog, "sec_a", "forged", metadata, changed))
+    # a table where the gateway would have put it: commits list nothing, delegation checks overlaps
+    del hms.tables[("sec_a", "sibling")]
+    hms.calls.clear()
+    own = metadata.model_copy(update={"location": f"{WH}/sec_a.db/t"})
+    _run(check_moved(catalog, "sec_a", "t", own, own.model_copy(update={"properties": {"k": "v"}})))
+    assert hms.calls == ["get_database"]
+    _run(check_delegated(catalog, "sec_a", "t", f"{WH}/sec_a.db/t"))
+    with pytest.raises(errors.Forbidden):
+        _run(check_delegated(catalog, "sec_a", "t", "s3://bucket"))  # a bucket root

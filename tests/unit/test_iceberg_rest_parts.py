@@ -182,6 +182,13 @@ class FakeHMS:
             raise self.get_errors.pop(0)
         return _copy(self.table)
 
+    async def get_database(self, db):  # the namespace beside the table, for the location checks
+        return IDL.Database(name=db, locationUri=self.table.sd.location.rsplit("/", 1)[0])
+
+    async def call(self, method, **arguments):
+        assert method == "get_config_value"  # HMS's warehouse: the namespace's parent
+        return self.table.sd.location.rsplit("/", 2)[0]
+
     async def lock(self, request):
         self.calls.append(("lock", request.component[0].type, request.component[0].level))
         return IDL.LockResponse(lockid=7, state=self.lock_states.pop(0))

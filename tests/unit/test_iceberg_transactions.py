@@ -65,7 +65,11 @@ class FakeHMS:
         return _copy(self.tables[(db, name)])
 
     async def get_database(self, db):
-        return IDL.Database(name=db)
+        return IDL.Database(name=db, locationUri=f"{self.warehouse}/{db}")
+
+    async def call(self, method, **arguments):  # HMS's warehouse, for the location checks
+        assert method == "get_config_value"
+        return self.warehouse
 
     async def lock(self, request):
         component = request.component[0]
@@ -107,6 +111,7 @@ def world(tmp_path: Path):
         asyncio.run(files.write(metadata, first[(db, name)]))
         tables[(db, name)] = new_table(IDL, db, name, "etl", metadata, first[(db, name)], True)
     hms = FakeHMS(tables)
+    hms.warehouse = tmp_path.as_uri()
     catalog = Catalog(hms, View(), files, IcebergService(lock=Schedule(check_min=0.001, check_max=0.002, heartbeat=240.0)), "etl")
     return hms, catalog, first, tmp_path
 
