@@ -11,20 +11,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
 
 def local_path(location: str | None) -> str | None:
-    """The local path of a ``file:`` location (or a bare absolute path), else None."""
+    """The local path of a ``file:`` location (or a bare absolute path), else None. Taken as
+    PyIceberg's PyArrow FileIO and HMS take it: literally, never percent-decoded (so
+    ``file:///wh/sec_%62.db`` is not ``/wh/sec_b.db``)."""
     if not location:
         return None
     parts = urlsplit(location)
     if parts.scheme in ("", "file") and parts.netloc in ("", "localhost"):
-        path = unquote(parts.path)
-        return path if os.path.isabs(path) else None
+        return parts.path if os.path.isabs(parts.path) else None
     return None
+
+
+def linked(path: str, root: str) -> bool:
+    """Whether a symbolic link stands between the local location ``root`` (itself included) and
+    the folder holding ``path`` (a location below it): a file reached through it may lie
+    anywhere. False for locations that are not local (object stores have no links)."""
+    local, home = local_path(path), local_path(root)
+    if local is None or home is None:
+        return False
+    home = home.rstrip("/") or "/"
+    folder = os.path.dirname(local)
+    while True:
+        if os.path.islink(folder):
+            return True
+        if folder == home or len(folder) <= len(home):
+            return False
+        folder = os.path.dirname(folder)
 
 
 def _prune(root: str, below: bool) -> int:

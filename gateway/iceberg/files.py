@@ -40,6 +40,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from gateway.iceberg import errors
+from gateway.iceberg.empty_dirs import linked
 from gateway.iceberg.locations import PATH_PROPERTIES, inside
 
 VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"
@@ -130,15 +131,16 @@ class MetadataFiles:
         files, older metadata files (``metadata-log``) and ``location`` itself, as Iceberg's
         ``CatalogUtil.dropTableData`` does, but only those below the table's location
         (``metadata.location``): a reference elsewhere (another table's manifest list, any
-        file) is neither read nor deleted, and is logged with its path (``table`` names the
-        table in that line). Returns how many were deleted; missing ones are skipped. Raises
-        ``OSError`` for other failures."""
+        file, a file reached through a symbolic link below the location) is neither read nor
+        deleted, and is logged with its path (``table`` names the table in that line). Returns
+        how many were deleted; missing ones are skipped. Raises ``OSError`` for other failures."""
         root = metadata.location
 
         def owned(path: str) -> bool:
-            if inside(path, root):
+            if inside(path, root) and not linked(path, root):
                 return True
-            log.warning("purge of %s skips %s: not below the table location %s", table or root, path[:1024], root)
+            log.warning("purge of %s skips %s: not below the table location %s (or reached through a "
+                        "symbolic link)", table or root, path[:1024], root)
             return False
 
         def remove_all() -> int:
@@ -173,9 +175,14 @@ class MetadataFiles:
 
 
 def _confined(path: str, location: str) -> None:
-    """Refuse to write ``path`` unless it lies below ``location`` (the table's or view's)."""
+    """Refuse to write ``path`` unless it lies below ``location`` (the table's or view's), and
+    reaches no folder through a symbolic link below it (on a local warehouse, clients write
+    their own files there and could link elsewhere)."""
     if not inside(path, location):
         raise errors.Forbidden(f"{path[:300]} is not below the location {location[:300]}")
+    if linked(path, location):
+        raise errors.Forbidden(f"{path[:300]} is reached through a symbolic link below the location "
+                               f"{location[:300]}")
 
 
 def next_metadata_location(metadata: TableMetadata, base_location: str | None) -> str:

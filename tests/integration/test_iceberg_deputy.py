@@ -191,6 +191,32 @@ def test_purge_skips_files_the_table_does_not_own(gw, world, untouched):
     assert "skips" in log and bob_table.current_snapshot().manifest_list in log and canary in log
 
 
+def test_purge_and_commits_do_not_follow_a_symbolic_link_out_of_the_table(gw, world, untouched):
+    """On a local warehouse clients write their data files themselves, so a client can put a
+    symbolic link inside its own table folder pointing at bob's. A purge deleting
+    ``<own>/data/link/<bob's file>`` (named as a statistics file) and a commit writing
+    ``<own>/meta2/...`` (its ``write.metadata.path``), a link to bob's metadata, would reach bob's files with the
+    gateway's authority: the purge skips the file, the commit is refused, bob's folder is unchanged."""
+    bob_data = next(p for p in (world["bob_dir"] / "trips" / "data").rglob("*.parquet"))
+    world["alice"].create_table("sec_a.linked", schema=SCHEMA)
+    own = world["wh"] / "sec_a.db" / "linked"
+    (own / "data").mkdir(exist_ok=True)
+    (own / "data" / "link").symlink_to(bob_data.parent, target_is_directory=True)
+    stats = {"snapshot-id": 1, "statistics-path": (own / "data" / "link" / bob_data.name).as_uri(),
+             "file-size-in-bytes": 1, "file-footer-size-in-bytes": 1, "blob-metadata": []}
+    snapshot = {"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
+                "manifest-list": (own / "metadata" / "snap-1.avro").as_uri(), "summary": {"operation": "append"}}
+    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/linked", _commit(
+        {"action": "add-snapshot", "snapshot": snapshot},
+        {"action": "set-statistics", "snapshot-id": 1, "statistics": stats}))
+    assert answer.status_code == 200, answer.text
+    (own / "meta2").symlink_to(world["bob_dir"] / "trips" / "metadata", target_is_directory=True)
+    error_of(_as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/linked", _commit(
+        {"action": "set-properties", "updates": {"write.metadata.path": (own / "meta2").as_uri()}})), 403)
+    assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/linked?purgeRequested=true").status_code == 204
+    assert bob_data.is_file() and "skips" in gw.log()
+
+
 def test_purge_of_a_table_placed_over_another_is_refused(gw, world, untouched, hive_catalog):
     """A table placed by other means than the gateway (here PyIceberg's HiveCatalog straight on
     HMS, as any Thrift client could) whose metadata names bob's location cannot steer a purge

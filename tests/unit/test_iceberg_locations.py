@@ -290,3 +290,21 @@ def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures(
     _run(check_delegated(catalog, "sec_a", "t", f"{WH}/sec_a.db/t"))
     with pytest.raises(errors.Forbidden):
         _run(check_delegated(catalog, "sec_a", "t", "s3://bucket"))  # a bucket root
+
+
+def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
+    """Local paths are literal (``%62`` is not ``b``, as PyArrow and HMS read them), and a file
+    reached through a link at or below the table's folder is outside it."""
+    from gateway.iceberg.empty_dirs import linked, local_path
+    assert local_path("file:///wh/sec_%62.db") == "/wh/sec_%62.db"
+    table, elsewhere = tmp_path / "a" / "t", tmp_path / "b"
+    (table / "data").mkdir(parents=True)
+    elsewhere.mkdir()
+    (table / "data" / "link").symlink_to(elsewhere, target_is_directory=True)
+    root = table.as_uri()
+    assert linked(f"{root}/data/link/x.parquet", root) and linked(f"{root}/data/link/deeper/x", root)
+    assert not linked(f"{root}/data/x.parquet", root) and not linked(f"{root}/data/link", root)
+    assert not linked("s3://b/t/data/x", "s3://b/t")
+    moved = tmp_path / "a" / "moved"
+    moved.symlink_to(elsewhere, target_is_directory=True)  # the table's folder itself
+    assert linked(f"{moved.as_uri()}/metadata/v.json", moved.as_uri())
