@@ -336,3 +336,29 @@ def test_no_table_reaches_another_tables_prefix_so_neither_do_its_credentials(gw
     assert status == 403, body
     status, loaded = answer("GET", "/v1/namespaces/lake/tables/other", delegation="vended-credentials")
     assert status == 200 and [c["prefix"] for c in loaded["storage-credentials"]] == [OTHER_TABLE + "/"]
+
+
+def test_a_table_renamed_out_of_its_namespace_gets_no_credentials_or_signatures(gw, s3, trips):
+    """A renamed table keeps its location (under lake's folder, not lake4's): where the gateway
+    would not have placed it, it vends no credentials and signs nothing (a table placed by a
+    Thrift client over another's location is the same case); and a location holding an IAM
+    wildcard is refused before any session policy names it."""
+    answer = partial(_answer, gw, user=USER, password=PASSWORD)
+    assert answer("POST", "/v1/namespaces", body={"namespace": ["lake4"], "properties": {"location": f"s3://{BUCKET}/lake4"}})[0] == 200
+    _catalog(gw, USER, PASSWORD).create_table("lake.moving", schema=SCHEMA)
+    rename = {"source": {"namespace": ["lake"], "name": "moving"}, "destination": {"namespace": ["lake4"], "name": "moving"}}
+    renamed = partial(call, gw, "POST", "/v1/tables/rename", auth=(USER, PASSWORD))  # 204: no body
+    assert renamed(rename).status_code == 204
+    for delegation in ("vended-credentials", "remote-signing"):
+        status, body = answer("GET", "/v1/namespaces/lake4/tables/moving", delegation=delegation)
+        assert status == 403 and "storage access of lake4.moving refused" in body["error"]["message"], body
+    assert answer("GET", "/v1/namespaces/lake4/tables/moving/credentials")[0] == 403
+    sign = {"method": "GET", "region": REGION, "uri": f"{s3.endpoint}/{BUCKET}/lake/moving/metadata/x", "headers": {}}
+    assert answer("POST", "/v1/namespaces/lake4/tables/moving/s3-sign", body=sign)[0] == 403
+    assert answer("GET", "/v1/namespaces/lake4/tables/moving")[0] == 200  # a plain load reads it
+    table = {"schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
+    status, body = answer("POST", "/v1/namespaces/lake4/tables", body={"name": "w", "location": f"s3://{BUCKET}/lake4/*", **table})
+    assert status == 400 and "wildcard" in body["error"]["message"]
+    assert renamed({"source": rename["destination"], "destination": rename["source"]}).status_code == 204
+    status, loaded = answer("GET", "/v1/namespaces/lake/tables/moving", delegation="vended-credentials")
+    assert status == 200 and [c["prefix"] for c in loaded["storage-credentials"]] == [f"s3://{BUCKET}/lake/moving/"]
