@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
+import time
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -364,12 +366,26 @@ async def check_moved(catalog, db: str, name: str, base, new, what: str = "table
         await check_in_place(catalog, db, name, base.location, "commit", what=what, siblings=False)
 
 
-async def check_delegated(catalog, db: str, name: str, location: str) -> Location:
+async def check_delegated(catalog, db: str, name: str, location: str, *, remember: float = 0.0) -> None:
     """The location of table ``db.name`` vended credentials or signatures are for: not a bucket
     root, and one the gateway could have created the table at (:func:`check_in_place`, with
     the overlap checks: credentials for a location over another table's would read its files).
-    Raises :class:`~errors.Forbidden`."""
+    ``remember`` > 0: a location found fine is not checked again for that many seconds (the
+    signer checks each S3 request; a table found in place stays so unless its namespace
+    moves). Raises :class:`~errors.Forbidden`."""
     where = stored(location)
     if where is None or where.path == "/":
         raise errors.Forbidden("the table's location is not one the gateway delegates access to")
-    return await check_in_place(catalog, db, name, location, "storage access")
+    verdicts = _PLACED.setdefault(catalog.service, {})
+    key = (db.lower(), name.lower(), location)
+    if remember and time.monotonic() - verdicts.get(key, -math.inf) < remember:
+        return
+    await check_in_place(catalog, db, name, location, "storage access")
+    if remember:
+        if len(verdicts) > 10_000:  # bounded: one entry per table
+            verdicts.clear()
+        verdicts[key] = time.monotonic()
+
+
+#: service → {(db, table, location): when it was found in place (time.monotonic())}
+_PLACED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -7,7 +7,8 @@ Each table gets its own signer endpoint, ``POST .../v1/namespaces/{ns}/tables/{t
 when all of these hold, else 403 (400 for a malformed one) and nothing is signed:
 
 - the table's location is not a bucket root and is one the gateway could have created the
-  table at (:func:`gateway.iceberg.locations.check_delegated`);
+  table at (:func:`gateway.iceberg.locations.check_delegated`; a verdict is kept
+  :data:`SIGNING_VERDICT_SECONDS`);
 - the URL is on the warehouse's S3 endpoint (path style ``endpoint/bucket/key`` or virtual host
   ``bucket.endpoint/key``), in the table location's bucket, its key under the location's prefix
   (a listing: its ``prefix`` parameter under it), with no ``.``/``..`` key segment;
@@ -52,6 +53,9 @@ from gateway.observability import metrics
 SUMMARIZED = "iceberg.signing.summarized"
 SIGNING_REASON = "iceberg.signing.reason"
 MAX_HEADERS, MAX_HEADER_BYTES = 64, 16 * 1024
+#: Seconds a table found where the gateway could have placed it is not checked again (each S3
+#: request is signed on its own; the check lists the namespace's tables).
+SIGNING_VERDICT_SECONDS = 60.0
 ACCESS = {"GET": "select", "HEAD": "select", "PUT": "update", "POST": "update", "DELETE": "update"}
 #: Query parameters of object reads/writes, multipart uploads and ListObjects(V2).
 OBJECT_PARAMETERS = frozenset({"uploads", "uploadId", "partNumber", "versionId", "x-id"})
@@ -130,7 +134,7 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: Si
                                    f"{ask.method.upper()} is not signed")
         hive = await catalog.lookup(db, table)
         location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
-        await check_delegated(catalog, db, table, location)
+        await check_delegated(catalog, db, table, location, remember=SIGNING_VERDICT_SECONDS)
         check_url(ask.uri, ask.method.upper(), location, storage.options)
         credentials = await vendor.signing_credentials(location, access == "update")
     except errors.IcebergError as error:

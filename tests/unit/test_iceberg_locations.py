@@ -288,6 +288,13 @@ def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures(
     _run(check_moved(catalog, "sec_a", "t", own, own.model_copy(update={"properties": {"k": "v"}})))
     assert hms.calls == ["get_database"]
     _run(check_delegated(catalog, "sec_a", "t", f"{WH}/sec_a.db/t"))
+    for _ in range(2):  # the signer's: a verdict remembered, not asked of HMS for every request
+        _run(check_delegated(catalog, "sec_a", "t", f"{WH}/sec_a.db/t", remember=60))
+    hms.calls.clear()
+    _run(check_delegated(catalog, "sec_a", "t", f"{WH}/sec_a.db/t", remember=60))
+    assert hms.calls == []
+    with pytest.raises(errors.Forbidden):  # a refusal is never remembered as fine
+        _run(check_delegated(catalog, "sec_a", "forged", f"{WH}/sec_b.db/trips", remember=60))
     with pytest.raises(errors.Forbidden):
         _run(check_delegated(catalog, "sec_a", "t", "s3://bucket"))  # a bucket root
 
