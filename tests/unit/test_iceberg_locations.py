@@ -315,3 +315,19 @@ def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
     moved = tmp_path / "a" / "moved"
     moved.symlink_to(elsewhere, target_is_directory=True)  # the table's folder itself
     assert linked(f"{moved.as_uri()}/metadata/v.json", moved.as_uri())
+
+
+def test_a_namespace_holding_tables_cannot_move():
+    """HMS 3 and later change a database's location, not its tables': they would be left
+    outside their namespace, where another namespace could be placed over them."""
+    from gateway.iceberg.bodies import UpdateNamespaceProperties
+    from gateway.iceberg.namespaces import update_properties
+    from gateway.iceberg.paths import Route
+    catalog, hms = _catalog(urls=["/"])
+    catalog.view = CatalogView(PolicyEngine([_url_policy(["/"]), Policy(
+        id=2, name="alter", resources=(ResourceSpec(("*",)),), allow=(PolicyItem(frozenset({"alter"}), frozenset({"alice"})),))]),
+        "alice")
+    ask = UpdateNamespaceProperties(removals=[], updates={"location": f"{WH}/sec_a_moved"})
+    with pytest.raises(errors.Forbidden) as refused:
+        _run(update_properties(catalog, Route("updateProperties", "sec_a"), None, ask))
+    assert "holds tables" in refused.value.message and "alter_database" not in hms.calls
