@@ -164,6 +164,17 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {first['msg']}" if where else first["msg"]
 
 
+def file_fault(exc: BaseException) -> str:
+    """What is wrong with a file read as Iceberg metadata, never quoting what it holds (a
+    register can name any file the gateway reads, a JSON key file too): the exception's type,
+    and for a pydantic error the first field and rule."""
+    if isinstance(exc, ValidationError):
+        return f"{type(exc).__name__}: {_first_error(exc)[:300]}"
+    if isinstance(exc, OSError):  # a path and a reason, no contents
+        return f"{type(exc).__name__}: {exc.strerror or 'cannot be read'}"
+    return type(exc).__name__
+
+
 def document(body: bytes) -> dict:
     """The JSON object of ``body``. Raises :class:`BadRequest`."""
     try:

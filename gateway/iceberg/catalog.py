@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.iceberg import errors
+from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg_view, metadata_location
 from gateway.iceberg.objects import TABLE, CatalogObject
@@ -130,8 +131,7 @@ class Catalog:
             return location, await kind.read(self.files, location)
         except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
             what = f"{kind.label}{hive_table.dbName}.{hive_table.tableName}"
-            log.warning("cannot read the metadata file %s of %s: %s: %s", location, what, type(exc).__name__,
-                        str(exc)[:500])
+            log.warning("cannot read the metadata file %s of %s: %s", location, what, file_fault(exc))
             raise errors.ServiceFailure(f"cannot read the metadata file of {what}") from None
 
     async def drop(self, db: str, name: str, kind: CatalogObject = TABLE) -> None:

@@ -29,14 +29,14 @@ def local_path(location: str | None) -> str | None:
 
 
 def linked(path: str, root: str) -> bool:
-    """Whether a symbolic link stands between the local location ``root`` (itself included) and
-    the folder holding ``path`` (a location below it): a file reached through it may lie
-    anywhere. False for locations that are not local (object stores have no links)."""
+    """Whether a symbolic link stands between the local location ``root`` and ``path`` (a
+    location below it), both included: a file reached through it may lie anywhere. False for
+    locations that are not local (object stores have no links)."""
     local, home = local_path(path), local_path(root)
     if local is None or home is None:
         return False
     home = home.rstrip("/") or "/"
-    folder = os.path.dirname(local)
+    folder = local.rstrip("/") or "/"
     while True:
         if os.path.islink(folder):
             return True

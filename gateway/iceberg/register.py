@@ -11,7 +11,8 @@ inside the allowed locations, strictly below the namespace's location or one of 
 ``register_prefixes``, not overlapping another table of the namespace or another namespace, the
 Ranger ``url`` permission unless it is the default location), and the metadata file must lie
 below that table location (Polaris's ``ALLOW_EXTERNAL_METADATA_FILE_LOCATION`` off), both
-before the file is read. The metadata may name no property that loads code and no data or
+before the file is read, and not through a symbolic link below them. The metadata may name
+no property that loads code and no data or
 metadata path outside the location. Otherwise ``register`` would hand a user another
 namespace's files. Locations are compared as URIs (:mod:`gateway.iceberg.locations`), never as
 bare strings, so ``/wh/db2`` is not below ``/wh/db``. The file must read as Iceberg table (or
@@ -27,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
 from gateway.iceberg import errors
+from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.empty_dirs import linked
 from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
@@ -79,16 +82,19 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
     file = parse_location(location, "metadata-location")
     areas = [p for p in (database.locationUri, *catalog.service.register_prefixes) if p]
     require_allowed(file, await allowed_roots(catalog), "metadata-location", location)
-    if not any(inside(location, area) for area in areas):  # checked again with the table's location
+    homes = [area for area in areas if inside(location, area)]  # checked again with the table's location
+    if not homes:
         raise errors.Forbidden(f"{location[:300]} is not below the location of namespace {db} "
                                f"nor below a register prefix of this service")
+    if any(linked(location, home) for home in homes):  # a client's link on a local warehouse
+        raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
     try:
         metadata = await kind.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,
             RecursionError, KeyError, TypeError, OSError) as exc:
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "
-                                f"{type(exc).__name__}: {str(exc)[:300]}") from None
+                                f"{file_fault(exc)}") from None
     home = await check_table(catalog, db, name, metadata.location, database, what=what,
                              areas=catalog.service.register_prefixes)
     if not home.contains(file):

@@ -7,6 +7,7 @@ their bytes) before and after every attack, and canary files sit beside the ware
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
 from pathlib import Path
@@ -287,3 +288,23 @@ def test_register_within_the_namespace_works(gw, world, untouched):
     assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/original").status_code == 204
     answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/register", {"name": "original", "metadata-location": metadata})
     assert answer.status_code == 200 and answer.json()["metadata-location"] == metadata
+
+
+def test_register_reads_no_file_through_a_link_and_quotes_no_file(gw, world, tmp_path):
+    """Register reads the file it is given with the gateway's authority: a symbolic link in the
+    client's own folder to a file only the gateway may read is refused before it is read, and a
+    JSON file that is not metadata is 400 naming what is wrong, never what it holds."""
+    secret = tmp_path / "key.json"
+    secret.write_text(json.dumps({"type": "service_account", "private_key": "R31-SECRET-KEY"}))
+    folder = world["wh"] / "sec_a.db" / "imports"
+    folder.mkdir(exist_ok=True)
+    (folder / "linked.metadata.json").symlink_to(secret)
+    (folder / "plain.metadata.json").write_text(json.dumps({"format-version": 2, "private_key": "R31-SECRET-KEY"}))
+    alice = _as(ALICE)
+    linked = alice(gw, "POST", "/v1/namespaces/sec_a/register",
+                   {"name": "linked", "metadata-location": (folder / "linked.metadata.json").as_uri()})
+    assert "symbolic link" in error_of(linked, 403)["message"]
+    plain = alice(gw, "POST", "/v1/namespaces/sec_a/register",
+                  {"name": "plain", "metadata-location": (folder / "plain.metadata.json").as_uri()})
+    assert "not readable Iceberg table metadata" in error_of(plain, 400)["message"]
+    assert "R31-SECRET-KEY" not in linked.text + plain.text + gw.log()
