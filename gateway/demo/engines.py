@@ -29,6 +29,7 @@ catalog = RestCatalog("demo", **{{
     "uri": "{uri}",
     "warehouse": "{WAREHOUSE}",
     "credential": "{USER}:{PASSWORD}",  # OAuth2 client credentials: a user of the topology
+    "oauth2-server-uri": "{uri}/v1/oauth/tokens",  # PyIceberg warns when it is left out
     "ssl": {{"cabundle": "{ca}"}},
 }})
 print(catalog.list_tables("lakehouse"))
