@@ -28,21 +28,38 @@ def local_path(location: str | None) -> str | None:
     return None
 
 
+#: Local allowed locations (a service's warehouse, its ``allowed_locations``) seen so far
+#: (:func:`anchor`): below one, no symbolic link is taken, whoever made it.
+_ANCHORS: set[str] = set()
+
+
+def anchor(location: str) -> None:
+    """Note ``location``, an allowed location of a service, for :func:`linked` (object stores
+    are ignored)."""
+    local = local_path(location)
+    if local is not None:
+        _ANCHORS.add(local.rstrip("/") or "/")
+
+
 def linked(path: str, root: str) -> bool:
-    """Whether a symbolic link stands between the local location ``root`` and ``path`` (a
-    location below it), both included: a file reached through it may lie anywhere. False for
-    locations that are not local (object stores have no links)."""
+    """Whether a symbolic link stands between ``path`` (itself included) and the outermost
+    allowed location holding it (:func:`anchor`; that location itself, the administrator's, is
+    not looked at), or, outside any, the location ``root`` (included) below which ``path``
+    lies: a file reached through it may lie anywhere, another table's folder too. On a local
+    warehouse clients write their own files, so they could make one. False for locations that
+    are not local (object stores have no links)."""
     local, home = local_path(path), local_path(root)
     if local is None or home is None:
         return False
-    home = home.rstrip("/") or "/"
-    folder = local.rstrip("/") or "/"
-    while True:
+    local = local.rstrip("/") or "/"
+    holding = [a for a in _ANCHORS if local.startswith(a.rstrip("/") + "/")]
+    stop = min(holding, key=len) if holding else os.path.dirname(home.rstrip("/") or "/")
+    folder = local
+    while len(folder) > len(stop) and folder != "/":
         if os.path.islink(folder):
             return True
-        if folder == home or len(folder) <= len(home):
-            return False
         folder = os.path.dirname(folder)
+    return False
 
 
 def _prune(root: str, below: bool) -> int:

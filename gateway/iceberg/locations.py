@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from gateway.iceberg import errors
+from gateway.iceberg.empty_dirs import anchor
 from gateway.iceberg.implementations import refuse_code
 from gateway.policy.urls import SAME_SCHEME
 
@@ -199,7 +200,10 @@ async def warehouse(catalog) -> Location | None:
 async def allowed_roots(catalog) -> tuple[Location, ...]:
     """The service's allowed locations: HMS's warehouse and ``options.allowed_locations``."""
     configured = catalog.service.allowed_locations
-    return tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
+    roots = tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
+    for root in roots:
+        anchor(str(root))  # no symbolic link below them is followed (gateway.iceberg.empty_dirs.linked)
+    return roots
 
 
 def require_allowed(location: Location, roots: Iterable[Location], what: str, text: str) -> None:

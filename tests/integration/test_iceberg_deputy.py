@@ -218,6 +218,23 @@ def test_purge_and_commits_do_not_follow_a_symbolic_link_out_of_the_table(gw, wo
     assert bob_data.is_file() and "skips" in gw.log()
 
 
+def test_a_namespace_folder_linked_elsewhere_gets_no_files(gw, world, untouched):
+    """The same with the link one level up: alice's namespace folder replaced by a link to
+    bob's, then a table named as his. The gateway would have written its metadata into bob's
+    table folder; no link below the warehouse is followed, so the create is 403."""
+    alice = _as(ALICE)
+    assert alice(gw, "POST", "/v1/namespaces", {"namespace": ["alice_ln"]}).status_code == 200
+    folder = world["wh"] / "alice_ln.db"
+    if folder.exists():
+        folder.rmdir()
+    folder.symlink_to(world["bob_dir"], target_is_directory=True)
+    try:
+        error_of(alice(gw, "POST", "/v1/namespaces/alice_ln/tables", _table("trips")), 403)
+        assert alice(gw, "GET", "/v1/namespaces/alice_ln/tables/trips").status_code == 404
+    finally:
+        folder.unlink()
+
+
 def test_purge_of_a_table_placed_over_another_is_refused(gw, world, untouched, hive_catalog):
     """A table placed by other means than the gateway (here PyIceberg's HiveCatalog straight on
     HMS, as any Thrift client could) whose metadata names bob's location cannot steer a purge

@@ -316,6 +316,14 @@ def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
     moved = tmp_path / "a" / "moved"
     moved.symlink_to(elsewhere, target_is_directory=True)  # the table's folder itself
     assert linked(f"{moved.as_uri()}/metadata/v.json", moved.as_uri())
+    # below an allowed location, a link anywhere counts: a namespace's folder too
+    from gateway.iceberg.empty_dirs import anchor
+    namespace = tmp_path / "a" / "ns.db"
+    namespace.symlink_to(elsewhere, target_is_directory=True)
+    assert not linked(f"{namespace.as_uri()}/t/metadata/v.json", f"{namespace.as_uri()}/t")  # not known yet
+    anchor(tmp_path.as_uri())
+    assert linked(f"{namespace.as_uri()}/t/metadata/v.json", f"{namespace.as_uri()}/t")
+    assert not linked(f"{root}/data/x.parquet", root)
 
 
 def test_a_namespace_holding_tables_cannot_move():
