@@ -3,7 +3,8 @@ table's ``metadata/`` and ``data/`` trees and its location, a dropped namespace'
 
 Object stores have no directories, so other schemes are left alone. Only empty directories go
 (``os.rmdir`` refuses any other, so a file written meanwhile by someone else is never lost), only
-at or below the location dropped, and symbolic links are never followed.
+at or below the location dropped, and symbolic links are never followed (nor is a location
+reached through one below an allowed location, :func:`linked`).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ async def remove_empty(location: str | None, *, below: bool) -> int:
     directory under it, deepest first). Returns how many were removed; never raises (a
     directory left behind is logged, not the client's error)."""
     root = local_path(location)
-    if root is None or not os.path.isdir(root):
+    if root is None or not os.path.isdir(root) or linked(location, location):  # reached through a link
         return 0
     try:
         return await asyncio.to_thread(_prune, root, below)

@@ -340,3 +340,14 @@ def test_a_namespace_holding_tables_cannot_move():
     with pytest.raises(errors.Forbidden) as refused:
         _run(update_properties(catalog, Route("updateProperties", "sec_a"), None, ask))
     assert "holds tables" in refused.value.message and "alter_database" not in hms.calls
+
+
+def test_empty_folders_are_not_removed_through_a_link(tmp_path: Path):
+    from gateway.iceberg.empty_dirs import anchor, remove_empty
+    theirs = tmp_path / "wh" / "b.db" / "t"
+    (theirs / "data").mkdir(parents=True)
+    (tmp_path / "wh" / "a.db").symlink_to(tmp_path / "wh" / "b.db", target_is_directory=True)
+    anchor((tmp_path / "wh").as_uri())
+    assert asyncio.run(remove_empty((tmp_path / "wh" / "a.db" / "t").as_uri(), below=True)) == 0
+    assert (theirs / "data").is_dir()
+    assert asyncio.run(remove_empty(theirs.as_uri(), below=True)) == 2  # its own: data/ and itself
