@@ -4,12 +4,13 @@ iceberg-js in tests/integration/test_iceberg_engines.py)."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import yaml
 
-from gateway.demo.engines import (WAREHOUSE, duckdb_program, engine_snippets, pyiceberg_program, spark_properties,
-                                  trino_catalog)
+from gateway.demo.engines import (DUCKDB_PACKAGES, WAREHOUSE, duckdb_program, engine_snippets, pyiceberg_program,
+                                  spark_properties, trino_catalog)
 from gateway.demo.launcher import _banner, iceberg_url
 from gateway.demo.tokens import KEY_ENV
 from tests.support.doc_snippets import parse
@@ -44,3 +45,10 @@ def test_make_run_s_topology_issues_tokens_and_serves_the_warehouse():
     assert {"type": "gateway-token", "signing_key": f"env:{KEY_ENV}"} in providers
     iceberg = next(s for s in topology["services"] if s["kind"] == "iceberg-rest")
     assert WAREHOUSE in iceberg["options"]["warehouses"]
+
+
+def test_the_duckdb_packages_shown_are_the_ones_the_suite_tests():
+    """The banner's and the doc's install line pin what the test extra installs (pyproject.toml)."""
+    test_extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert set(DUCKDB_PACKAGES.split()) <= set(test_extra)
+    assert f".venv/bin/pip install {DUCKDB_PACKAGES}" in (REPO / "docs" / "iceberg.md").read_text()
