@@ -24,7 +24,7 @@ def local_path(location: str | None) -> str | None:
     if not location:
         return None
     parts = urlsplit(location)
-    if parts.scheme in ("", "file") and parts.netloc in ("", "localhost"):
+    if parts.scheme in ("", "file") and not parts.netloc:
         return parts.path if os.path.isabs(parts.path) else None
     return None
 

@@ -7,7 +7,9 @@ and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION
 
 * **Form** (:func:`parse`; else 400): absolute (a scheme of :data:`SCHEMES`, or a bare ``/path``,
   which is ``file``), at most :data:`MAX_LENGTH` characters, no control character, backslash,
-  query, fragment, user info, empty, ``.`` or ``..`` segment (also percent-encoded), ``*`` or ``$``
+  query, fragment, user info, host of a ``file`` location (``file://localhost/x``, which
+  PyIceberg's PyArrow FileIO reads as the relative path ``localhost/x``), empty, ``.`` or
+  ``..`` segment (also percent-encoded), ``*`` or ``$``
   (an S3 session policy reads them as a wildcard and a variable: a location ``s3://b/ns/*``
   would be vended the whole namespace, :mod:`gateway.iceberg.vending`). Locations
   are compared in one form (:class:`Location`): ``file:/x``, ``file:///x`` and ``/x`` alike;
@@ -122,8 +124,8 @@ def parse(value: object, what: str = "location") -> Location:
     if "@" in authority:
         raise errors.BadRequest(f"{what} must not carry user information")
     if scheme == "file":
-        if authority not in ("", "localhost"):
-            raise errors.BadRequest(f"{what}: a file location names no host")
+        if authority:  # PyArrow's FileIO reads file://localhost/x as the relative path localhost/x
+            raise errors.BadRequest(f"{what}: a file location names no host (write file:///path)")
         authority = ""
     elif not authority:
         raise errors.BadRequest(f"{what} names no bucket or host")

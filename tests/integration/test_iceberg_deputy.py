@@ -143,7 +143,9 @@ def test_locations_outside_the_table_are_refused(gw, world, untouched):
     refused = {
         bobs: 403, (wh / "elsewhere").as_uri(): 403, "file:///etc/hms-gateway-deputy": 403,
         (wh / "sec_a.db" / ".." / "sec_b.db" / "x").as_uri(): 400, "": 400, "relative/path": 400,
-        "ftp://host/x": 400, (wh / "sec_a.db").as_uri() + "/a\u0000b": 400, (wh / "sec_a.db").as_uri() + "/" + "x" * 5000: 400,
+        "ftp://host/x": 400, (wh / "sec_a.db").as_uri() + "/a\u0000b": 400,
+        "file://localhost" + str(wh / "sec_a.db" / "lh"): 400,  # PyArrow: relative to the gateway's folder
+        (wh / "sec_a.db").as_uri() + "/*": 400, (wh / "sec_a.db").as_uri() + "/" + "x" * 5000: 400,
     }
     for location, status in refused.items():
         error_of(alice(gw, "POST", "/v1/namespaces/sec_a/tables", _table("escape", location=location)), status)
@@ -154,6 +156,7 @@ def test_locations_outside_the_table_are_refused(gw, world, untouched):
             error_of(alice(gw, "POST", "/v1/namespaces/sec_a/tables/t", _commit(
                 {"action": "set-properties", "updates": {key: location}})), 403)
     assert not Path("/etc/hms-gateway-deputy").exists()
+    assert not any((where / "localhost").exists() for where in (gw.workdir, Path.cwd()))
     assert world["alice"].load_table("sec_a.t").location().endswith("/sec_a.db/t")
 
 
