@@ -4,7 +4,10 @@ PyIceberg imports and calls whatever a few properties name (``py-io-impl`` in ``
 ``write.py-location-provider.impl`` in ``load_location_provider``, ``s3.retry-strategy-impl``
 in its PyArrow FileIO), and Java Iceberg does the same for ``io-impl``, ``catalog-impl``,
 ``lock-impl``, ``metrics-reporter-impl``, ``write.location-provider.impl``,
-``client.factory``, ``client.credentials-provider`` and more. The gateway builds its FileIO and
+``client.factory``, ``client.credentials-provider`` and more; and a table's properties become
+its HMS parameters (PyIceberg's ``_construct_parameters``), where Hive reads ``storage_handler``
+as the class that reads and writes the table (its JDBC handler connects wherever
+``hive.sql.jdbc.url`` says). The gateway builds its FileIO and
 location provider from the service's options alone (:mod:`gateway.iceberg.files`), so such a
 property would not choose the gateway's code; it is refused anyway (400 ``BadRequestException``)
 on create table, commit, create/replace view, namespace create/update, register and
@@ -13,7 +16,7 @@ transactions: a table carrying one hands every engine that loads it the code its
 The rule is by the key's shape, not a list, so a new implementation key is refused before
 anyone names it: the last ``.``-separated segment of the lower-cased key is, or ends in ``-``/``_``
 followed by, one of :data:`CODE_WORDS` (``impl``, ``factory``, ``class``,
-``credentials-provider``). ``tests/unit/test_iceberg_implementations.py`` reads PyIceberg's
+``credentials-provider``, ``handler``). ``tests/unit/test_iceberg_implementations.py`` reads PyIceberg's
 installed source for property-driven imports and fails when one is keyed otherwise.
 """
 
@@ -27,7 +30,7 @@ from gateway.iceberg import errors
 __all__ = ["CODE_WORDS", "names_code", "refuse_code"]
 
 #: Words that, closing a property key, make it name an implementation (a class or a function).
-CODE_WORDS = ("impl", "factory", "class", "credentials-provider")
+CODE_WORDS = ("impl", "factory", "class", "credentials-provider", "handler")
 # the last '.'-separated part is a word, or ends in '-'/'_' and a word (one pass over the key)
 _CODE_KEY = re.compile(r"(?:^|[._-])(?:" + "|".join(map(re.escape, CODE_WORDS)) + r")$", re.IGNORECASE)
 

@@ -100,7 +100,8 @@ def test_properties_naming_code_are_400_on_every_route(gw, world, untouched, tmp
     marker = tmp_path / "ran"
     alice = _as(ALICE)
     hostile = [{"py-io-impl": "subprocess.Popen"}, {"write.py-location-provider.impl": "shutil.rmtree"},
-               {"s3.retry-strategy-impl": "os.system"}, {"io-impl": "x.Y"}, {"client.factory": "x.Y"}]
+               {"s3.retry-strategy-impl": "os.system"}, {"io-impl": "x.Y"}, {"client.factory": "x.Y"},
+               {"storage_handler": "org.apache.hive.storage.jdbc.JdbcStorageHandler"}]
     table_dir = world["wh"] / "sec_a.db" / "t"
     for properties in hostile:
         answers = [

@@ -23,6 +23,7 @@ CLIENT_CONFIGURATION = {("catalog/rest/__init__.py", "type")}
     "write.location-provider.impl", "s3.retry-strategy-impl", "py-catalog-impl", "catalog-impl", "lock-impl",
     "lock.impl", "metrics-reporter-impl", "encryption.kms-impl", "client.factory", "s3.client-factory",
     "client.credentials-provider", "x.y_impl", "auth.impl", "some.class",
+    "storage_handler", "STORAGE_HANDLER",  # an HMS parameter: the class Hive reads the table with
 ])
 def test_keys_naming_code_are_refused(key):
     assert names_code(key)
