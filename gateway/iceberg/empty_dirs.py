@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,19 @@ def local_path(location: str | None) -> str | None:
     if parts.scheme in ("", "file") and not parts.netloc:
         return parts.path if os.path.isabs(parts.path) else None
     return None
+
+
+def irregular(location: str) -> bool:
+    """Whether the local ``location`` names something other than a regular file (a FIFO, which
+    would block its reader forever, a device such as ``/dev/zero``, a link, a folder); False
+    when it is missing or not local."""
+    local = local_path(location)
+    if local is None:
+        return False
+    try:
+        return not stat.S_ISREG(os.lstat(local).st_mode)
+    except OSError:
+        return False
 
 
 #: Local allowed locations (a service's warehouse, its ``allowed_locations``) seen so far

@@ -40,7 +40,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from gateway.iceberg import errors
-from gateway.iceberg.empty_dirs import linked
+from gateway.iceberg.empty_dirs import irregular, linked
 from gateway.iceberg.locations import PATH_PROPERTIES, inside
 
 VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"
@@ -50,6 +50,8 @@ _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 log = logging.getLogger(__name__)
 
 _WRITTEN = 64
+#: Largest metadata file read, bytes (Iceberg's own are far smaller; anything larger is not one).
+MAX_METADATA_BYTES = 256 * 1024 * 1024
 #: location → the (frozen) metadata this process wrote there, newest last.
 _written: OrderedDict[str, TableMetadata] = OrderedDict()
 
@@ -85,7 +87,7 @@ class MetadataFiles:
                 raise FileNotFoundError(f"no metadata file at {location[:300]}")
             return written
         def load() -> TableMetadata:
-            return FromInputFile.table_metadata(self._io(location).new_input(location))
+            return FromInputFile.table_metadata(_readable(self._io(location).new_input(location)))
         return await asyncio.to_thread(load)
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
@@ -102,7 +104,7 @@ class MetadataFiles:
         """The view metadata in the file at ``location`` (gzip when its name says so). Raises
         ``OSError`` and ``ValueError``/``pydantic.ValidationError`` (not view metadata)."""
         def load() -> ViewMetadata:
-            with self._io(location).new_input(location).open() as stream:
+            with _readable(self._io(location).new_input(location)).open() as stream:
                 with Compressor.get_compressor(location).stream_decompressor(stream) as data:
                     return ViewMetadata.model_validate_json(data.read())
         return await asyncio.to_thread(load)
@@ -131,13 +133,14 @@ class MetadataFiles:
         files, older metadata files (``metadata-log``) and ``location`` itself, as Iceberg's
         ``CatalogUtil.dropTableData`` does, but only those below the table's location
         (``metadata.location``): a reference elsewhere (another table's manifest list, any
-        file, a file reached through a symbolic link below the location) is neither read nor
-        deleted, and is logged with its path (``table`` names the table in that line). Returns
-        how many were deleted; missing ones are skipped. Raises ``OSError`` for other failures."""
+        file, a file reached through a symbolic link below the location, a FIFO or a device) is
+        neither read nor deleted, and is logged with its path (``table`` names the table in that
+        line). Returns how many were deleted; missing ones are skipped. Raises ``OSError`` for
+        other failures."""
         root = metadata.location
 
         def owned(path: str) -> bool:
-            if inside(path, root) and not linked(path, root):
+            if inside(path, root) and not linked(path, root) and not irregular(path):
                 return True
             log.warning("purge of %s skips %s: not below the table location %s (or reached through a "
                         "symbolic link)", table or root, path[:1024], root)
@@ -172,6 +175,17 @@ class MetadataFiles:
                     pass
             return deleted
         return await asyncio.to_thread(remove_all)
+
+
+def _readable(input_file):
+    """``input_file`` (a PyIceberg ``InputFile``) when it is a regular file of at most
+    :data:`MAX_METADATA_BYTES` (a FIFO or a device in a client's folder would hold a reading
+    thread forever, a huge sparse file the memory). Raises ``OSError``, ``ValueError``."""
+    if irregular(input_file.location):
+        raise OSError(f"{input_file.location[:300]} is not a regular file")
+    if len(input_file) > MAX_METADATA_BYTES:
+        raise ValueError(f"{input_file.location[:300]} is larger than {MAX_METADATA_BYTES} bytes")
+    return input_file
 
 
 def _confined(path: str, location: str) -> None:

@@ -8,6 +8,7 @@ their bytes) before and after every attack, and canary files sit beside the ware
 from __future__ import annotations
 
 import json
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -329,3 +330,7 @@ def test_register_reads_no_file_through_a_link_and_quotes_no_file(gw, world, tmp
                   {"name": "plain", "metadata-location": (folder / "plain.metadata.json").as_uri()})
     assert "not readable Iceberg table metadata" in error_of(plain, 400)["message"]
     assert "R31-SECRET-KEY" not in linked.text + plain.text + gw.log()
+    os.mkfifo(folder / "fifo.metadata.json")  # read, it would hold a gateway thread forever
+    fifo = alice(gw, "POST", "/v1/namespaces/sec_a/register",
+                 {"name": "fifo", "metadata-location": (folder / "fifo.metadata.json").as_uri()})
+    assert "not readable Iceberg table metadata" in error_of(fifo, 400)["message"]

@@ -352,3 +352,25 @@ def test_empty_folders_are_not_removed_through_a_link(tmp_path: Path):
     assert asyncio.run(remove_empty((tmp_path / "wh" / "a.db" / "t").as_uri(), below=True)) == 0
     assert (theirs / "data").is_dir()
     assert asyncio.run(remove_empty(theirs.as_uri(), below=True)) == 2  # its own: data/ and itself
+
+
+def test_a_fifo_or_a_device_is_never_read_as_metadata(tmp_path: Path):
+    """A client of a local warehouse can make a FIFO where register (or a purge) would read:
+    the reading thread would wait forever. Devices (``/dev/zero``) never end either."""
+    import os
+
+    from gateway.iceberg import files as files_module
+    fifo = tmp_path / "t" / "metadata" / "00000-x.metadata.json"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    reader = MetadataFiles()
+    for location in (fifo.as_uri(), "file:///dev/zero"):
+        with pytest.raises(OSError, match="not a regular file"):
+            asyncio.run(reader.read(location))
+        with pytest.raises(OSError, match="not a regular file"):
+            asyncio.run(reader.read_view(location))
+    big = tmp_path / "t" / "metadata" / "00001-y.metadata.json"
+    with big.open("wb") as out:
+        out.truncate(files_module.MAX_METADATA_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(ValueError, match="larger than"):
+        asyncio.run(reader.read(big.as_uri()))
