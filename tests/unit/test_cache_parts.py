@@ -207,12 +207,16 @@ async def test_ttl_is_a_safety_net():
 
 
 async def test_no_hit_while_the_log_is_not_followed():
-    cache = await started(FakeHMS(), poll_interval_seconds=0.05)
+    # A long interval and then none, not a short one and a sleep: on a loaded machine 50 ms
+    # passed between the first poll and the store, and nothing was stored.
+    cache = await started(FakeHMS(), poll_interval_seconds=60)
     ex, lookup = read(cache)
     cache.stored(ex, lookup, table_reply())
-    await asyncio.sleep(0.1)  # no poll since: the bound could not be kept
+    assert read(cache)[1].result == "hit"
+    cache.follower.interval = 0  # the last poll is now older than the bound: it could not be kept
     ex, lookup = read(cache)
     assert lookup is None and status(ex) == "hms-gateway; fwd=bypass"
+    cache.follower.interval = 60
     await cache.follower.poll_once()
     assert read(cache)[1].result == "hit"
 
@@ -232,10 +236,10 @@ async def test_without_a_notification_log_it_refuses_unless_staleness_is_allowed
                           lambda reason: ConfigError("topologies/t.yaml", "services[0].options.cache", reason))
     with pytest.raises(ConfigError, match="no readable notification log.*max_staleness_seconds"):
         await cache.start()
-    cache = MetadataCache(CacheOptions(enabled=True, max_staleness_seconds=0.05, ttl_seconds=600), hms, SCHEMA,
+    cache = MetadataCache(CacheOptions(enabled=True, max_staleness_seconds=5, ttl_seconds=600), hms, SCHEMA,
                           ("t", "s"))
     await cache.start()
-    assert cache.follower is None and cache.ttl == 0.05
+    assert cache.follower is None and cache.ttl == 5
     ex, lookup = read(cache)
     cache.stored(ex, lookup, table_reply())
     assert read(cache)[1].result == "hit"
