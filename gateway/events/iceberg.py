@@ -87,7 +87,12 @@ def file_io_of(options: IcebergCommitOptions, base: Path) -> dict[str, str]:
 
 
 class MetadataUnreadable(Exception):
-    """A metadata file that cannot be read within the limits (missing, too large, not metadata)."""
+    """A metadata file that cannot be read within the limits (missing, too large, not metadata).
+    ``missing`` is True when the file does not exist."""
+
+    def __init__(self, reason: str, *, missing: bool = False):
+        super().__init__(reason)
+        self.missing = missing
 
 
 def commit_locations(event: MetastoreEvent) -> tuple[str, str | None] | None:
@@ -140,7 +145,8 @@ class SnapshotReader:
         except MetadataUnreadable:
             raise
         except (OSError, ValueError, MessageFormatError, MetadataInvalid) as exc:
-            raise MetadataUnreadable(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+            raise MetadataUnreadable(f"{type(exc).__name__}: {str(exc)[:200]}",
+                                     missing=isinstance(exc, FileNotFoundError)) from None
         snapshot = metadata.current_snapshot()
         if snapshot is None:
             return None
@@ -193,6 +199,10 @@ async def commit_body(event: MetastoreEvent, reader: SnapshotReader) -> dict[str
         snapshot = await reader.current_snapshot(new)
     except MetadataUnreadable as exc:
         body["error"] = f"metadata file unreadable: {exc}"
+        # A missing file is what replaying the log meets for every commit of a table purged
+        # since (or a file expired since): expected, so not a warning at every start.
+        log.log(logging.INFO if exc.missing else logging.WARNING, "Iceberg commit %s (%s.%s): %s",
+                event.event_id, event.db, event.table, body["error"])
         return body
     if snapshot is not None:
         body.update(snapshot)
@@ -240,7 +250,5 @@ class IcebergCommits:
         bodies = await asyncio.gather(*(commit_body(event, self.reader) for event in events))
         out = []
         for event, body in zip(events, bodies):
-            if body is not None and "error" in body:
-                log.warning("Iceberg commit %s (%s.%s): %s", event.event_id, event.db, event.table, body["error"])
             out.append(event if body is None else dataclasses.replace(event, iceberg=body))
         return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,20 @@ def test_commit_body_has_the_new_snapshot_operation_summary_and_user(files):
     # A file that does not exist: an error member, nothing raised.
     same = asyncio.run(commit_body(alter(iceberg(second), iceberg(second.replace("00001-b", "00009-z"), second)), reader))
     assert same["error"].startswith("metadata file unreadable")
+
+
+def test_a_missing_file_is_logged_as_information_any_other_fault_as_a_warning(files, tmp_path, caplog):
+    """Replaying the log meets a missing file for each commit of a table purged since: expected,
+    so not a warning at every start; a file that exists and cannot be read is a warning."""
+    first, second = files
+    junk = tmp_path / "00005-f.metadata.json"
+    junk.write_text("{")
+    reader = SnapshotReader(IcebergCommitOptions())
+    with caplog.at_level(logging.INFO, logger="gateway.events.iceberg"):
+        asyncio.run(commit_body(alter(iceberg(first), iceberg(second.replace("00001-b", "00009-z"), first)), reader))
+        asyncio.run(commit_body(alter(iceberg(first), iceberg(junk.as_uri(), first)), reader))
+    levels = [(r.levelno, "FileNotFoundError" in r.getMessage()) for r in caplog.records]
+    assert levels == [(logging.INFO, True), (logging.WARNING, False)]
 
 
 def test_unchanged_snapshot_and_gzip_metadata(files, tmp_path):
