@@ -51,7 +51,7 @@ from urllib.parse import unquote, urlsplit
 
 from gateway.iceberg import errors
 from gateway.iceberg.empty_dirs import anchor
-from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.implementations import refuse_reserved
 from gateway.policy.urls import SAME_SCHEME
 
 log = logging.getLogger(__name__)
@@ -169,10 +169,10 @@ def inside(location: str, root: str) -> bool:
 
 def check_properties(location: str, properties: Mapping[str, str], what: str) -> Location:
     """Check what a table's or view's own metadata says (no HMS call): its ``location``'s form,
-    no property naming code (:mod:`gateway.iceberg.implementations`), the
+    no property naming code or configuring a storage client (:mod:`gateway.iceberg.implementations`), the
     :data:`PATH_PROPERTIES` below the location. Returns the location. Raises
     :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
-    refuse_code(properties, what)
+    refuse_reserved(properties, what)
     root = parse(location, f"the location of {what}")
     for key, value in properties.items():
         # any case and spacing: Iceberg reads the exact key, but a reader that folds it must not escape

@@ -15,7 +15,7 @@ from pyiceberg.catalog.rest import NamespaceResponse, UpdateNamespacePropertiesR
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_namespace, stored
 from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, ListNamespaces, UpdateNamespaceProperties, page_params
@@ -67,7 +67,7 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
 async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
     db = namespace_name(ask.namespace)
     catalog.named(db)
-    refuse_code(ask.properties, f"namespace {db}")
+    refuse_reserved(ask.properties, f"namespace {db}")
     if not catalog.view.may("create", db):
         raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
     # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
@@ -130,7 +130,7 @@ async def update_properties(catalog: Catalog, route: Route, request: web.BaseReq
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
     if LOCATION in ask.removals:
         raise errors.BadRequest(f"{LOCATION} cannot be removed: a Hive Metastore database always has one")
-    refuse_code(ask.updates, f"namespace {db}")
+    refuse_reserved(ask.updates, f"namespace {db}")
     catalog.require("alter", db)
     database = await catalog.database(db)
     if LOCATION in ask.updates:

@@ -24,7 +24,7 @@ from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
-from gateway.iceberg.implementations import refuse_code
+from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_properties, check_purge, check_table, default_location
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable
@@ -101,7 +101,7 @@ async def placed(catalog: Catalog, db: str, ask, kind: CatalogObject) -> tuple[s
     ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists``."""
     name = hms_name(ask.name, kind.noun)
     catalog.named(db, name)
-    refuse_code(ask.properties, f"{kind.noun} {db}.{name}")
+    refuse_reserved(ask.properties, f"{kind.noun} {db}.{name}")
     catalog.require("create", db)
     database = await catalog.database(db)
     await catalog.absent(db, name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pyiceberg.exceptions import BadRequestError
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
@@ -125,16 +126,22 @@ def test_properties_naming_code_are_400_on_every_route(gw, world, untouched, tmp
     assert world["alice"].load_table("sec_a.t").properties.get("py-io-impl") is None
 
 
-def test_file_io_properties_are_stored_never_interpreted(gw, world):
-    """An endpoint in a table's properties does not steer the gateway's own IO: commits on a
-    local table still write their files where they belong."""
-    steering = {"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": "x", "s3.proxy-uri": "http://127.0.0.1:9"}
-    table = world["alice"].create_table("sec_a.steered", schema=SCHEMA, properties=steering)
-    with table.transaction() as tx:
-        tx.set_properties(note="still local")
-    loaded = world["alice"].load_table("sec_a.steered")
-    assert loaded.properties["s3.endpoint"] == "http://127.0.0.1:9" and loaded.properties["note"] == "still local"
-    assert Path(loaded.metadata_location.removeprefix("file:")).is_file()
+def test_storage_client_properties_are_refused(gw, world):
+    """A writer's ``s3.endpoint`` or ``s3.proxy-uri`` would steer every other reader's PyIceberg
+    (``RestCatalog`` builds a loaded table's FileIO from its properties): refused on create and
+    on commit, and the table keeps none."""
+    steering = {"s3.endpoint": "http://127.0.0.1:9", "s3.proxy-uri": "http://127.0.0.1:9",
+                "client.access-key-id": "x"}
+    alice = world["alice"]
+    for key, value in steering.items():
+        with pytest.raises(BadRequestError, match="configures a storage client"):
+            alice.create_table("sec_a.steered", schema=SCHEMA, properties={key: value})
+    table = alice.create_table("sec_a.steered", schema=SCHEMA)
+    with pytest.raises(BadRequestError, match="configures a storage client"):
+        with table.transaction() as tx:
+            tx.set_properties({"S3.Proxy-Uri": "http://127.0.0.1:9"})
+    loaded = alice.load_table("sec_a.steered")
+    assert not any(k.lower().startswith(("s3.", "client.")) for k in loaded.properties)
 
 
 # --- 2. every path confined ----------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Properties that name code (:mod:`gateway.iceberg.implementations`): the rule, and PyIceberg's
-installed source read for every import it makes by a property, so that an upgrade adding one
-whose key the rule does not refuse fails here."""
+"""Properties a client may not set (:mod:`gateway.iceberg.implementations`): the rules, and
+PyIceberg's installed source read for every import it makes by a property and for every key its
+FileIO reads, so that an upgrade adding one the rules do not refuse fails here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyiceberg
 import pytest
 
 from gateway.iceberg import errors
-from gateway.iceberg.implementations import names_code, refuse_code
+from gateway.iceberg.implementations import configures_storage, names_code, refuse_reserved
 
 #: Keys read from a catalog client's own configuration (``RestCatalog``'s ``auth`` block), which
 #: the gateway never builds from what a client sends: not table, view or namespace properties.
@@ -27,17 +27,38 @@ CLIENT_CONFIGURATION = {("catalog/rest/__init__.py", "type")}
 ])
 def test_keys_naming_code_are_refused(key):
     assert names_code(key)
-    with pytest.raises(errors.BadRequest):
-        refuse_code({"a": "1", key: "subprocess.Popen"}, "table t")
+    with pytest.raises(errors.BadRequest, match="names an implementation"):
+        refuse_reserved({"a": "1", key: "subprocess.Popen"}, "table t")
 
 
 @pytest.mark.parametrize("key", [
-    "s3.endpoint", "write.data.path", "write.format.default", "comment", "owner", "implementation-notes",
-    "simpl", "write.object-storage.enabled", "s3.access-key-id", "format-version", "classification",
+    "s3.endpoint", "S3.Proxy-URI", " s3.signer.uri", "s3.access-key-id", "client.region", "gcs.service.host",
+    "adls.account-host", "hdfs.host", "hf.endpoint",
+])
+def test_keys_configuring_a_storage_client_are_refused(key):
+    assert configures_storage(key) and not names_code(key)
+    with pytest.raises(errors.BadRequest, match="configures a storage client"):
+        refuse_reserved({"a": "1", key: "http://127.0.0.1:9"}, "table t")
+
+
+@pytest.mark.parametrize("key", [
+    "write.data.path", "write.format.default", "comment", "owner", "implementation-notes", "simpl",
+    "write.object-storage.enabled", "format-version", "classification", "s3", "s3x.endpoint", "clients",
 ])
 def test_other_keys_are_kept(key):
-    assert not names_code(key)
-    refuse_code({key: "x"}, "table t")
+    assert not names_code(key) and not configures_storage(key)
+    refuse_reserved({key: "x"}, "table t")
+
+
+def test_every_key_pyiceberg_configures_its_file_io_by_is_refused():
+    """``pyiceberg.io``'s property names: what ``RestCatalog`` would take from a table's
+    properties into the FileIO of everyone who loads it."""
+    import pyiceberg.io as file_io
+
+    keys = {v for k, v in vars(file_io).items() if k.isupper() and isinstance(v, str) and "." in v
+            and not v.startswith("pyiceberg.") and "/" not in v}
+    assert {"s3.endpoint", "s3.proxy-uri", "s3.signer.uri", "adls.account-host"} <= keys, keys
+    assert [k for k in sorted(keys) if not configures_storage(k) and not names_code(k)] == []
 
 
 # --- PyIceberg's source -------------------------------------------------------------------------
