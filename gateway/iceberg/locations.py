@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 MAX_LENGTH = 1024
 #: Schemes PyIceberg's FileIOs serve; anything else is refused before any IO.
 SCHEMES = frozenset({"file", "s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "wasb", "wasbs", "hdfs", "viewfs", "oss"})
+#: Schemes whose authority is ``container@account``.
+CONTAINER_AT_ACCOUNT = frozenset({"abfs", "abfss", "wasb", "wasbs"})
 #: Table properties naming where a writer puts data or metadata files (Iceberg's
 #: ``TableProperties``; the last two are the deprecated spellings).
 PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path",
@@ -121,7 +123,10 @@ def parse(value: object, what: str = "location") -> Location:
     if parts.query or parts.fragment or "?" in value or "#" in value:
         raise errors.BadRequest(f"{what} must not have a query or a fragment")
     authority = parts.netloc
-    if "@" in authority:
+    # Azure's URIs name the container before '@' (abfss://container@account.dfs.core.windows.net);
+    # anywhere else, and with a ':' (a password), it is user information.
+    user = authority.rpartition("@")[0]
+    if user and (scheme not in CONTAINER_AT_ACCOUNT or "@" in user or ":" in user):
         raise errors.BadRequest(f"{what} must not carry user information")
     if scheme == "file":
         if authority:  # PyArrow's FileIO reads file://localhost/x as the relative path localhost/x

@@ -42,6 +42,7 @@ WH = "file:///wh"
     "", "   ", "relative/x", "file:///a/../b", "/a/./b", "/a//b", "/a/%2e%2E/b", "/a/%2fb", "/a\x00b",
     "/a\nb", "/a\\b", "x" * (MAX_LENGTH + 1), "ftp://host/x", "unknown://b/x", "file://host/x", "s3://",
     "s3:///key", "/a?b", "/a#b", "s3://user@bucket/x", "/a\ud800", 42, None,
+    "abfss://c:secret@acct.dfs.core.windows.net/x", "abfss://a@b@acct.dfs.core.windows.net/x", "hdfs://u@nn/x",
     "s3://b/ns/*", "s3://b/ns/t*", "s3://b/${aws:username}/t", "/wh/a$b",
     "file://localhost/x", "file://LOCALHOST/x",  # PyArrow: the relative path localhost/x
 ])
@@ -54,6 +55,9 @@ def test_one_form_for_each_location():
     assert parse("file:/x/y") == parse("file:///x/y") == parse("/x/y/")
     assert parse("s3a://Bucket/k") == parse("s3://bucket/k/") and str(parse("s3n://b/k/")) == "s3://b/k"
     assert str(parse("/x/y")) == "file:///x/y" and str(parse("s3://b")) == "s3://b"
+    # Azure names the container before '@': the whole authority is compared
+    assert str(parse("abfss://Lake@acct.dfs.core.windows.net/wh/t/")) == "abfs://lake@acct.dfs.core.windows.net/wh/t"
+    assert not inside("abfss://other@acct.dfs.core.windows.net/wh/t", "abfss://lake@acct.dfs.core.windows.net/wh")
 
 
 @pytest.mark.parametrize("location, root, expected", [
