@@ -40,7 +40,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from gateway.iceberg import errors
-from gateway.iceberg.empty_dirs import irregular, linked
+from gateway.iceberg.local_paths import irregular, linked
 from gateway.iceberg.locations import PATH_PROPERTIES, inside
 
 VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
 from gateway.iceberg import errors
-from gateway.iceberg.empty_dirs import anchor
+from gateway.iceberg.local_paths import anchor
 from gateway.iceberg.implementations import refuse_reserved
 from gateway.policy.urls import SAME_SCHEME
 
@@ -209,7 +209,7 @@ async def allowed_roots(catalog) -> tuple[Location, ...]:
     configured = catalog.service.allowed_locations
     roots = tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
     for root in roots:
-        anchor(str(root))  # no symbolic link below them is followed (gateway.iceberg.empty_dirs.linked)
+        anchor(str(root))  # no symbolic link below them is followed (gateway.iceberg.local_paths.linked)
     return roots
 
 

@@ -30,7 +30,7 @@ from pyiceberg.exceptions import ValidationError as IcebergValidationError
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.empty_dirs import linked
+from gateway.iceberg.local_paths import linked
 from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject

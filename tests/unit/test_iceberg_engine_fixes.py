@@ -9,7 +9,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.iceberg import errors
-from gateway.iceberg.empty_dirs import local_path, remove_empty
+from gateway.iceberg.empty_dirs import remove_empty
+from gateway.iceberg.local_paths import local_path
 from gateway.iceberg.hms_refusals import SETTING, commit_refusal
 from gateway.iceberg.routes import match
 from gateway.iceberg.warehouses import Warehouse, Warehouses, WarehouseView, config_overrides

@@ -307,7 +307,7 @@ def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures(
 def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
     """Local paths are literal (``%62`` is not ``b``, as PyArrow and HMS read them), and a file
     reached through a link at or below the table's folder is outside it."""
-    from gateway.iceberg.empty_dirs import linked, local_path
+    from gateway.iceberg.local_paths import linked, local_path
     assert local_path("file:///wh/sec_%62.db") == "/wh/sec_%62.db"
     table, elsewhere = tmp_path / "a" / "t", tmp_path / "b"
     (table / "data").mkdir(parents=True)
@@ -322,7 +322,7 @@ def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
     moved.symlink_to(elsewhere, target_is_directory=True)  # the table's folder itself
     assert linked(f"{moved.as_uri()}/metadata/v.json", moved.as_uri())
     # below an allowed location, a link anywhere counts: a namespace's folder too
-    from gateway.iceberg.empty_dirs import anchor
+    from gateway.iceberg.local_paths import anchor
     namespace = tmp_path / "a" / "ns.db"
     namespace.symlink_to(elsewhere, target_is_directory=True)
     assert not linked(f"{namespace.as_uri()}/t/metadata/v.json", f"{namespace.as_uri()}/t")  # not known yet
@@ -348,7 +348,8 @@ def test_a_namespace_holding_tables_cannot_move():
 
 
 def test_empty_folders_are_not_removed_through_a_link(tmp_path: Path):
-    from gateway.iceberg.empty_dirs import anchor, remove_empty
+    from gateway.iceberg.empty_dirs import remove_empty
+    from gateway.iceberg.local_paths import anchor
     theirs = tmp_path / "wh" / "b.db" / "t"
     (theirs / "data").mkdir(parents=True)
     (tmp_path / "wh" / "a.db").symlink_to(tmp_path / "wh" / "b.db", target_is_directory=True)
