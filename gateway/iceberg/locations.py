@@ -189,6 +189,7 @@ def check_properties(location: str, properties: Mapping[str, str], what: str) ->
 # --- allowed locations ---------------------------------------------------------------------------
 
 _WAREHOUSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ROOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 async def warehouse(catalog) -> Location | None:
@@ -205,12 +206,15 @@ async def warehouse(catalog) -> Location | None:
 
 
 async def allowed_roots(catalog) -> tuple[Location, ...]:
-    """The service's allowed locations: HMS's warehouse and ``options.allowed_locations``."""
-    configured = catalog.service.allowed_locations
-    roots = tuple(r for r in (await warehouse(catalog), *(stored(v) for v in configured)) if r is not None)
-    for root in roots:
-        anchor(str(root))  # no symbolic link below them is followed (gateway.iceberg.local_paths.linked)
-    return roots
+    """The service's allowed locations: HMS's warehouse and ``options.allowed_locations``
+    (worked out once per service)."""
+    service = catalog.service
+    if service not in _ROOTS:
+        found = tuple(r for r in (await warehouse(catalog), *map(stored, service.allowed_locations)) if r is not None)
+        for root in found:
+            anchor(str(root))  # no symbolic link below them is followed (gateway.iceberg.local_paths.linked)
+        _ROOTS[service] = found
+    return _ROOTS[service]
 
 
 def require_allowed(location: Location, roots: Iterable[Location], what: str, text: str) -> None:
