@@ -145,7 +145,10 @@ def _tls_after(gw: RunningGateway, header: bytes):
     """A TLS connection to ``gw`` whose first plaintext bytes are ``header``."""
     raw = socket.create_connection(("127.0.0.1", gw.port), timeout=10)
     raw.sendall(header)
-    tls = gw.ssl_context().wrap_socket(raw, server_hostname="localhost")
+    # An explicit handshake: when the gateway has already closed (a loaded machine), wrap_socket
+    # finds the socket not connected (ENOTCONN) and silently skips the handshake.
+    tls = gw.ssl_context().wrap_socket(raw, server_hostname="localhost", do_handshake_on_connect=False)
+    tls.do_handshake()
     try:
         yield tls
     finally:
