@@ -29,6 +29,9 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 ICEBERG_VIEW, VIRTUAL_VIEW = "ICEBERG-VIEW", "VIRTUAL_VIEW"
 _HMS_OWNER, _CURRENT_SCHEMA, _STORAGE_HANDLER = "hive.metastore.table.owner", "current-schema", "storage_handler"
 _MAX_PARAMETER = 32672  # Java's iceberg.hive.table-property-max-size default
+#: The one ``storage_handler`` a table commit keeps: Iceberg's own, which Java clients with
+#: ``engine.hive.enabled`` set so that Hive can query the table.
+ICEBERG_STORAGE_HANDLER = "org.apache.iceberg.mr.hive.HiveIcebergStorageHandler"
 
 
 def is_iceberg_view(table: Any) -> bool:
@@ -79,14 +82,19 @@ def new_table(idl, db: str, name: str, owner: str, metadata: TableMetadata, loca
 def committed_table(idl, table: Any, base: TableMetadata, base_location: str,
                     new: TableMetadata, new_location: str, hive2_compatible: bool) -> Any:
     """``table`` (the HMS ``Table`` read under the lock) after a commit from ``base`` to ``new``:
-    parameters set outside Iceberg are kept, Iceberg properties the commit removed are removed,
-    the new ones and the locations set; the columns follow the new schema."""
+    parameters set outside Iceberg are kept (but a ``storage_handler`` other than
+    :data:`ICEBERG_STORAGE_HANDLER`), Iceberg properties the commit removed are removed, the new
+    ones and the locations set; the columns follow the new schema."""
     parameters = dict(table.parameters or {})
     for key in base.properties.keys() - new.properties.keys():
         parameters.pop(key, None)
     parameters.update(_construct_parameters(metadata_location=new_location,
                                             previous_metadata_location=base_location,
                                             metadata_properties=new.properties))
+    # Hive loads the class this names. Clients may not set it (implementations.py), but a Thrift
+    # client may have. Java's HiveTableOperations sets Iceberg's or removes it on every commit.
+    if parameters.get(_STORAGE_HANDLER) != ICEBERG_STORAGE_HANDLER:
+        parameters.pop(_STORAGE_HANDLER, None)
     table.parameters = parameters
     table.sd = storage_descriptor(idl, new.schema(), new.location, hive2_compatible)
     return table

@@ -9,9 +9,17 @@ from pathlib import Path
 
 import pyiceberg
 import pytest
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
+from gateway.iceberg.hive_tables import ICEBERG_STORAGE_HANDLER, committed_table, new_table
 from gateway.iceberg.implementations import configures_storage, names_code, refuse_reserved
+from gateway.thrift.schema import load_schema
+from gateway.upstream.metastore import idl_module
 
 #: Keys read from a catalog client's own configuration (``RestCatalog``'s ``auth`` block), which
 #: the gateway never builds from what a client sends: not table, view or namespace properties.
@@ -209,3 +217,22 @@ def test_every_property_pyiceberg_imports_code_by_is_refused():
                             assert names_code(key), f"{path}: {ast.unparse(node)} imports code named by {key!r}"
                             keys.add(key)
     assert {"py-io-impl", "write.py-location-provider.impl", "s3.retry-strategy-impl"} <= keys, keys
+
+
+@pytest.mark.parametrize("handler, kept", [
+    ("org.apache.hive.storage.jdbc.JdbcStorageHandler", False),  # set by a Thrift client
+    (ICEBERG_STORAGE_HANDLER, True),  # set by a Java client with engine.hive.enabled
+    (None, False),
+])
+def test_a_table_commit_keeps_no_storage_handler_but_iceberg_s(handler, kept):
+    idl = idl_module(load_schema())
+    schema = Schema(NestedField(1, "id", LongType(), required=False))
+    base = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "file:///w/db.db/t")
+    table = new_table(idl, "db", "t", "etl", base, "file:///w/db.db/t/metadata/00000-a.metadata.json", True)
+    table.parameters.update({"owner_note": "kept"} if handler is None else {"storage_handler": handler,
+                                                                          "owner_note": "kept"})
+    new = base.model_copy(update={"properties": {"k": "v"}})
+    committed = committed_table(idl, table, base, "file:///w/db.db/t/metadata/00000-a.metadata.json", new,
+                                "file:///w/db.db/t/metadata/00001-b.metadata.json", True)
+    assert committed.parameters.get("storage_handler") == (handler if kept else None)
+    assert committed.parameters["owner_note"] == "kept" and committed.parameters["k"] == "v"
