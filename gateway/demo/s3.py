@@ -1,13 +1,15 @@
 """A local S3/STS/IAM API server for ``hms-gateway demo --storage s3`` (``make run S3=1``) and the
-tests: ``moto_server`` (moto's server mode, ``pip install -e '.[demo-s3]'``) in a child process,
-with IAM authentication on (``INITIAL_NO_AUTH_ACTION_COUNT``: the first :data:`SETUP_CALLS`
-requests, :func:`start_s3`'s own setup, pass unauthenticated; every later request is checked).
+tests: moto's server mode (``pip install -e '.[demo-s3]'``) in a child process, with IAM
+authentication on (``INITIAL_NO_AUTH_ACTION_COUNT``: the first :data:`SETUP_CALLS` requests,
+:func:`start_s3`'s own setup, pass unauthenticated; every later request is checked).
 
 What moto checks there (probed with moto 5.2, and relied on by the tests): the SigV4 signature
 (``SignatureDoesNotMatch``), the access key (``InvalidAccessKeyId``), an assumed role's session
 token (``InvalidToken``), and the identity policies of IAM users and of the assumed role
-(``AccessDenied``). It does NOT enforce an ``AssumeRole`` session policy, nor the expiry of
-temporary credentials. Its state lives in memory: a restart is an empty server.
+(``AccessDenied``). moto alone does not enforce an ``AssumeRole`` session policy, the expiry of
+temporary credentials, or a copy's read of its source: the server runs as
+:mod:`gateway.demo.moto_iam`, which adds those checks, so a key vended for one table reaches
+that table's prefix only, as on AWS. Its state lives in memory: a restart is an empty server.
 
 Setup: user ``gateway`` (its key: the gateway's own, which only :meth:`RunningS3.credentials_file`
 writes out, and which no ``repr`` shows), allowed ``s3:*`` on bucket :data:`BUCKET` and
@@ -20,6 +22,7 @@ service (docs/iceberg.md, "Storage access on S3") and the change feed's.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
@@ -106,26 +109,26 @@ def _free_port(host: str) -> int:
         return s.getsockname()[1]
 
 
-def moto_server() -> Path:
-    """The ``moto_server`` script beside this interpreter. Raises RuntimeError when moto's server
-    is not installed."""
-    script = Path(sys.executable).parent / "moto_server"
-    if not script.exists():
+def moto_server() -> list[str]:
+    """The command running moto's server with :mod:`gateway.demo.moto_iam`'s checks. Raises
+    RuntimeError when moto's server is not installed."""
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("moto.server") is None \
+            or importlib.util.find_spec("werkzeug") is None:
         raise RuntimeError("moto's S3 server is not installed: pip install -e '.[demo-s3]' "
                            "(make run S3=1 installs it)")
-    return script
+    return [sys.executable, "-m", "gateway.demo.moto_iam"]
 
 
 def start_s3(log: Path, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> RunningS3:
     """Start ``moto_server`` on ``host:port`` (0: a free port), its output appended to ``log``, and
     set up user, role and bucket (see the module). Raises RuntimeError with the log's tail when
     the server does not listen within ``timeout`` seconds or exits; stops it on a failed setup."""
-    script = moto_server()
+    command = moto_server()
     port = port or _free_port(host)
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_CALLS)}
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        process = subprocess.Popen([str(script), "-H", host, "-p", str(port)], env=env,
+        process = subprocess.Popen([*command, "-H", host, "-p", str(port)], env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     try:
         endpoint = f"http://{host}:{port}"

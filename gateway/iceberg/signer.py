@@ -16,6 +16,9 @@ when all of these hold, else 403 (400 for a malformed one) and nothing is signed
   presigned-URL parameters (``X-Amz-*``);
 - the method fits the access the policy grants on the table: GET/HEAD ``select``,
   PUT/POST/DELETE ``update``;
+- a copy source (``x-amz-copy-source``) is an object under the location too, and no ACL or
+  object-lock header is asked for (:func:`check_headers`); a client's ``Host`` header is never
+  signed (the URL's host is);
 - the region is the warehouse's, and there are at most 64 headers of at most 16 KiB in all.
 
 The signature is botocore's SigV4 (``S3SigV4Auth``) with STS credentials scoped to the table's
@@ -66,6 +69,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}")
 #: Headers the gateway sets itself: whatever the client sent for them is dropped.
 _OWN = frozenset({"authorization", "x-amz-date", "x-amz-security-token", "x-amz-content-sha256"})
+#: Client headers never signed: the gateway's own, and ``host``, which botocore would sign in
+#: place of the URL's host (a virtual-host ``Host`` turns ``/bucket/key`` into another key).
+_DROPPED = frozenset({"authorization", "x-amz-date", "x-amz-security-token", "host"})
+#: Header name prefixes refused (403): object ACLs and object lock.
+REFUSED_HEADERS = ("x-amz-acl", "x-amz-grant-", "x-amz-object-lock-")
 
 
 class SignRequest(BaseModel):
@@ -136,6 +144,7 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: Si
         location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
         await check_delegated(catalog, db, table, location, remember=SIGNING_VERDICT_SECONDS)
         check_url(ask.uri, ask.method.upper(), location, storage.options)
+        check_headers(headers, ask.method.upper(), location)
         credentials = await vendor.signing_credentials(location, access == "update")
     except errors.IcebergError as error:
         _count(service, "invalid" if error.status == 400 else "denied")
@@ -179,9 +188,33 @@ def headers_to_sign(given: dict[str, list[str]]) -> dict[str, str]:
             raise errors.BadRequest(f"the headers to sign exceed {MAX_HEADER_BYTES} bytes")
         if not _TOKEN.fullmatch(name) or any(c in v for v in values for c in "\r\n\0"):
             raise errors.BadRequest("a header to sign has a malformed name or value")
-        if name.lower() not in ("authorization", "x-amz-date", "x-amz-security-token"):
+        if name.lower() not in _DROPPED:
             headers[name.lower()] = ", ".join(values)
     return headers
+
+
+def check_headers(headers: dict[str, str], method: str, location: str) -> None:
+    """Raise :class:`errors.Forbidden` for headers (:func:`headers_to_sign`'s) that would take a
+    signed request outside the table ``location`` or past its access: a copy source
+    (``x-amz-copy-source``, ``CopyObject``/``UploadPartCopy``) that is not an object under the
+    location, or an ACL or object-lock header (:data:`REFUSED_HEADERS`: public or undeletable
+    objects are not a table's to decide)."""
+    refused = sorted(name for name in headers if name.startswith(REFUSED_HEADERS))
+    if refused:
+        raise errors.Forbidden(f"the signer does not sign header {refused[0][:64]!r}")
+    source = headers.get("x-amz-copy-source")
+    if source is None:
+        return
+    bucket, prefix = split_location(location)
+    path = urlsplit(source).path if method == "PUT" else ""
+    try:
+        key = unquote(path.lstrip("/"), errors="strict")
+    except UnicodeDecodeError:
+        key = ""
+    source_bucket, _, source_key = key.partition("/")
+    if source_bucket != bucket or not source_key.startswith(prefix) \
+            or any(segment in (".", "..") for segment in source_key.split("/")):
+        raise errors.Forbidden("the copy source is not an object under the table's location")
 
 
 def check_url(uri: str, method: str, location: str, options) -> None:

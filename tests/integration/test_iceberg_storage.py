@@ -2,8 +2,9 @@
 server mode with IAM authentication on, tests/support/s3.py): the gateway's key from a
 credentials file, vended credentials from STS ``AssumeRole``, and remote signing with botocore,
 each checked by the server itself. moto checks signatures, keys, session tokens and the role's
-own policy, not session policies: the session policy the gateway sends is evaluated with moto's
-IAM policy evaluator instead."""
+own policy; gateway/demo/moto_iam.py, which the server runs as, adds the session policy the
+gateway sends, the credentials' expiry and a copy's source, so what a vended key or a signature
+reaches is checked by the server too."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from botocore.exceptions import ClientError
-from moto.iam.access_control import IAMPolicy, PermissionResult
 from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
@@ -91,22 +91,60 @@ async def test_credentials_refresh_with_a_new_session(vendor: Vendor):
     assert first.access_key != second.access_key and second.expiration >= first.expiration
 
 
-def _decides(policy: dict, action: str, resource: str) -> bool:
-    return IAMPolicy(json.dumps(policy)).is_action_permitted(action, resource) == PermissionResult.PERMITTED
+async def test_the_server_holds_vended_credentials_to_the_table_prefix(s3: RunningS3, vendor: Vendor):
+    """moto alone let a key vended for lake/trips read, list, write and delete the whole bucket
+    (it keeps the session policy without evaluating it); the server now refuses all of that."""
+    s3.client("s3").put_object(Bucket=BUCKET, Key="lake/trips2/data/c.parquet", Body=b"sibling")
+
+    async def client(write: bool):
+        found = await vendor.credentials(TABLE, write=write, user="analyst")
+        return s3.client("s3", found.access_key, found.secret_key, found.token)
+
+    read, write = await client(False), await client(True)
+    own, other, sibling = "lake/trips/data/a.parquet", "lake/other/data/b.parquet", "lake/trips2/data/c.parquet"
+    assert read.get_object(Bucket=BUCKET, Key=own)["Body"].read() == b"parquet bytes"
+    assert [o["Key"] for o in read.list_objects_v2(Bucket=BUCKET, Prefix="lake/trips/")["Contents"]] == [own]
+    for key in (other, sibling):
+        assert _code(lambda: read.get_object(Bucket=BUCKET, Key=key)) == "AccessDenied"
+        assert _code(lambda: write.put_object(Bucket=BUCKET, Key=key, Body=b"x")) == "AccessDenied"
+        assert _code(lambda: write.delete_object(Bucket=BUCKET, Key=key)) == "AccessDenied"
+        assert _code(lambda: write.create_multipart_upload(Bucket=BUCKET, Key=key)) == "AccessDenied"
+    for prefix in ({}, {"Prefix": "lake/"}, {"Prefix": "lake/trips"}):  # root, namespace, trips2 too
+        assert _code(lambda: read.list_objects_v2(Bucket=BUCKET, **prefix)) == "AccessDenied"
+    assert _code(lambda: read.put_object(Bucket=BUCKET, Key="lake/trips/data/n", Body=b"x")) == "AccessDenied"
+    assert _code(lambda: read.delete_object(Bucket=BUCKET, Key=own)) == "AccessDenied"
+    write.put_object(Bucket=BUCKET, Key="lake/trips/data/n", Body=b"x")
+    write.copy_object(Bucket=BUCKET, Key="lake/trips/data/copy", CopySource=f"{BUCKET}/{own}")
+    assert _code(lambda: write.copy_object(Bucket=BUCKET, Key="lake/trips/data/stolen",
+                                           CopySource=f"{BUCKET}/{other}")) == "AccessDenied"
+    gone = write.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": other}]})
+    assert [e["Code"] for e in gone["Errors"]] == ["AccessDenied"]
+    assert s3.client("s3").get_object(Bucket=BUCKET, Key=other)["Body"].read() == b"parquet bytes"
+    for key in ("lake/trips/data/n", "lake/trips/data/copy"):
+        write.delete_object(Bucket=BUCKET, Key=key)
 
 
-def test_the_session_policy_limits_prefix_and_actions():
-    read = session_policy(TABLE, write=False)
-    write = session_policy(TABLE, write=True)
-    own = f"arn:aws:s3:::{BUCKET}/lake/trips/data/a.parquet"
-    other = f"arn:aws:s3:::{BUCKET}/lake/other/data/b.parquet"
-    sibling = f"arn:aws:s3:::{BUCKET}/lake/trips2/data/c.parquet"  # a longer name, same start
-    assert _decides(read, "s3:GetObject", own)
-    assert not _decides(read, "s3:GetObject", other) and not _decides(read, "s3:GetObject", sibling)
-    assert not _decides(read, "s3:PutObject", own) and not _decides(read, "s3:DeleteObject", own)
-    assert _decides(write, "s3:PutObject", own) and _decides(write, "s3:DeleteObject", own)
-    assert not _decides(write, "s3:PutObject", other)
-    assert not _decides(read, "s3:GetObject", "arn:aws:s3:::otherbucket/lake/trips/x")
+def test_the_server_refuses_expired_temporary_credentials(s3: RunningS3):
+    """STS's minimum lifetime is 900 s (botocore checks it): a session of 1 s asked for without
+    botocore's validation expires while the test waits, and the server then refuses its key."""
+    import botocore.session
+    from botocore.config import Config
+
+    sts = botocore.session.Session().create_client(
+        "sts", endpoint_url=s3.endpoint, region_name=REGION, aws_access_key_id=s3.access_key,
+        aws_secret_access_key=s3.secret_key, config=Config(parameter_validation=False))
+    found = sts.assume_role(RoleArn=s3.role_arn, RoleSessionName="short", DurationSeconds=1,
+                            Policy=json.dumps(session_policy(TABLE, write=False)))["Credentials"]
+    client = s3.client("s3", found["AccessKeyId"], found["SecretAccessKey"], found["SessionToken"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            client.get_object(Bucket=BUCKET, Key="lake/trips/data/a.parquet")
+        except ClientError as error:
+            assert error.response["Error"]["Code"] == "AccessDenied"
+            return
+        time.sleep(0.2)
+    raise AssertionError("an expired session still read the table")
 
 
 async def test_a_signed_request_is_accepted_by_the_server(s3: RunningS3, vendor: Vendor):
@@ -362,3 +400,45 @@ def test_a_table_renamed_out_of_its_namespace_gets_no_credentials_or_signatures(
     assert renamed({"source": rename["destination"], "destination": rename["source"]}).status_code == 204
     status, loaded = answer("GET", "/v1/namespaces/lake/tables/moving", delegation="vended-credentials")
     assert status == 200 and [c["prefix"] for c in loaded["storage-credentials"]] == [f"s3://{BUCKET}/lake/moving/"]
+
+
+def test_the_signer_refuses_headers_that_leave_the_table_and_forgets_a_dropped_one(gw, s3, trips):
+    """Found on make run S3=1: the signer signed a PUT under the table with an
+    x-amz-copy-source of another table (the server copied it in), an x-amz-acl public-read,
+    and a client Host header (a virtual-host Host made the path-style /warehouse/lake/trips/x
+    write key warehouse/lake/trips/x, outside every table)."""
+    answer = partial(_answer, gw, user=USER, password=PASSWORD)
+    path = "/v1/namespaces/lake/tables/trips/s3-sign"
+    url = f"{s3.endpoint}/{BUCKET}/lake/trips/data/copied.parquet"
+    other_key = [o["Key"] for o in s3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="lake/other/data/")["Contents"]][0]
+    for headers in ({"x-amz-copy-source": [f"/{BUCKET}/{other_key}"]}, {"x-amz-copy-source": [f"{BUCKET}/lake/trips2/x"]},
+                    {"x-amz-acl": ["public-read"]}, {"x-amz-grant-read": ["uri=http://acs.amazonaws.com/groups/global/AllUsers"]},
+                    {"x-amz-object-lock-mode": ["COMPLIANCE"]}):
+        status, body = answer("POST", path, body={"method": "PUT", "region": REGION, "uri": url, "headers": headers})
+        assert status == 403 and body["error"]["type"] == "ForbiddenException", (headers, body)
+    own_key = [o["Key"] for o in s3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="lake/trips/data/")["Contents"]][0]
+    status, body = answer("POST", path, body={"method": "PUT", "region": REGION, "uri": url,
+                                              "headers": {"x-amz-copy-source": [f"/{BUCKET}/{own_key}"]}})
+    assert status == 200
+    sent = urllib.request.Request(body["uri"], method="PUT", headers={
+        "x-amz-copy-source": f"/{BUCKET}/{own_key}", **{k: v[0] for k, v in body["headers"].items()}})
+    with urllib.request.urlopen(sent, timeout=10) as response:
+        assert response.status == 200  # a copy inside the table is signed, and the server takes it
+    s3.client("s3").delete_object(Bucket=BUCKET, Key="lake/trips/data/copied.parquet")
+    # a Host header is not signed: the signature holds for the URL's host only
+    virtual = f"{BUCKET}.localhost:{s3.port}"
+    status, body = answer("POST", path, body={"method": "PUT", "region": REGION, "headers": {"host": [virtual]},
+                                              "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/data/x"})
+    assert status == 200 and "host" not in body["headers"]
+    sent = urllib.request.Request(body["uri"], data=b"escaped", method="PUT", headers={
+        "Host": virtual, **{k: v[0] for k, v in body["headers"].items()}})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(sent, timeout=10)
+    assert caught.value.code == 403 and b"SignatureDoesNotMatch" in caught.value.read()  # not the session policy's AccessDenied
+    assert "Contents" not in s3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=f"{BUCKET}/")
+    # a dropped table: no signature, no credentials (the name answers 404)
+    _catalog(gw, USER, PASSWORD).create_table("lake.dropped", schema=SCHEMA)
+    assert call(gw, "DELETE", "/v1/namespaces/lake/tables/dropped", auth=(USER, PASSWORD)).status_code == 204
+    sign = {"method": "GET", "region": REGION, "uri": f"{s3.endpoint}/{BUCKET}/lake/dropped/metadata/x", "headers": {}}
+    assert answer("POST", "/v1/namespaces/lake/tables/dropped/s3-sign", body=sign)[0] == 404
+    assert answer("GET", "/v1/namespaces/lake/tables/dropped/credentials")[0] == 404

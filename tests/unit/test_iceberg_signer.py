@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gateway.iceberg import errors
 from gateway.iceberg.service import Summaries
-from gateway.iceberg.signer import MAX_HEADERS, check_url, headers_to_sign, signed
+from gateway.iceberg.signer import MAX_HEADERS, check_headers, check_url, headers_to_sign, signed
 from gateway.iceberg.storage import S3Options, split_location
 from gateway.iceberg.vending import TemporaryCredentials
 
@@ -72,7 +72,7 @@ def test_any_uri_is_signed_or_refused_with_400_or_403(uri, method):
 def test_headers_are_bounded_and_the_clients_credentials_dropped():
     given_headers = {"Host": ["h"], "Authorization": ["AWS4 forged"], "X-Amz-Security-Token": ["t"],
                      "X-Amz-Date": ["d"], "Range": ["bytes=0-9"]}
-    assert headers_to_sign(given_headers) == {"host": "h", "range": "bytes=0-9"}
+    assert headers_to_sign(given_headers) == {"range": "bytes=0-9"}  # Host too: the URL's host is signed
     for hostile in ({f"h{i}": ["v"] for i in range(MAX_HEADERS + 1)}, {"h": ["v" * 20_000]},
                     {"bad name": ["v"]}, {"h": ["a\r\nInjected: 1"]}):
         with pytest.raises(errors.IcebergError) as caught:
@@ -114,3 +114,39 @@ def test_whatever_passes_the_checks_is_signed_without_error(name, method, given_
     answer = signed(method, uri, headers, credentials, "us-east-1")
     assert answer["uri"] == uri and answer["headers"]["Authorization"][0].startswith("AWS4-HMAC-SHA256 ")
     assert "secret" not in str(answer)
+
+
+@pytest.mark.parametrize("source", [
+    "/warehouse/lake/trips/data/a.parquet", "warehouse/lake/trips/data/a.parquet",
+    "/warehouse/lake/trips/data/a.parquet?versionId=3", "/warehouse/lake/trips/data/a%20b.parquet",
+])
+def test_a_copy_inside_the_table_is_signed(source):
+    check_headers(headers_to_sign({"x-amz-copy-source": [source]}), "PUT", TABLE)
+
+
+@pytest.mark.parametrize("source, method", [
+    ("/warehouse/lake/other/data/a.parquet", "PUT"),       # another table
+    ("/warehouse/lake/trips2/data/a.parquet", "PUT"),      # same start, other table
+    ("/otherbucket/lake/trips/data/a.parquet", "PUT"),     # another bucket
+    ("/warehouse/lake/trips/../other/a.parquet", "PUT"),   # dot segments
+    ("/warehouse/lake/trips/%2E%2E/other/a", "PUT"),
+    ("/warehouse/lake/trips/a%FF", "PUT"),                 # not UTF-8
+    ("/warehouse/lake/trips/data/a.parquet", "POST"),      # a copy is a PUT
+    ("", "PUT"),
+])
+def test_a_copy_from_outside_the_table_is_refused(source, method):
+    with pytest.raises(errors.Forbidden):
+        check_headers(headers_to_sign({"x-amz-copy-source": [source]}), method, TABLE)
+
+
+@pytest.mark.parametrize("name", ["x-amz-acl", "X-Amz-Grant-Read", "x-amz-grant-full-control",
+                                  "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date"])
+def test_acl_and_object_lock_headers_are_refused(name):
+    with pytest.raises(errors.Forbidden):
+        check_headers(headers_to_sign({name: ["public-read"]}), "PUT", TABLE)
+
+
+def test_a_clients_host_header_is_not_signed():
+    """botocore signs a Host header it is given in place of the URL's: a virtual-host Host made
+    a path-style signature for /warehouse/lake/trips/x valid for key warehouse/lake/trips/x."""
+    assert headers_to_sign({"Host": ["warehouse.127.0.0.1:9000"], "User-Agent": ["t"]}) == {"user-agent": "t"}
