@@ -42,9 +42,12 @@ DUCKDB_PACKAGES = ("duckdb==1.4.4 duckdb-ext-iceberg==1.4.4.20260205 duckdb-ext-
                    "duckdb-ext-avro==1.4.4.20260205")
 
 
-def duckdb_program(uri: str, ca: str) -> str:
+def duckdb_program(uri: str, ca: str, delegation: str = "none") -> str:
     """DuckDB 1.4 (extensions ``iceberg``, ``httpfs``, ``avro`` from :data:`DUCKDB_PACKAGES`): a
-    Python program that attaches the catalog and reads the demo table (``# →`` its output)."""
+    Python program that attaches the catalog and reads the demo table (``# →`` its output).
+    ``delegation``: DuckDB's ``ACCESS_DELEGATION_MODE``, ``none`` for the file warehouse (the
+    data files are on the local disk), ``vended_credentials`` for ``make run S3=1`` (DuckDB
+    reads S3 with the key the gateway vends; with ``none`` it tried AWS's own endpoint)."""
     return f"""\
 import importlib.util
 
@@ -60,7 +63,7 @@ for statement in [
     \"\"\"CREATE SECRET demo_gateway (TYPE ICEBERG, CLIENT_ID '{USER}', CLIENT_SECRET '{PASSWORD}',
        OAUTH2_SERVER_URI '{uri}/v1/oauth/tokens')\"\"\",
     \"\"\"ATTACH '{WAREHOUSE}' AS demo (TYPE ICEBERG, ENDPOINT '{uri}',
-       SECRET demo_gateway, ACCESS_DELEGATION_MODE 'none')\"\"\",
+       SECRET demo_gateway, ACCESS_DELEGATION_MODE '{delegation}')\"\"\",
 ]:
     con.execute(statement)
 print(con.execute("SELECT city, sum(fare) FROM demo.lakehouse.trips GROUP BY city ORDER BY city").fetchall())
@@ -100,13 +103,14 @@ fs.hadoop.enabled=true
 """
 
 
-def engine_snippets(uri: str, ca: str) -> str:
-    """The banner's section: each engine's settings for the catalog at ``uri`` trusting ``ca``."""
+def engine_snippets(uri: str, ca: str, s3: bool = False) -> str:
+    """The banner's section: each engine's settings for the catalog at ``uri`` trusting ``ca``;
+    ``s3``: the demo's table is on S3 (``make run S3=1``)."""
     keytool = f"keytool -importcert -noprompt -alias hms-gateway -file {ca} -keystore gateway-ca.p12 -storepass changeit"
     return "\n".join([
         "PyIceberg (a program: run it from the repository with .venv/bin/python):", pyiceberg_program(uri, ca),
         f"DuckDB 1.4 (a program, as above, after .venv/bin/pip install {DUCKDB_PACKAGES}):",
-        duckdb_program(uri, ca),
+        duckdb_program(uri, ca, "vended_credentials" if s3 else "none"),
         f"Spark 3.5 + iceberg-spark-runtime 1.10 (spark-defaults.conf; trust store: {keytool}):",
         spark_properties(uri, "gateway-ca.p12"),
         "Trino (etc/catalog/demo.properties; the CA in its JVM's trust store):", trino_catalog(uri),

@@ -58,7 +58,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
 
   Iceberg engines (docs/iceberg.md, "Quick start"): OAuth2 client credentials etl / etl-password
 
-{textwrap.indent(engine_snippets(iceberg_url(port), _shown_path(ca)), "    ")}
+{textwrap.indent(engine_snippets(iceberg_url(port), _shown_path(ca), s3=storage is not None), "    ")}
   change feed (docs/change-feed.md): follow catalog changes as Server-Sent Events
   curl -N -sk -u admin:admin-password -H 'Accept: text/event-stream' \\
        https://localhost:{port}/gateway/default/events
