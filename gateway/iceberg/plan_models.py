@@ -3,9 +3,9 @@
 (``pyiceberg.catalog.rest.scan_planning``), with what they need to be written as the spec
 writes them, since PyIceberg only reads them:
 
-- a residual filter is written as the spec's ``Expression`` (PyIceberg's field is typed as the
-  abstract ``BooleanExpression``, which pydantic writes as ``{}``);
-- ``file-format`` is written lower case, as the spec's ``FileFormat`` enum has it;
+- tasks are written from the planner's JSON values (:meth:`ScanTaskList.of`), not as PyIceberg's
+  models: those write a residual filter as ``{}`` (the field is typed as the abstract
+  ``BooleanExpression``) and ``file-format`` upper case, and ten thousand of them cost seconds;
 - the answers of the two result operations are one model each (:class:`PlanningResult`,
   :class:`FetchedPlanningResult`), a union discriminated by ``status``.
 """
@@ -14,26 +14,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, RootModel, field_serializer
+import json
+
+from pydantic import Field, PrivateAttr, RootModel
 from pyiceberg.catalog.rest.scan_planning import (
     FetchScanTasksRequest as _FetchScanTasksRequest,
     PlanCancelled,
     PlanFailed,
     PlanSubmitted,
     PlanTableScanRequest as _PlanTableScanRequest,
-    RESTDataFile,
-    RESTEqualityDeleteFile,
-    RESTFileScanTask,
-    RESTPositionDeleteFile,
     ScanTasks,
     StorageCredential,
 )
-from pyiceberg.expressions import BooleanExpression, SerializableBooleanExpression
-from pyiceberg.manifest import FileFormat
+from pyiceberg.expressions import BooleanExpression
 
-__all__ = ["DataFile", "EqualityDeleteFile", "FetchScanTasksRequest", "FetchedPlanningResult", "FileScanTask",
-           "PlanCancelled", "PlanCompleted", "PlanFailed", "PlanSubmitted", "PlanTableScanRequest", "PlanningResult",
-           "PositionDeleteFile", "ScanTaskList", "StorageCredential"]
+__all__ = ["FetchScanTasksRequest", "FetchedPlanningResult", "PlanCancelled", "PlanCompleted", "PlanFailed",
+           "PlanSubmitted", "PlanTableScanRequest", "PlanningResult", "ScanTaskList", "StorageCredential"]
 
 #: Longest ``select``/``stats-fields`` list and plan task string accepted.
 MAX_FIELDS, MAX_PLAN_TASK = 10_000, 64 * 1024
@@ -54,45 +50,29 @@ class FetchScanTasksRequest(_FetchScanTasksRequest):
     plan_task: str = Field(alias="plan-task", max_length=MAX_PLAN_TASK)
 
 
-class _Written:
-    @field_serializer("file_format")
-    def _lower(self, value: FileFormat) -> str:
-        return value.value.lower()
-
-
-class DataFile(_Written, RESTDataFile):
-    """The spec's ``DataFile``."""
-
-
-class PositionDeleteFile(_Written, RESTPositionDeleteFile):
-    """The spec's ``PositionDeleteFile``."""
-
-
-class EqualityDeleteFile(_Written, RESTEqualityDeleteFile):
-    """The spec's ``EqualityDeleteFile``."""
-
-
-DeleteFile = Annotated[PositionDeleteFile | EqualityDeleteFile, Field(discriminator="content")]
-
-
-class FileScanTask(RESTFileScanTask):
-    """The spec's ``FileScanTask``: a data file, indexes into the answer's ``delete-files``,
-    and the residual filter (``true`` when nothing is left to check)."""
-
-    data_file: DataFile = Field(alias="data-file")
-    residual_filter: SerializableBooleanExpression | None = Field(alias="residual-filter", default=None)
-
-
 class ScanTaskList(ScanTasks):
-    """The spec's ``ScanTasks`` (also ``fetchScanTasks``'s answer, ``FetchScanTasksResult``)."""
+    """The spec's ``ScanTasks`` (also ``fetchScanTasks``'s answer, ``FetchScanTasksResult``),
+    written from the planner's JSON values (:meth:`of`; PyIceberg's own models read it)."""
 
-    delete_files: list[DeleteFile] = Field(alias="delete-files", default_factory=list)
-    file_scan_tasks: list[FileScanTask] = Field(alias="file-scan-tasks", default_factory=list)
+    _values: dict | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, values: dict):
+        """An answer writing ``values`` (the spec's JSON of it, as
+        :class:`gateway.iceberg.planning.Planned` holds it), unchecked."""
+        answer = cls.model_construct()
+        answer._values = values
+        return answer
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        if self._values is None:
+            return super().model_dump_json(**kwargs)
+        return json.dumps(self._values, separators=(",", ":"))
 
 
 class PlanCompleted(ScanTaskList):
-    """The spec's ``CompletedPlanningWithIDResult``: tasks, the plan id, and storage
-    credentials for the files (vended ones, as on load; absent otherwise)."""
+    """The spec's ``CompletedPlanningWithIDResult``: tasks, ``plan-id``, and
+    ``storage-credentials`` for the files (vended ones, as on load; absent otherwise)."""
 
     status: Literal["completed"] = "completed"
     plan_id: str = Field(alias="plan-id")
@@ -100,8 +80,8 @@ class PlanCompleted(ScanTaskList):
 
 
 class _Union(RootModel[Any]):
-    def model_dump_json(self, **kwargs: Any) -> str:  # as PyIceberg's models: nulls left out
-        return super().model_dump_json(**{"exclude_none": True, **kwargs})
+    def model_dump_json(self, **kwargs: Any) -> str:  # the chosen model writes itself
+        return self.root.model_dump_json(**kwargs)
 
 
 class PlanningResult(_Union):

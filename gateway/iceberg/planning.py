@@ -22,12 +22,14 @@ What PyIceberg does not do, written here after the spec's words:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.conversions import from_bytes, to_json
 from pyiceberg.exceptions import ResolveError
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression
+from pydantic import TypeAdapter
+from pyiceberg.expressions import AlwaysTrue, BooleanExpression, SerializableBooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids, manifest_evaluator
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
@@ -40,11 +42,9 @@ from gateway.iceberg import errors
 from gateway.iceberg.local_paths import irregular, linked
 from gateway.iceberg.locations import Location, stored
 from gateway.iceberg.manifest_cache import ManifestCache
-from gateway.iceberg.plan_models import (
-    DataFile, EqualityDeleteFile, FileScanTask, PlanTableScanRequest, PositionDeleteFile, ScanTaskList,
-)
+from gateway.iceberg.plan_models import PlanTableScanRequest
 
-__all__ = ["Foreign", "Scope", "Slice", "plan", "scope"]
+__all__ = ["Foreign", "Planned", "Scope", "Slice", "manifests", "plan", "scope", "slices"]
 
 
 class Foreign(Exception):
@@ -70,6 +70,20 @@ class Scope:
     stats_ids: frozenset[int] = field(default_factory=frozenset)
     #: The top-level columns the request selects, filters on or asks statistics of.
     columns: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Planned tasks as the spec's ``ScanTasks`` writes them (JSON values: ten thousand tasks as
+    pydantic models took seconds): ``delete-files``, ``file-scan-tasks``, ``plan-tasks``."""
+
+    delete_files: list[dict] = field(default_factory=list)
+    file_scan_tasks: list[dict] = field(default_factory=list)
+    plan_tasks: list[str] = field(default_factory=list)
+
+    def values(self) -> dict:
+        return {"delete-files": self.delete_files, "file-scan-tasks": self.file_scan_tasks,
+                "plan-tasks": self.plan_tasks}
 
 
 @dataclass(frozen=True)
@@ -141,14 +155,6 @@ def _field_id(schema: Schema, name: str, case_sensitive: bool, what: str) -> int
         raise errors.BadRequest(f"{what} names {name[:200]!r}, which the table's schema has not") from None
 
 
-def _confined(path: str, root: Location, table_root: str, reads: bool) -> None:
-    where = stored(path)
-    if where is None or not root.contains(where):
-        raise Foreign(path)
-    if reads and (linked(path, table_root) or irregular(path)):
-        raise Foreign(path)
-
-
 def _planner(scope: Scope, io: FileIO) -> ManifestGroupPlanner:
     return ManifestGroupPlanner(scope.metadata, io, scope.filter, scope.case_sensitive)
 
@@ -159,19 +165,16 @@ def manifests(scope: Scope, io: FileIO, cache: ManifestCache):
     reading raises."""
     if scope.snapshot is None:
         return [], []
-    table_root = scope.metadata.location
-    root = stored(table_root)
-    if root is None:
-        raise Foreign(table_root)
+    root = _Root(scope.metadata.location)
     if scope.appends is None:
         lists = [scope.snapshot.manifest_list]
     else:  # IncrementalAppendScan: the manifests each append added, from its own manifest list
         lists = [s.manifest_list for s in scope.metadata.snapshots if s.snapshot_id in scope.appends]
     found = []
     for manifest_list in lists:
-        _confined(manifest_list, root, table_root, reads=True)
+        root.check(manifest_list, reads=True)
         for manifest in cache.manifests(io, manifest_list):
-            _confined(manifest.manifest_path, root, table_root, reads=True)
+            root.check(manifest.manifest_path, reads=True)
             found.append(manifest)
     if scope.appends is not None:
         found = sorted({m.manifest_path: m for m in found if m.content == ManifestContent.DATA
@@ -206,7 +209,7 @@ def slices(data: Sequence, files_per_task: int) -> list[Slice]:
     return groups
 
 
-def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence) -> ScanTaskList:
+def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence) -> Planned:
     """The file scan tasks of ``data`` manifests with ``deletes`` (PyIceberg's planner), as the
     spec's ``ScanTasks``. Raises :class:`Foreign`, and what reading raises."""
     equality: list[ManifestEntry] = []
@@ -238,74 +241,109 @@ def _equality_deletes(task: PlannedTask, equality: list[ManifestEntry], sequence
                  or (e.data_file.spec_id == data.spec_id and e.data_file.partition == data.partition))]
 
 
+class _Root:
+    """The table's location, for the confinement of every path a plan reads or hands out: a
+    path written below it plainly (its own prefix, no ``.``/``..``/empty segment, nothing a
+    :func:`~gateway.iceberg.locations.parse` would refuse) passes at once; any other is parsed
+    and compared as :mod:`gateway.iceberg.locations` compares locations."""
+
+    def __init__(self, location: str):
+        self.text = location
+        self.location = stored(location)
+        if self.location is None:
+            raise Foreign(location)
+        self.prefix = location.rstrip("/") + "/"
+
+    def check(self, path: str, reads: bool) -> None:
+        if not (path.startswith(self.prefix) and _PLAIN.fullmatch(path, len(self.prefix))):
+            where = stored(path)
+            if where is None or not self.location.contains(where):
+                raise Foreign(path)
+        if reads and (linked(path, self.text) or irregular(path)):
+            raise Foreign(path)
+
+
+#: A relative path of plain segments: no ``.``, ``..`` or empty one, no character that a
+#: location may not hold or that could encode one (``%``, ``\\``, controls, ``?``, ``#``, ``*``, ``$``).
+_PLAIN = re.compile(r"(?:(?!\.{1,2}(?:/|$))[^/%\\\x00-\x1f\x7f?#*$]+/)*(?!\.{1,2}$)[^/%\\\x00-\x1f\x7f?#*$]+")
+_EXPRESSION = TypeAdapter(SerializableBooleanExpression)
+
+
 def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEntry],
-             sequence: dict[str, int]) -> ScanTaskList:
+             sequence: dict[str, int]) -> Planned:
     metadata = scope.metadata
-    table_root = metadata.location
-    root = stored(table_root)
-    assert root is not None
+    root = _Root(metadata.location)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned()}
     partition_types = {s.spec_id: s.partition_type(metadata.schema()) for s in metadata.partition_specs}
     schema = metadata.schema()
     deletes: dict[str, int] = {}
-    delete_files: list = []
-    tasks: list[FileScanTask] = []
+    delete_files: list[dict] = []
+    tasks: list[dict] = []
     for task in planned:
-        _confined(task.file.file_path, root, table_root, reads=False)
+        root.check(task.file.file_path, reads=False)
         refs = []
         applied = [*task.delete_files]
         if equality:
             applied.extend(_equality_deletes(task, equality, sequence, unpartitioned))
         for delete in sorted(applied, key=lambda d: d.file_path):
             if delete.file_path not in deletes:
-                _confined(delete.file_path, root, table_root, reads=False)
+                root.check(delete.file_path, reads=False)
                 deletes[delete.file_path] = len(delete_files)
                 delete_files.append(_content_file(delete, partition_types, schema, frozenset()))
             refs.append(deletes[delete.file_path])
+        written = {"data-file": _content_file(task.file, partition_types, schema, scope.stats_ids)}
+        if refs:
+            written["delete-file-references"] = refs
         # No residual left: none written. The spec's form of it ({"type": "true"}) is one neither
         # PyIceberg nor Java writes, and PyIceberg cannot read; without one, a client applies
         # the request's filter, which keeps the same rows.
-        residual = None if task.residual is None or task.residual == AlwaysTrue() else task.residual
-        tasks.append(FileScanTask.model_construct(
-            data_file=_content_file(task.file, partition_types, schema, scope.stats_ids),
-            delete_file_references=refs or None, residual_filter=residual))
-    return ScanTaskList.model_construct(delete_files=delete_files, file_scan_tasks=tasks, plan_tasks=[])
+        if task.residual is not None and task.residual != AlwaysTrue():
+            written["residual-filter"] = _EXPRESSION.dump_python(task.residual, mode="json", by_alias=True)
+        tasks.append(written)
+    return Planned(delete_files, tasks)
 
 
-def _content_file(data, partition_types, schema: Schema, stats_ids: frozenset[int]):
+_CONTENT = {DataFileContent.DATA: "data", DataFileContent.POSITION_DELETES: "position-deletes",
+            DataFileContent.EQUALITY_DELETES: "equality-deletes"}
+
+
+def _content_file(data, partition_types, schema: Schema, stats_ids: frozenset[int]) -> dict:
     """PyIceberg's ``DataFile`` record as the spec's ``DataFile``, ``PositionDeleteFile`` or
-    ``EqualityDeleteFile``: partition values in the spec's JSON forms, column statistics only
-    for ``stats_ids`` (the request's ``stats-fields``)."""
+    ``EqualityDeleteFile`` (JSON values): partition values in the spec's JSON forms, column
+    statistics only for ``stats_ids`` (the request's ``stats-fields``)."""
     ptype = partition_types.get(data.spec_id)
-    partition = [to_json(f.field_type, v) if v is not None else None
-                 for f, v in zip(ptype.fields if ptype else (), data.partition._data if data.partition else ())]
-    common = {"spec_id": data.spec_id, "partition": partition, "file_path": data.file_path,
-              "file_format": data.file_format, "file_size_in_bytes": data.file_size_in_bytes,
-              "record_count": data.record_count, "split_offsets": data.split_offsets,
-              "sort_order_id": data.sort_order_id,
-              "key_metadata": data.key_metadata.hex().upper() if data.key_metadata else None}
-    if data.content == DataFileContent.POSITION_DELETES:
-        return PositionDeleteFile.model_construct(content="position-deletes", **common)
-    if data.content == DataFileContent.EQUALITY_DELETES:
-        return EqualityDeleteFile.model_construct(content="equality-deletes", equality_ids=data.equality_ids, **common)
-    return DataFile.model_construct(content="data", **common, **(_stats(data, schema, stats_ids) if stats_ids else {}))
+    values = data.partition._data if data.partition is not None else ()
+    written = {"spec-id": data.spec_id, "content": _CONTENT[data.content], "file-path": data.file_path,
+               "file-format": data.file_format.value.lower(),
+               "partition": [to_json(f.field_type, v) if v is not None else None
+                             for f, v in zip(ptype.fields if ptype else (), values)],
+               "file-size-in-bytes": data.file_size_in_bytes, "record-count": data.record_count}
+    if data.split_offsets:
+        written["split-offsets"] = list(data.split_offsets)
+    if data.sort_order_id is not None:
+        written["sort-order-id"] = data.sort_order_id
+    if data.key_metadata:
+        written["key-metadata"] = data.key_metadata.hex().upper()
+    if data.content == DataFileContent.EQUALITY_DELETES and data.equality_ids:
+        written["equality-ids"] = list(data.equality_ids)
+    if stats_ids and data.content == DataFileContent.DATA:
+        written.update(_stats(data, schema, stats_ids))
+    return written
 
 
 def _stats(data, schema: Schema, ids: frozenset[int]) -> dict:
-    from pyiceberg.catalog.rest.scan_planning import CountMap, ValueMap
-
-    def counts(values):
+    out = {}
+    for key, values in (("column-sizes", data.column_sizes), ("value-counts", data.value_counts),
+                        ("null-value-counts", data.null_value_counts), ("nan-value-counts", data.nan_value_counts)):
         kept = {k: v for k, v in (values or {}).items() if k in ids}
-        return CountMap(keys=list(kept), values=list(kept.values())) if kept else None
-
-    def bounds(values):
+        if kept:
+            out[key] = {"keys": list(kept), "values": list(kept.values())}
+    for key, values in (("lower-bounds", data.lower_bounds), ("upper-bounds", data.upper_bounds)):
         kept = {}
-        for key, raw in (values or {}).items():
-            if key in ids:
-                kind = schema.find_type(key)
-                kept[key] = to_json(kind, from_bytes(kind, raw))
-        return ValueMap.model_construct(keys=list(kept), values=list(kept.values())) if kept else None
-
-    return {"column_sizes": counts(data.column_sizes), "value_counts": counts(data.value_counts),
-            "null_value_counts": counts(data.null_value_counts), "nan_value_counts": counts(data.nan_value_counts),
-            "lower_bounds": bounds(data.lower_bounds), "upper_bounds": bounds(data.upper_bounds)}
+        for field_id, raw in (values or {}).items():
+            if field_id in ids:
+                kind = schema.find_type(field_id)
+                kept[field_id] = to_json(kind, from_bytes(kind, raw))
+        if kept:
+            out[key] = {"keys": list(kept), "values": list(kept.values())}
+    return out

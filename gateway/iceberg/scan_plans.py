@@ -42,7 +42,7 @@ from gateway.iceberg.plan_models import (
     PlanSubmitted, PlanTableScanRequest, ScanTaskList, StorageCredential,
 )
 from gateway.iceberg.plan_store import PLAN, TASK, Pending, decode, encode, owned
-from gateway.iceberg.planning import Foreign, Scope, manifests, plan, scope, slices
+from gateway.iceberg.planning import Foreign, Planned, Scope, manifests, plan, scope, slices
 from gateway.iceberg.read_rules import Readable, readable, require_columns
 
 log = logging.getLogger(__name__)
@@ -70,19 +70,18 @@ def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **ext
     return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
 
 
-def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict) -> ScanTaskList:
+def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict) -> Planned:
     """The first answer's tasks (blocking): file scan tasks, or plan tasks for large plans."""
     service = catalog.service
     io = file_io(catalog.files.properties, found.metadata.location)
     data, deletes = manifests(found, io, service.manifests)
     groups = slices(data, service.planning.files_per_task)
     if len(groups) > 1:
-        return ScanTaskList.model_construct(delete_files=[], file_scan_tasks=[], plan_tasks=[
-            _token(catalog, db, name, request, TASK, m=[g.start, g.end]) for g in groups])
+        return Planned(plan_tasks=[_token(catalog, db, name, request, TASK, m=[g.start, g.end]) for g in groups])
     return plan(found, io, data, deletes)
 
 
-async def _settled(work, db: str, name: str) -> ScanTaskList:
+async def _settled(work, db: str, name: str) -> Planned:
     """``work``'s tasks, its failures in the error model."""
     try:
         return await work
@@ -99,11 +98,12 @@ async def _settled(work, db: str, name: str) -> ScanTaskList:
 
 
 async def _completed(catalog: Catalog, request: web.BaseRequest, db: str, name: str, table: Readable,
-                     tasks: ScanTaskList, plan_id: str) -> PlanCompleted:
+                     tasks: Planned, plan_id: str) -> PlanCompleted:
     _, vended = await delegated(catalog, request, db, name, table.metadata.location)
-    return PlanCompleted.model_construct(
-        status="completed", plan_id=plan_id, delete_files=tasks.delete_files, file_scan_tasks=tasks.file_scan_tasks,
-        plan_tasks=tasks.plan_tasks, storage_credentials=[StorageCredential(**c) for c in vended] or None)
+    values = {**tasks.values(), "status": "completed", "plan-id": plan_id}
+    if vended:
+        values["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
+    return PlanCompleted.of(values)
 
 
 def _quiet(work: asyncio.Future) -> None:
@@ -165,9 +165,7 @@ async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseReque
     Raises 404 ``NoSuchPlanIdException`` as :func:`fetch_planning_result`."""
     db, name = route.db_table()
     plan_id = route.plan_id or ""
-    catalog.named(db, name)
-    catalog.require("select", db, name)
-    await catalog.lookup(db, name)
+    await readable(catalog, db, name)
     pending = catalog.service.pending
     found = pending.get(plan_id, catalog.user, db, name)
     if found is not None:
@@ -195,12 +193,12 @@ async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequ
     found = _again(table, _request(payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
     require_columns(catalog, db, name, table, set(found.columns))
 
-    def planned() -> ScanTaskList:
+    def planned() -> Planned:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
         return plan(found, io, data[span[0]:span[1]], deletes)
     tasks = await _settled(asyncio.to_thread(planned), db, name)
-    return Reply(body=tasks)
+    return Reply(body=ScanTaskList.of(tasks.values()))
 
 
 def _request(payload: dict, missing) -> PlanTableScanRequest:

@@ -1,7 +1,8 @@
-"""Row-level deletes for test tables, which PyIceberg 0.12 reads (position deletes) but does not
-write (its deletes rewrite data files): :func:`commit_deletes` writes one delete file with
-PyArrow, a delete manifest and a manifest list with PyIceberg's writers, and commits the snapshot
-through the table's catalog (the gateway), as a merge-on-read engine (Spark, Flink) would."""
+"""Snapshots PyIceberg 0.12 reads but does not write, for tests and benchmarks, committed through
+the table's catalog (the gateway) as another engine would: row-level deletes
+(:func:`commit_deletes`: PyIceberg's deletes rewrite data files; Spark's and Flink's
+merge-on-read write delete files), and manifests written by the caller (:func:`commit_manifests`:
+a large table's metadata without writing its data files)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
 
-__all__ = ["commit_deletes"]
+__all__ = ["commit_deletes", "commit_manifests", "new_snapshot_id"]
 
 
 class _DeleteManifestWriter(ManifestWriterV2):
@@ -38,8 +39,7 @@ def commit_deletes(table: Table, rows: pa.Table, *, equality_ids: list[int] | No
     ``equality_ids`` names the equality columns (``rows`` then holds those columns). Returns the
     table reloaded."""
     metadata, io = table.metadata, table.io
-    snapshot_id = int.from_bytes(uuid.uuid4().bytes[:7], "big")
-    parent = metadata.current_snapshot()
+    snapshot_id = new_snapshot_id()
     path = f"{metadata.location}/data/deletes-{uuid.uuid4()}.parquet"
     with io.new_output(path).create() as stream:
         pq.write_table(rows, stream)
@@ -54,15 +54,28 @@ def commit_deletes(table: Table, rows: pa.Table, *, equality_ids: list[int] | No
                                "deflate") as writer:
         writer.add_entry(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                  data_file=delete))
-    manifest = writer.to_manifest_file()
+    return commit_manifests(table, [writer.to_manifest_file()], snapshot_id, Operation.DELETE)
+
+
+def new_snapshot_id() -> int:
+    """A random positive snapshot id."""
+    return int.from_bytes(uuid.uuid4().bytes[:7], "big")
+
+
+def commit_manifests(table: Table, manifests: list, snapshot_id: int, operation: Operation = Operation.APPEND) -> Table:
+    """Commit a snapshot ``snapshot_id`` of ``table`` whose manifest list holds the current
+    snapshot's manifests and ``manifests`` (written by the caller for that snapshot id), as
+    ``main``. Returns the table reloaded."""
+    metadata, io = table.metadata, table.io
+    parent = metadata.current_snapshot()
     sequence = metadata.next_sequence_number()
     list_path = f"{metadata.location}/metadata/snap-{snapshot_id}-0-{uuid.uuid4()}.avro"
     with write_manifest_list(2, io.new_output(list_path), snapshot_id, parent.snapshot_id if parent else None,
                              sequence, "deflate") as listing:
-        listing.add_manifests([*(parent.manifests(io) if parent else []), manifest])
+        listing.add_manifests([*(parent.manifests(io) if parent else []), *manifests])
     snapshot = Snapshot(**{"snapshot-id": snapshot_id, "parent-snapshot-id": parent.snapshot_id if parent else None,
                            "sequence-number": sequence, "timestamp-ms": int(time.time() * 1000),
-                           "manifest-list": list_path, "summary": Summary(Operation.DELETE),
+                           "manifest-list": list_path, "summary": Summary(operation),
                            "schema-id": metadata.current_schema_id})
     with table.transaction() as transaction:
         transaction._apply(
