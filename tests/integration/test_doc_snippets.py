@@ -32,6 +32,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,6 +43,7 @@ import pytest
 import yaml
 
 from gateway.demo.aws_keys import CREDENTIALS_ENV, CREDENTIALS_FILE
+from gateway.demo.tokens import KEY_ENV
 from tests.support.config_check import check_config, merge_values, write_chart_config
 from tests.support.config_sandbox import Sandbox, shipped_topologies, write_materials
 from tests.support.doc_snippets import (
@@ -64,7 +66,8 @@ PROGRAMS = {"python": ("snippet.py", [sys.executable], "# →"), "javascript": (
 #: Where a JavaScript block's imports (iceberg-js) resolve: tests/node's packages (npm ci).
 NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
 #: What a reader's shell may hold that a block must not rely on: it sets what it needs itself.
-UNSET = ("HMS_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+UNSET = ("HMS_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+         KEY_ENV, CREDENTIALS_ENV)
 
 def _id(snippet: Snippet) -> str:
     return snippet.where
@@ -186,6 +189,18 @@ def test_helm_values_block_passes_schema_and_check_config(snippet: Snippet, mate
 # --- run: a real gateway with the demo's configuration ----------------------------------------
 
 
+def lay_out_as_the_repository(workdir: Path) -> None:
+    """What a block finds in the repository after `make run`, besides ``certs/`` (the gateway's
+    own): ``config/`` as shipped, ``var/demo``'s keys (the values tests/conftest.py gave the
+    gateway), ``.venv`` (this interpreter's)."""
+    shutil.copytree(ROOT / "config", workdir / "config")
+    demo = workdir / "var" / "demo"
+    demo.mkdir(parents=True)
+    (demo / CREDENTIALS_FILE).write_text(os.environ[CREDENTIALS_ENV])
+    (demo / "gateway-token.key").write_text(os.environ[KEY_ENV] + "\n")
+    (workdir / ".venv").symlink_to(Path(sys.executable).parent.parent, target_is_directory=True)
+
+
 @pytest.fixture(scope="module")
 def demo_gateway(hms, tmp_path_factory):
     """config/gateway.yaml and config/topologies/*.yaml as `make run` serves them, on free ports,
@@ -199,8 +214,7 @@ def demo_gateway(hms, tmp_path_factory):
     extra = {k: v for k, v in demo.items() if k not in ("listeners", "tls", "topologies_dir")}
     topologies = shipped_topologies(f"thrift://{hms.host}:{hms.port}")
     workdir = tmp_path_factory.mktemp("doc-gateway")
-    (workdir / "var" / "demo").mkdir(parents=True)
-    (workdir / "var" / "demo" / CREDENTIALS_FILE).write_text(os.environ[CREDENTIALS_ENV])
+    lay_out_as_the_repository(workdir)
     gw = start_gateway(workdir, topologies, DEMO_USERS, gateway_extra=extra)
     assert gw.ca_file == gw.workdir / "certs" / "ca.crt"  # what the blocks pass as --cacert / ca=
     try:
