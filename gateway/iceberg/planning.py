@@ -112,6 +112,8 @@ def scope(metadata: TableMetadata, ask: PlanTableScanRequest) -> Scope:
     if ask.start_snapshot_id is not None or ask.end_snapshot_id is not None:
         if ask.end_snapshot_id is None:
             raise errors.BadRequest("start-snapshot-id needs end-snapshot-id")
+        if ask.snapshot_id is not None:
+            raise errors.BadRequest("snapshot-id is a point-in-time scan: not with end-snapshot-id")
         snapshot = _snapshot(metadata, ask.end_snapshot_id, "end-snapshot-id")
         if ask.start_snapshot_id is not None:
             try:

@@ -249,6 +249,7 @@ def test_completed_plan_ids_answer_their_caller_for_their_table_until_they_expir
     ({"select": ["nope"]}, "select names 'nope'"),
     ({"stats-fields": ["nope"]}, "stats-fields names 'nope'"),
     ({"snapshot-id": 1, "start-snapshot-id": 1, "end-snapshot-id": 2}, "invalid PlanTableScanRequest"),
+    ({"snapshot-id": 1, "end-snapshot-id": 2}, "not with end-snapshot-id"),
 ])
 def test_bad_plans_are_the_spec_s_400_and_plan_nothing(gw, tables, body, says):
     misses = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH)
