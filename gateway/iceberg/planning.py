@@ -13,8 +13,9 @@ What PyIceberg does not do, written here after the spec's words:
   delete's and the delete's partition spec is unpartitioned or its spec and partition equal the
   data file's (the table spec, "Scan Planning").
 - **Splitting**: the data manifests left after partition-summary pruning are cut, in order,
-  into groups of about ``files_per_task`` live files; more than one group answers plan tasks
-  (:class:`Slice`), each planned alone with every delete manifest.
+  into groups of about ``files_per_task`` live files (:class:`Slice`), each planned alone with
+  every delete manifest; the first answer plans groups until it holds ``files_per_task`` tasks
+  and leaves the rest as plan tasks (:func:`first_answer`).
 - **Confinement** (the gateway is a deputy): the manifest list and every manifest are read only
   below the table's location (locally: not through a symbolic link, regular files only), and a
   plan whose data or delete files lie elsewhere is refused whole (:class:`Foreign`).
@@ -23,7 +24,7 @@ What PyIceberg does not do, written here after the spec's words:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pyiceberg.conversions import from_bytes, to_json
@@ -44,7 +45,7 @@ from gateway.iceberg.locations import Location, stored
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_models import PlanTableScanRequest
 
-__all__ = ["Foreign", "Planned", "Scope", "Slice", "manifests", "plan", "scope", "slices"]
+__all__ = ["Foreign", "Planned", "Scope", "Slice", "first_answer", "manifests", "plan", "scope", "slices"]
 
 
 class Foreign(Exception):
@@ -84,6 +85,20 @@ class Planned:
     def values(self) -> dict:
         return {"delete-files": self.delete_files, "file-scan-tasks": self.file_scan_tasks,
                 "plan-tasks": self.plan_tasks}
+
+    def add(self, other: Planned) -> None:
+        """Append ``other``'s file scan tasks, its delete files kept once (by path) and its
+        tasks' references renumbered into this answer's ``delete-files``."""
+        index = {d["file-path"]: i for i, d in enumerate(self.delete_files)}
+        moved = []
+        for delete in other.delete_files:
+            if delete["file-path"] not in index:
+                index[delete["file-path"]] = len(self.delete_files)
+                self.delete_files.append(delete)
+            moved.append(index[delete["file-path"]])
+        for task in other.file_scan_tasks:
+            refs = task.get("delete-file-references")
+            self.file_scan_tasks.append({**task, "delete-file-references": [moved[r] for r in refs]} if refs else task)
 
 
 @dataclass(frozen=True)
@@ -209,6 +224,21 @@ def slices(data: Sequence, files_per_task: int) -> list[Slice]:
     if start < len(data) or not groups:
         groups.append(Slice(start, len(data)))
     return groups
+
+
+def first_answer(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence, files_per_task: int,
+                 task: Callable[[Slice], str]) -> Planned:
+    """The first answer to a plan: the :func:`slices` of ``data`` planned in order until the
+    answer holds ``files_per_task`` file scan tasks, the slices left as plan tasks (``task``
+    names one). A filter that prunes most files is answered whole in one round trip."""
+    answer = Planned()
+    groups = slices(data, files_per_task)
+    for number, group in enumerate(groups):
+        if len(answer.file_scan_tasks) >= files_per_task:
+            answer.plan_tasks.extend(task(rest) for rest in groups[number:])
+            break
+        answer.add(plan(scope, io, data[group.start:group.end], deletes))
+    return answer
 
 
 def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence) -> Planned:

@@ -42,7 +42,7 @@ from gateway.iceberg.plan_models import (
     PlanSubmitted, PlanTableScanRequest, ScanTaskList, StorageCredential,
 )
 from gateway.iceberg.plan_store import PLAN, TASK, Pending, decode, encode, owned
-from gateway.iceberg.planning import Foreign, Planned, Scope, manifests, plan, scope, slices
+from gateway.iceberg.planning import Foreign, Planned, Scope, first_answer, manifests, plan, scope
 from gateway.iceberg.read_rules import Readable, readable, require_columns
 
 log = logging.getLogger(__name__)
@@ -71,14 +71,12 @@ def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **ext
 
 
 def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict) -> Planned:
-    """The first answer's tasks (blocking): file scan tasks, or plan tasks for large plans."""
+    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans."""
     service = catalog.service
     io = file_io(catalog.files.properties, found.metadata.location)
     data, deletes = manifests(found, io, service.manifests)
-    groups = slices(data, service.planning.files_per_task)
-    if len(groups) > 1:
-        return Planned(plan_tasks=[_token(catalog, db, name, request, TASK, m=[g.start, g.end]) for g in groups])
-    return plan(found, io, data, deletes)
+    return first_answer(found, io, data, deletes, service.planning.files_per_task,
+                        lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]))
 
 
 async def _settled(work, db: str, name: str) -> Planned:

@@ -23,7 +23,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg.manifest_cache import CachedManifest, ManifestCache
 from gateway.iceberg.plan_store import PLAN, TASK, PlanningOptions, decode, encode, owned
-from gateway.iceberg.planning import Slice, slices
+from gateway.iceberg.planning import Planned, Slice, slices
 from gateway.observability import metrics
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
@@ -126,3 +126,12 @@ def test_data_manifests_are_cut_into_plan_tasks_of_about_files_per_task():
 def test_planning_options_are_validated(options):
     with pytest.raises(ValidationError):
         PlanningOptions(**options)
+
+
+def test_answers_merge_with_each_delete_file_once_and_references_renumbered():
+    first = Planned([{"file-path": "d1"}], [{"data-file": {"file-path": "a"}, "delete-file-references": [0]}])
+    first.add(Planned([{"file-path": "d2"}, {"file-path": "d1"}],
+                      [{"data-file": {"file-path": "b"}, "delete-file-references": [1, 0]},
+                       {"data-file": {"file-path": "c"}}]))
+    assert first.delete_files == [{"file-path": "d1"}, {"file-path": "d2"}]
+    assert [t.get("delete-file-references") for t in first.file_scan_tasks] == [[0], [0, 1], None]
