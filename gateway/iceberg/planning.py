@@ -41,7 +41,7 @@ from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids
 
 from gateway.iceberg import errors
 from gateway.iceberg.local_paths import irregular, linked
-from gateway.iceberg.locations import Location, stored
+from gateway.iceberg.locations import stored
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_models import PlanTableScanRequest
 
