@@ -212,13 +212,17 @@ def test_a_server_left_running_is_found_and_killed_even_when_orphaned():
     env.pop("PYTEST_XDIST_WORKER", None)
     # a shell that starts a sleeper in the background and exits: the sleeper is re-parented
     subprocess.run(["sh", "-c", "sleep 300 >/dev/null 2>&1 &"], env=env, check=True)
-    deadline = time.monotonic() + 10
-    while not (found := leftovers(session, None)) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    # until the shell's forked child has become the sleeper (before its exec it is "sh -c ...")
+    while True:
+        found = leftovers(session, None)
+        if [f.command for f in found] == ["sleep 300"] or time.monotonic() > deadline:
+            break
         time.sleep(0.1)
     assert [f.command for f in found] == ["sleep 300"]
     assert leftovers(session, "gw7") == []  # another worker's processes are not this one's
     assert [f.pid for f in reap(session, None, grace=0.5)] == [found[0].pid]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while leftovers(session, None) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert leftovers(session, None) == []
