@@ -220,7 +220,8 @@ DERBY_PROPERTIES = {"derby.locks.deadlockTimeout": "1"}
 
 
 class EmbeddedHMS:
-    """One Hive Metastore 2.3.10 JVM (Derby-backed, unsecured, strict binary Thrift on ``port``).
+    """One Hive Metastore 2.3.10 JVM (Derby-backed, strict binary Thrift on ``port``; unsecured
+    unless ``kerberos`` is given).
 
     ``workdir`` is created if missing; its Derby database and warehouse survive stop/start, so a
     second run sees the first run's catalog. ``framed=True`` sets

@@ -57,6 +57,8 @@ def start_hms(
     Retries a few times if another process grabs the port between the pick and the JVM's bind.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
+    if catalog and kerberos is not None:
+        raise ValueError("the demo pipeline calls HMS directly without SASL: seed a Kerberized HMS through a gateway")
     for attempt in range(3):
         server = EmbeddedHMS(workdir, free_port(), framed=framed, durable=False, short_lived=short_lived,
                               site=site, derby=derby, kerberos=kerberos, **events)
