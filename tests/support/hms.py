@@ -43,7 +43,7 @@ def free_port() -> int:
 def start_hms(
     workdir: Path, *, framed: bool = False, catalog: bool = False, many_partitions: int = SAMPLE_MANY_PARTITIONS,
     short_lived: bool = True, site: dict[str, str] | None = None, derby: dict[str, str] | None = None,
-    **events,
+    kerberos=None, **events,
 ) -> RunningHMS:
     """Start an HMS in ``workdir`` on a free port; with ``catalog``, run the demo pipeline into it.
 
@@ -52,13 +52,16 @@ def start_hms(
     ``events`` are EmbeddedHMS's notification-log settings (``event_ttl_seconds``,
     ``event_cleaner_interval_seconds``).
     ``site`` adds ``hive-site.xml`` properties (a short ``hive.txn.timeout`` for lock expiry),
-    ``derby`` Derby system properties (lock timeouts).
+    ``derby`` Derby system properties (lock timeouts). ``kerberos``: an ``HMSKerberos``
+    (tests/support/secure_hms.py); the catalog pipeline then cannot run directly.
     Retries a few times if another process grabs the port between the pick and the JVM's bind.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
+    if catalog and kerberos is not None:
+        raise ValueError("the demo pipeline calls HMS directly without SASL: seed a Kerberized HMS through a gateway")
     for attempt in range(3):
         server = EmbeddedHMS(workdir, free_port(), framed=framed, durable=False, short_lived=short_lived,
-                              site=site, derby=derby, **events)
+                              site=site, derby=derby, kerberos=kerberos, **events)
         try:
             server.start()
             break

@@ -1,71 +1,32 @@
-"""A throw-away MIT Kerberos realm for tests (PyPI ``k5test`` driving Debian's ``krb5kdc``).
-
-One realm per call, in its own temp dir, with its KDC on a free port range: a service principal
-``HTTP/localhost@REALM`` in a keytab for the gateway, and user principals with their own
-credential caches for clients (``curl --negotiate``, ``requests-gssapi``).
+"""The test KDC (gateway/demo/realm.py) with a service principal ``HTTP/localhost@REALM`` in a
+keytab for the gateway's SPNEGO, and user principals with their own credential caches for
+clients (``curl --negotiate``, ``requests-gssapi``).
 """
 
 from __future__ import annotations
 
-import os
-import random
-import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from k5test import K5Realm
+from gateway.demo.realm import REALM, Realm, start_kdc
 
-REALM = "GATEWAY.TEST"
+__all__ = ["REALM", "SERVICE", "TestRealm", "start_realm"]
+
 SERVICE = "HTTP/localhost"
 
 
-def _free_port_base(span: int = 10) -> int:
-    for _ in range(50):
-        base = random.randrange(20000, 60000)
-        try:
-            for port in range(base, base + span):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port range for the KDC")
-
-
 @dataclass
-class TestRealm:
-    realm: K5Realm
-    keytab: Path
-    principal: str
-
-    @property
-    def env(self) -> dict[str, str]:
-        """Client environment: the realm's krb5.conf (no default keytab for clients)."""
-        return {k: v for k, v in self.realm.env.items() if k != "KRB5_KTNAME"}
-
-    def add_user(self, name: str, password: str, ccache: Path) -> dict[str, str]:
-        """Create ``name@REALM`` and kinit it into ``ccache``; the env for a client using it."""
-        self.realm.addprinc(f"{name}@{REALM}", password)
-        env = {**self.env, "KRB5CCNAME": f"FILE:{ccache}"}
-        self.realm.kinit(f"{name}@{REALM}", password, env=env)
-        return env
-
-    def stop(self) -> None:
-        self.realm.stop()
+class TestRealm(Realm):
+    keytab: Path | None = None
+    principal: str = ""
 
 
 def start_realm() -> TestRealm:
-    """Start the KDC; raises RuntimeError when MIT Kerberos is not installed."""
-    for cmd in ("krb5kdc", "kdb5_util", "kadmin.local", "kinit"):
-        if not (shutil.which(cmd) or shutil.which(cmd, path="/usr/sbin:/usr/bin")):
-            raise RuntimeError(f"{cmd} not found: run scripts/install-system-deps.sh (krb5-kdc ...)")
-    if "/usr/sbin" not in os.environ.get("PATH", ""):
-        os.environ["PATH"] += ":/usr/sbin"
-    realm = K5Realm(realm=REALM, portbase=_free_port_base(), start_kadmind=False,
-                    create_host=False, create_user=False, get_creds=False)
-    keytab = Path(realm.tmpdir) / "gateway.keytab"
-    principal = f"{SERVICE}@{REALM}"
-    realm.addprinc(principal)
-    realm.extract_keytab(principal, str(keytab))
-    return TestRealm(realm, keytab, principal)
+    """Start the KDC with ``HTTP/localhost``'s keytab; raises RuntimeError when MIT Kerberos is not installed."""
+    kdc = start_kdc()
+    try:
+        keytab = kdc.add_service(SERVICE, kdc.directory / "gateway.keytab")
+    except BaseException:
+        kdc.stop()
+        raise
+    return TestRealm(kdc.realm, keytab, f"{SERVICE}@{REALM}")

@@ -247,6 +247,48 @@ def test_secrets_are_optional_or_existing(values):
         assert f"if and (not .Values.{key}.existingSecret) .Values.{key}.{field}" in text
 
 
+def test_metastore_kerberos_is_optional_or_existing(values):
+    """The keytab Secret and the krb5.conf ConfigMap of SASL to HMS (issue 38): off by default,
+    created from inline values only when no existing one is named."""
+    mk = values["metastoreKerberos"]
+    assert mk["keytab"]["existingSecret"] == "" and mk["keytab"]["contentBase64"] == ""
+    assert mk["krb5Conf"]["existingConfigMap"] == "" and mk["krb5Conf"]["content"] == ""
+    secrets = (TEMPLATES / "secrets.yaml").read_text()
+    assert ("if and (not .Values.metastoreKerberos.keytab.existingSecret) .Values.metastoreKerberos.keytab.contentBase64"
+            in secrets)
+    configmap = (TEMPLATES / "configmap.yaml").read_text()
+    assert ("if and (not .Values.metastoreKerberos.krb5Conf.existingConfigMap) .Values.metastoreKerberos.krb5Conf.content"
+            in configmap)
+
+
+def test_metastore_kerberos_mounts_keytab_and_krb5_conf_and_sets_krb5_config():
+    text = (TEMPLATES / "deployment.yaml").read_text()
+    assert re.search(r"\{\{- if \$metastoreKeytab \}\}\s+- secret:\s+name: \{\{ include "
+                     r"\"hms-gateway.metastoreKeytabSecretName\" \. \}\}[\s\S]*?path: krb5/metastore.keytab", text)
+    assert re.search(r"\{\{- if \$krb5Conf \}\}\s+- configMap:\s+name: \{\{ include "
+                     r"\"hms-gateway.krb5ConfigMapName\" \. \}\}[\s\S]*?path: krb5/krb5.conf", text)
+    # KRB5_CONFIG is the mounted file, set only with a krb5.conf, beside the operator's extraEnv
+    assert re.search(r"\{\{- if \$krb5Conf \}\}\s+# [^\n]*\n\s+- name: KRB5_CONFIG\s+"
+                     rf"value: {MOUNT}/krb5/krb5.conf", text)
+    assert "{{- with .Values.extraEnv }}" in text
+    # a topology with upstream.sasl and no keytab or krb5.conf fails the install, naming both values
+    assert re.search(r'if and \(include "hms-gateway.metastoreSasl" \.\) \(not \(and \$metastoreKeytab '
+                     r'\$krb5Conf\)\) \}\}\s+\{\{- fail "[^"]*metastoreKerberos.keytab[^"]*'
+                     r'metastoreKerberos.krb5Conf', text)
+    helpers = (TEMPLATES / "_helpers.tpl").read_text()
+    assert 'dig "upstream" "sasl" "" .' in helpers
+
+
+def test_the_documented_metastore_keytab_path_is_mounted(values):
+    """docs/operations.md's ``upstream.sasl.keytab: ../krb5/metastore.keytab`` (relative to a
+    topology file) is the file the chart mounts."""
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    keytab = re.search(r"keytab: (\S+)\s+# relative to the topology file", docs).group(1)
+    target = (Path(MOUNT) / values["config"]["gateway"]["topologies_dir"] / keytab).resolve()
+    assert str(target.relative_to(MOUNT)) in _projected_paths()
+    assert "krb5/krb5.conf" in _projected_paths()
+
+
 # --- the configuration the chart mounts ------------------------------------------------------
 
 
