@@ -81,6 +81,8 @@ def test_gssapi_as_the_gateway_at_each_protection(secure, protection):
             db = await client.call("get_database", name=name, identity=_user("alice"))
             await client.call("drop_database", name=name, deleteData=True, cascade=True)
             mechanism = pool._idle[0].io.mechanism
+            # the TGT's lifetime is known: the login renews itself before it ends (no kinit)
+            assert time.time() < pool.connector.login._renew_at < time.time() + 2 * 86400
             return db, mechanism.qop
         finally:
             await pool.close()
@@ -243,3 +245,33 @@ def test_kdc_unreachable_is_503_with_the_reason(secure, tmp_path):
         os.environ["KRB5_CONFIG"] = secure.env["KRB5_CONFIG"]
     assert status_of(caught.value)[0] == 503
     assert "KDC" in str(caught.value)
+
+
+def _topology(tmp_path: Path, sasl: dict) -> Path:
+    import yaml
+
+    path = tmp_path / "secure.yaml"
+    path.write_text(yaml.safe_dump({
+        "providers": {"authentication": [{"type": "htpasswd", "users_file": str(tmp_path / "users")}]},
+        "services": [{"path": "hms", "upstream": {"urls": ["thrift://localhost:9083"], "sasl": sasl}}],
+    }))
+    (tmp_path / "users").write_text("")
+    return path
+
+
+def test_check_config_names_an_unreadable_keytab_and_a_principal_not_in_it(secure, tmp_path):
+    from gateway.config import ConfigError, load_topology_file
+
+    good = secure.gateway_sasl()
+    loaded = load_topology_file(_topology(tmp_path, good))
+    assert loaded.services[0].upstream.sasl.keytab == Path(good["keytab"])
+
+    with pytest.raises(ConfigError) as caught:
+        load_topology_file(_topology(tmp_path, {**good, "keytab": "missing.keytab"}))
+    assert caught.value.key == "services[0].upstream.sasl.keytab"
+    assert str(tmp_path / "missing.keytab") in caught.value.reason
+
+    with pytest.raises(ConfigError) as caught:
+        load_topology_file(_topology(tmp_path, {**good, "principal": "nobody/localhost@GATEWAY.TEST"}))
+    assert caught.value.key == "services[0].upstream.sasl.principal"
+    assert good["keytab"] in caught.value.reason and "nobody/localhost@GATEWAY.TEST" in caught.value.reason

@@ -345,3 +345,25 @@ def test_concurrent_first_calls_of_one_user_fetch_one_token():
         assert hms.calls.count(("fetch", "alice")) == 1
 
     asyncio.run(go())
+
+
+# --- configuration ----------------------------------------------------------------------------
+
+def test_sasl_settings_are_validated():
+    from pydantic import ValidationError
+
+    from gateway.config import SaslConfig, UpstreamConfig
+
+    sasl = {"principal": "hmsgw/gw.example.com@EX.COM", "keytab": "gw.keytab",
+            "service_principal": "hive/_HOST@EX.COM"}
+    config = UpstreamConfig.model_validate({"urls": ["thrift://hms:9083"], "sasl": sasl})
+    assert config.sasl.short_name == "hmsgw"
+    assert (config.sasl.protection, config.sasl.impersonation) == ("authentication", "delegation-token")
+    with pytest.raises(ValidationError, match="not supported with transport: framed"):
+        UpstreamConfig.model_validate({"urls": ["thrift://hms:9083"], "transport": "framed", "sasl": sasl})
+    with pytest.raises(ValidationError, match="thrift:// URLs only"):
+        UpstreamConfig.model_validate({"urls": ["https://hms:9443/hms"], "sasl": sasl})
+    with pytest.raises(ValidationError, match="not a Kerberos principal"):
+        SaslConfig.model_validate({**sasl, "principal": "a b@R"})
+    with pytest.raises(ValidationError):
+        SaslConfig.model_validate({**sasl, "protection": "auth-conf"})  # Hadoop's names only
