@@ -228,6 +228,9 @@ class DelegationTokens:
     def release(self, user: str) -> None:
         """Cancel ``user``'s token in the background (its connections were evicted)."""
         held = self._held.pop(user, None)
+        lock = self._locks.get(user)
+        if lock is not None and not lock.locked():
+            del self._locks[user]
         if held is not None:
             self._cancel_later(held.token)
 

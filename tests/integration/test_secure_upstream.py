@@ -275,3 +275,26 @@ def test_check_config_names_an_unreadable_keytab_and_a_principal_not_in_it(secur
         load_topology_file(_topology(tmp_path, {**good, "principal": "nobody/localhost@GATEWAY.TEST"}))
     assert caught.value.key == "services[0].upstream.sasl.principal"
     assert good["keytab"] in caught.value.reason and "nobody/localhost@GATEWAY.TEST" in caught.value.reason
+
+
+def test_short_tickets_are_renewed_by_a_new_keytab_login_without_a_failed_call(secure, tmp_path):
+    principal = "shortlived/localhost@GATEWAY.TEST"
+    keytab = secure.realm.add_service(principal, tmp_path / "shortlived.keytab")
+    secure.realm.realm.run_kadminl(["modprinc", "-maxlife", "6 sec", principal])
+
+    async def go():
+        pool = _pool(secure, principal=principal, keytab=str(keytab), impersonation="none")
+        login = pool.connector.login = KeytabLogin(principal, keytab)  # a fresh login
+        try:
+            client = _client(pool)
+            started = time.monotonic()
+            while time.monotonic() - started < 9:  # past the first TGT's end
+                await client.call("get_all_databases")
+                for conn in pool._idle:  # each call a new connection: a new service ticket
+                    conn.close()
+                await asyncio.sleep(1.0)
+            return login.logins
+        finally:
+            await pool.close()
+
+    assert asyncio.run(go()) >= 2

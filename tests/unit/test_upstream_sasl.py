@@ -49,6 +49,13 @@ class XorMechanism:
         return UpstreamAuthFailed("refused: " + reason)
 
 
+def _reply(name: str, seqid: int) -> bytes:
+    """A strict-binary REPLY with no fields (HMS's answer to a void call)."""
+    message = bytearray(encode_binary_call(name, seqid, []))
+    message[3] = 2  # the message type byte: REPLY
+    return bytes(message)
+
+
 async def _server(handler):
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
@@ -88,7 +95,7 @@ def test_negotiation_messages_and_frames_as_thrift_writes_them():
         writer.write(encode_message(COMPLETE, b""))
         (size,) = struct.unpack("!I", await reader.readexactly(4))
         seen.append(await reader.readexactly(size))
-        reply = encode_binary_call("get_all_databases", 1, [])
+        reply = _reply("get_all_databases", 1)
         half = len(reply) // 2  # a reply in two frames still reads as one message
         writer.write(struct.pack("!I", half) + reply[:half] + struct.pack("!I", len(reply) - half) + reply[half:])
         await writer.drain()
@@ -98,7 +105,7 @@ def test_negotiation_messages_and_frames_as_thrift_writes_them():
     assert seen[1] == (OK, b"hello")
     assert seen[2] == (COMPLETE, b"answer:challenge")
     assert seen[3] == b"request-bytes"
-    assert reply == encode_binary_call("get_all_databases", 1, [])
+    assert reply == _reply("get_all_databases", 1)
 
 
 def test_wrapped_frames_at_integrity_or_privacy():
@@ -109,12 +116,12 @@ def test_wrapped_frames_at_integrity_or_privacy():
         writer.write(encode_message(COMPLETE, b"c"))  # server done: the client sends nothing more
         (size,) = struct.unpack("!I", await reader.readexactly(4))
         got.append(await reader.readexactly(size))
-        reply = encode_binary_call("get_all_databases", 7, [])
+        reply = _reply("get_all_databases", 7)
         wrapped = b"W" + bytes(b ^ 0x5A for b in reply)
         writer.write(struct.pack("!I", len(wrapped)) + wrapped)
         await writer.drain()
 
-    assert asyncio.run(_exchange(hms, "auth-conf", b"plain")) == encode_binary_call("get_all_databases", 7, [])
+    assert asyncio.run(_exchange(hms, "auth-conf", b"plain")) == _reply("get_all_databases", 7)
     assert got == [b"W" + bytes(b ^ 0x5A for b in b"plain")]
 
 
