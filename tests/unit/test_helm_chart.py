@@ -283,7 +283,7 @@ def test_the_schema_takes_upstream_sasl_as_docs_operations_shows_it(values, sche
     docs = (ROOT / "docs" / "operations.md").read_text()
     section = docs[docs.index("### What the gateway needs"):]
     block = section[section.index("```yaml") + len("```yaml"):section.index("```", section.index("```yaml") + 7)]
-    upstream = yaml.safe_load(block)["upstream"]
+    upstream = yaml.safe_load(block)["services"][0]["upstream"]
     chart = copy.deepcopy(values)
     chart["config"]["topologies"]["default"]["services"][0]["upstream"] = upstream
     jsonschema.Draft7Validator(schema).validate(chart)
