@@ -265,6 +265,9 @@ class SaslConfig(_Model):
     #: ``none``: every call runs as ``principal`` (authorization and audit live in the
     #: gateway alone).
     impersonation: Literal["delegation-token", "none"] = "delegation-token"
+    #: HMS's ``hive.cluster.delegation.token.renew-interval`` in seconds (Hadoop's default: one
+    #: day): a token not renewed within it expires.
+    token_renew_interval_seconds: float = Field(default=86400.0, gt=0)
     #: A user's token is renewed this long before its renewal deadline, and fetched anew this
     #: long before its maximum lifetime; the keytab login is renewed this long before the TGT
     #: expires.

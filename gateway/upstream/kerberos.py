@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import struct
 import time
 from pathlib import Path
@@ -168,7 +169,7 @@ class GssapiMechanism:
         if "cannot contact any kdc" in lowered or "cannot find kdc" in lowered or "resolving" in lowered:
             return KerberosUnavailable(f"Kerberos: cannot reach the KDC to log in as "
                                        f"{self.login.principal} for upstream {self.label}: {reason}")
-        if "server not found" in lowered:
+        if re.search(r"server \S+ not found in kerberos database", lowered):
             return UpstreamAuthFailed(
                 f"Kerberos: the KDC does not know the service principal {self.target} "
                 f"(upstream.sasl.service_principal) for upstream {self.label}; it must be HMS's "

@@ -51,6 +51,7 @@ class SaslConnector:
         self.impersonating = config.impersonation == "delegation-token"
         self._call: GatewayCall | None = None
         self.tokens = DelegationTokens(self._fetch, self._renew, self._cancel,
+                                       renew_interval=config.token_renew_interval_seconds,
                                        margin=config.renew_margin_seconds)
 
     def key(self, identity: Identity | None) -> UgiKey:
@@ -112,7 +113,8 @@ class SaslConnector:
 
         try:
             return await self._rpc("renew_delegation_token", token_str_form=text)
-        except TException:  # expired, cancelled, or past its max date: HMS's text may hold it
+        except TException as exc:  # expired, cancelled, past its max date, or not ours to renew
+            log.info("HMS did not renew a delegation token: %s", str(getattr(exc, "message", exc))[:300])
             raise StaleCredentials(f"HMS did not renew a delegation token of {self.config.principal}") from None
 
     async def _cancel(self, text: str) -> None:

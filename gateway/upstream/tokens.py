@@ -13,10 +13,15 @@ password the standard base64 of the password, digest-uri ``null/default`` (proto
 server ``default``: HMS refuses any other with "Mismatched URI"). pure-sasl's DIGEST-MD5 has no
 integrity or privacy layer, so it asks for QOP ``auth`` only.
 
-:class:`DelegationTokens` holds one token per user: fetched on first use, renewed when less than
-``margin`` seconds are left before its renewal deadline, fetched anew before its max date, and
-cancelled when the user's connections were evicted and at shutdown. A token's text never
-appears in ``repr``, logs or metrics.
+:class:`DelegationTokens` holds one token per user: fetched on first use; when less than
+``margin`` seconds are left before its renewal deadline (its issue date plus HMS's
+``hive.cluster.delegation.token.renew-interval``, as configured for the gateway; then what a
+renewal answered), renewed, or fetched anew when HMS will not renew it; fetched anew before its
+max date; cancelled when the user's connections were evicted and at shutdown. HMS 2.3 compares
+a renewer's full principal name with the short name a token holds (``hmsgw/host@REALM tries to
+renew a token ... with non-matching renewer hmsgw``), so a gateway principal with an instance
+or realm cannot renew: after the first refusal the cache stops trying and fetches anew, as
+Trino's token cache does all along. A token's text never appears in ``repr``, logs or metrics.
 """
 
 from __future__ import annotations
@@ -165,13 +170,17 @@ class _Held:
 class DelegationTokens:
     """One token per user (see the module docstring). ``fetch(user)`` returns a token
     string, ``renew(text)`` the new renewal deadline in ms since the epoch, ``cancel(text)``
-    cancels; all three raise :class:`UpstreamError`."""
+    cancels; all three raise :class:`UpstreamError`. ``renew_interval`` and ``margin`` are
+    seconds."""
 
     fetch: Fetch
     renew: Renew
     cancel: Cancel
+    renew_interval: float = 86400.0
     margin: float = 60.0
     clock: Callable[[], float] = time.time
+    #: False once HMS refused to renew a live token: tokens are then fetched anew instead.
+    renewable: bool = True
     _held: dict[str, _Held] = field(default_factory=dict, repr=False)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _cancels: set[asyncio.Task] = field(default_factory=set, repr=False)
@@ -190,14 +199,16 @@ class DelegationTokens:
             if held is not None and now < held.token.max_date - self.margin:
                 if now < held.renew_by - self.margin:
                     return held.token
-                try:
-                    held.renew_by = await self.renew(held.token.text) / 1000
-                    self.renewed += 1
-                    return held.token
-                except UpstreamError as exc:
-                    log.info("renewing the delegation token of %s failed (%s): fetching a new one",
-                             user, exc)
-            if held is not None:  # near its max date, or no longer renewable
+                if self.renewable:
+                    try:
+                        held.renew_by = await self.renew(held.token.text) / 1000
+                        self.renewed += 1
+                        return held.token
+                    except UpstreamError as exc:
+                        self.renewable = now >= held.renew_by  # refused while live: never renewable
+                        log.info("renewing the delegation token of %s failed (%s): fetching a new one",
+                                 user, exc)
+            if held is not None:  # near its max date, or not renewed
                 self._cancel_later(self._held.pop(user).token)
             text = await self.fetch(user)
             try:
@@ -206,12 +217,7 @@ class DelegationTokens:
                 raise UpstreamAuthFailed(f"HMS sent a delegation token for {user} that does not "
                                          f"parse: {exc}") from None
             self.fetched += 1
-            # HMS sets the first renewal deadline itself; a renewal tells it (and costs one call).
-            try:
-                renew_by = await self.renew(text) / 1000
-            except BaseException:
-                self._cancel_later(token)
-                raise
+            renew_by = min(token.issue_date + self.renew_interval, token.max_date)
             self._held[user] = _Held(token, renew_by)
             return token
 

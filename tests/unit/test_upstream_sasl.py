@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from gateway.thrift.binary import encode_binary_call
-from gateway.upstream.errors import UpstreamBadReply, UpstreamError
+from gateway.upstream.errors import UpstreamBadReply
 from gateway.upstream.kerberos import service_principal
 from gateway.upstream.sasl import (BAD, COMPLETE, OK, START, SaslTransport, StaleCredentials,
                                    UpstreamAuthFailed, encode_message, negotiate)
@@ -271,7 +271,8 @@ class FakeHMS:
 
 
 def _cache(hms: FakeHMS, margin: float = 10.0) -> DelegationTokens:
-    return DelegationTokens(hms.fetch, hms.renew, hms.cancel, margin=margin, clock=lambda: hms.now)
+    return DelegationTokens(hms.fetch, hms.renew, hms.cancel, renew_interval=hms.renew_interval,
+                            margin=margin, clock=lambda: hms.now)
 
 
 def test_token_cache_fetches_once_renews_before_deadline_and_refetches_before_max_life():
@@ -280,7 +281,7 @@ def test_token_cache_fetches_once_renews_before_deadline_and_refetches_before_ma
         tokens = _cache(hms)
         first = await tokens.get("alice")
         assert await tokens.get("alice") is first  # cached: no call at all
-        assert hms.calls == [("fetch", "alice"), ("renew", "alice")]
+        assert hms.calls == [("fetch", "alice")]
         hms.now += 95  # within the margin of the renewal deadline
         assert await tokens.get("alice") is first
         assert hms.calls[-1] == ("renew", "alice") and tokens.renewed == 1
@@ -302,15 +303,18 @@ def test_token_cache_refetches_when_renewal_is_refused_and_on_invalidate():
         tokens = _cache(hms)
         first = await tokens.get("bob")
         hms.now += 95
-        hms.refuse_renewal = True
-        with pytest.raises(UpstreamError):  # a fresh token's first renewal is refused too
-            await tokens.get("bob")
-        hms.refuse_renewal = False
+        hms.refuse_renewal = True  # as HMS 2.3 for a renewer hmsgw/host@REALM
         second = await tokens.get("bob")
-        assert second.text != first.text
+        assert second.text != first.text and not tokens.renewable
+        await asyncio.sleep(0)
+        assert first.text not in hms.live  # the old one cancelled
+        hms.now += 95
+        calls = len(hms.calls)
+        third = await tokens.get("bob")  # no renewal tried again: fetched anew at once
+        assert third.text != second.text and hms.calls[calls] == ("fetch", "bob")
         tokens.invalidate("bob")
         assert not tokens.holds("bob")
-        assert (await tokens.get("bob")).text != second.text
+        assert (await tokens.get("bob")).text != third.text
 
     asyncio.run(go())
 
