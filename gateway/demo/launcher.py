@@ -156,7 +156,7 @@ def _kerberized(config: GatewayConfig, hms, directory: Path, stack: contextlib.E
     os.environ["KRB5_CONFIG"] = str(setup.realm.krb5_conf)
     topologies_dir = kerberos_topologies(config.topologies_dir, directory / "topologies", setup.gateway_sasl())
     lines = (f"""\
-  The embedded Hive Metastore on port 9083 is Kerberized (SASL, realm GATEWAY.TEST, krb5.conf
+  The embedded Hive Metastore on port {hms.port} is Kerberized (SASL, realm GATEWAY.TEST, krb5.conf
   {setup.realm.krb5_conf}): HMS is {SERVICE_PRINCIPAL}, the gateway {GATEWAY_PRINCIPAL}
   (keytab {setup.gateway_keytab}), a Hadoop proxy user that asks a delegation token for each end
   user; a call without Kerberos is refused. HMS's log, with its audit lines (ugi=etl, ugi=admin):

@@ -279,6 +279,18 @@ def test_metastore_kerberos_mounts_keytab_and_krb5_conf_and_sets_krb5_config():
     assert 'dig "upstream" "sasl" "" .' in helpers
 
 
+def test_the_schema_takes_upstream_sasl_as_docs_operations_shows_it(values, schema):
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    section = docs[docs.index("### What the gateway needs"):]
+    block = section[section.index("```yaml") + len("```yaml"):section.index("```", section.index("```yaml") + 7)]
+    upstream = yaml.safe_load(block)["services"][0]["upstream"]
+    chart = copy.deepcopy(values)
+    chart["config"]["topologies"]["default"]["services"][0]["upstream"] = upstream
+    jsonschema.Draft7Validator(schema).validate(chart)
+    del upstream["sasl"]["service_principal"]
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(chart))
+
+
 def test_the_documented_metastore_keytab_path_is_mounted(values):
     """docs/operations.md's ``upstream.sasl.keytab: ../krb5/metastore.keytab`` (relative to a
     topology file) is the file the chart mounts."""
@@ -379,7 +391,7 @@ def test_schema_topology_keys_are_the_gateway_models(schema):
     """additionalProperties is false at each level, so the key sets must be the models' exactly:
     a key the gateway refuses passes neither, a key the gateway takes is not refused at install."""
     from gateway.config import (AuthorizationConfig, IdentityAssertionConfig, ImpersonationConfig, Providers,
-                                ServiceConfig, TopologyConfig, UpstreamConfig)
+                                SaslConfig, ServiceConfig, TopologyConfig, UpstreamConfig)
     from gateway.providers.authentication.registry import PROVIDERS
     from gateway.providers.authentication.settings import FailureThrottle
     from gateway.services import KINDS
@@ -396,6 +408,7 @@ def test_schema_topology_keys_are_the_gateway_models(schema):
         (identity["properties"]["impersonation"], set(ImpersonationConfig.model_fields)),
         (service, set(ServiceConfig.model_fields)),
         (service["properties"]["upstream"], set(UpstreamConfig.model_fields)),
+        (service["properties"]["upstream"]["properties"]["sasl"], set(SaslConfig.model_fields)),
         (service["properties"]["authorization"], set(AuthorizationConfig.model_fields)),
     ]
     for node, fields in levels:
@@ -417,6 +430,9 @@ REFUSED_BY_BOTH = [
     ("providers.identity_assertion.impersonation.enabled", True, "docs/security.md before issue 25"),
     ("providers.audit", {"enabled": True}, "audit belongs in the gateway file"),
     ("name", "default", "the topology name is the file name"),
+    ("services.0.upstream.sasl", {"principal": "hmsgw/gw.example.com@EXAMPLE.COM", "keytab": "../krb5/metastore.keytab",
+                                  "service_principal": "hive/_HOST@EXAMPLE.COM", "protection": "auth-conf"},
+     "SASL's QOP name where Hadoop's hadoop.rpc.protection value belongs"),
 ]
 
 
