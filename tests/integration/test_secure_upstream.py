@@ -280,7 +280,7 @@ def test_check_config_names_an_unreadable_keytab_and_a_principal_not_in_it(secur
 def test_short_tickets_are_renewed_by_a_new_keytab_login_without_a_failed_call(secure, tmp_path):
     principal = "shortlived/localhost@GATEWAY.TEST"
     keytab = secure.realm.add_service(principal, tmp_path / "shortlived.keytab")
-    secure.realm.realm.run_kadminl(["modprinc", "-maxlife", "6 sec", principal])
+    secure.realm.realm.run_kadminl(f'modprinc -maxlife "6 seconds" {principal}')  # kadmin's own quoting
 
     async def go():
         pool = _pool(secure, principal=principal, keytab=str(keytab), impersonation="none")
