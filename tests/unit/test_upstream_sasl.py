@@ -374,3 +374,35 @@ def test_sasl_settings_are_validated():
         SaslConfig.model_validate({**sasl, "principal": "a b@R"})
     with pytest.raises(ValidationError):
         SaslConfig.model_validate({**sasl, "protection": "auth-conf"})  # Hadoop's names only
+
+
+def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protection():
+    from types import SimpleNamespace
+
+    from gateway.upstream.kerberos import GssapiMechanism
+
+    class Context:  # a fake established GSS-API context (the real one: tests/integration)
+        complete = True
+
+        def __init__(self, offer: int):
+            self.offer = offer
+
+        def unwrap(self, data):
+            return SimpleNamespace(message=struct.pack("!I", self.offer << 24 | 65536), encrypted=False)
+
+        def wrap(self, data, encrypt):
+            return SimpleNamespace(message=b"wrapped:" + data)
+
+    login = SimpleNamespace(principal="hmsgw/gw@R")
+    mech = GssapiMechanism(login, "hive/hms@R", "privacy", "hms:9083")
+    mech._context = Context(offer=1)  # HMS: hadoop.rpc.protection=authentication
+    with pytest.raises(UpstreamAuthFailed) as caught:
+        mech.step(b"offer")
+    assert "hadoop.rpc.protection=authentication" in str(caught.value)
+    assert "upstream.sasl.protection is privacy" in str(caught.value)
+
+    mech = GssapiMechanism(login, "hive/hms@R", "integrity", "hms:9083")
+    mech._context = Context(offer=1 | 2 | 4)
+    answer = mech.step(b"offer")
+    assert mech.complete and mech.qop == "auth-int"
+    assert answer == b"wrapped:" + struct.pack("!I", 2 << 24 | 65536)  # RFC 4752: layer, max size
