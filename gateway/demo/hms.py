@@ -161,13 +161,6 @@ def probe_get_all_databases(host: str, port: int, *, framed: bool = False, timeo
         check_reply_header(head + (_recv_exact(sock, name_len) if 0 <= name_len < 256 else b""))
 
 
-def _gss_error() -> type[Exception]:
-    # gssapi is a runtime dependency (pyspnego[kerberos]); the plain probe never raises it.
-    from gssapi.exceptions import GSSError
-
-    return GSSError
-
-
 def _port_in_use(port: int) -> bool:
     # SO_REUSEADDR makes a TIME_WAIT socket not count; a listener (of any address) still does.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -448,7 +441,7 @@ class EmbeddedHMS:
                 else:
                     probe_get_all_databases(self.host, self.port, framed=self.framed, timeout=10)
                 return
-            except (OSError, ValueError, _gss_error()) as exc:
+            except (OSError, ValueError) as exc:
                 last_error = exc
             time.sleep(0.5)
         raise HMSStartError(

@@ -13,15 +13,14 @@ What a secured cluster's metastore runs with (``/work/shared/NOTES.md`` §16, Hi
   ``ProxyUsers.authorize``: who may ask a delegation token for another user);
 - the JVM finds the realm through ``-Djava.security.krb5.conf``.
 
-Readiness on a Kerberized HMS is :func:`probe_get_all_databases_sasl`: a plain binary call makes
-HMS log ``TSaslNegotiationException: Invalid status -128``.
+Readiness on a Kerberized HMS is :func:`probe_get_all_databases_sasl`, through the gateway's own
+SASL client: a plain binary call makes HMS log ``TSaslNegotiationException: Invalid status -128``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-import socket
-import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,14 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from gateway.upstream.sasl import QOP_OF_PROTECTION
+
 __all__ = ["PROTECTIONS", "HMSKerberos", "probe_get_all_databases_sasl", "site_xml"]
 
-#: ``hadoop.rpc.protection`` values → SASL QOP names (RFC 4752 security-layer bits).
-PROTECTIONS = {"authentication": ("auth", 1), "integrity": ("auth-int", 2), "privacy": ("auth-conf", 4)}
+#: ``hadoop.rpc.protection``'s values.
+PROTECTIONS = tuple(QOP_OF_PROTECTION)
 
-# TSaslTransport negotiation status bytes (Thrift's TSaslTransport.NegotiationStatus).
-_START, _OK, _BAD, _ERROR, _COMPLETE = 1, 2, 3, 4, 5
-_MAX_NEGOTIATION_PAYLOAD = 1 << 20
 _MAX_FRAME = 16 << 20
 
 
@@ -107,13 +105,11 @@ class HMSKerberos:
         return [f"-Djava.security.krb5.conf={self.krb5_conf}"]
 
     def probe(self, host: str, port: int, *, timeout: float = 5.0) -> None:
-        """:func:`probe_get_all_databases_sasl` as the probe principal, HMS's host from its principal."""
-        service, _, rest = self.principal.partition("/")
-        service_host = rest.split("@", 1)[0] or host
+        """:func:`probe_get_all_databases_sasl` as the probe principal, at the first protection HMS accepts."""
         probe_get_all_databases_sasl(
             host, port, principal=self.probe_principal or self.principal,
             keytab=self.probe_keytab or self.keytab, krb5_conf=self.krb5_conf,
-            service=service, service_host=service_host, timeout=timeout,
+            service_principal=self.principal, protection=self.protections[0], timeout=timeout,
         )
 
 
@@ -135,89 +131,52 @@ def _krb5_config(path: Path) -> Iterator[None]:
                 os.environ["KRB5_CONFIG"] = saved
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the metastore")
-        buf += chunk
-    return bytes(buf)
-
-
-def _send_negotiation(sock: socket.socket, status: int, payload: bytes) -> None:
-    sock.sendall(struct.pack("!BI", status, len(payload)) + payload)
-
-
-def _recv_negotiation(sock: socket.socket) -> tuple[int, bytes]:
-    status, length = struct.unpack("!BI", _recv_exact(sock, 5))
-    if length > _MAX_NEGOTIATION_PAYLOAD:
-        raise ValueError(f"SASL negotiation message of {length} bytes")
-    payload = _recv_exact(sock, length)
-    if status in (_BAD, _ERROR):
-        raise ConnectionError(f"the metastore refused SASL: {payload.decode(errors='replace')[:200]}")
-    if status not in (_OK, _COMPLETE):
-        raise ValueError(f"unexpected SASL negotiation status {status}")
-    return status, payload
-
-
 def probe_get_all_databases_sasl(
-    host: str, port: int, *, principal: str, keytab: Path, krb5_conf: Path, service: str = "hive",
-    service_host: str = "localhost", timeout: float = 5.0,
+    host: str, port: int, *, principal: str, keytab: Path, krb5_conf: Path, service_principal: str,
+    protection: str = "authentication", timeout: float = 5.0,
 ) -> None:
-    """One ``get_all_databases`` CALL over Thrift's SASL transport with GSSAPI (RFC 4752),
-    logged in as ``principal`` from ``keytab`` (an in-memory credential cache: no ``kinit``).
-
-    Negotiation: START ``GSSAPI``, the Kerberos context tokens, then the server's wrapped
-    security-layer offer, answered with the strongest layer offered (its frames wrapped and
-    unwrapped by GSSAPI for integrity and privacy). Raises OSError/ConnectionError on network
-    trouble or a refused negotiation, ``gssapi.exceptions.GSSError`` on Kerberos failures (no
-    ticket, unknown principal), ValueError on an unexpected reply.
-    """
-    import gssapi
-
-    from gateway.demo.hms import check_reply_header, get_all_databases_call
+    """One ``get_all_databases`` CALL over Thrift's SASL transport with GSSAPI, logged in as
+    ``principal`` from ``keytab`` (in memory: no ``kinit``), to ``service_principal`` at
+    ``protection`` (Hadoop's name): the gateway's own client (:mod:`gateway.upstream.sasl`,
+    :mod:`gateway.upstream.kerberos`), run to completion here. Raises OSError (TimeoutError;
+    ConnectionError when the connection closes or Kerberos or the negotiation fails, with the
+    gateway's reason) and ValueError on an unexpected reply."""
+    from gateway.demo.hms import check_reply_header
+    from gateway.upstream.errors import UpstreamError
+    from gateway.upstream.kerberos import KeytabLogin
 
     with _krb5_config(krb5_conf):
-        name = gssapi.Name(principal, gssapi.NameType.kerberos_principal)
-        creds = gssapi.Credentials(name=name, usage="initiate", store={
-            "client_keytab": str(keytab), "ccache": f"MEMORY:hms-probe-{os.getpid()}-{threading.get_ident()}"})
-        target = gssapi.Name(f"{service}@{service_host}", gssapi.NameType.hostbased_service)
-        flags = [gssapi.RequirementFlag.mutual_authentication, gssapi.RequirementFlag.integrity,
-                 gssapi.RequirementFlag.confidentiality]
-        ctx = gssapi.SecurityContext(name=target, creds=creds, usage="initiate", mech=gssapi.MechType.kerberos,
-                                     flags=flags)
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            _send_negotiation(sock, _START, b"GSSAPI")
-            _send_negotiation(sock, _OK, ctx.step() or b"")
-            layer = None
-            while True:
-                status, payload = _recv_negotiation(sock)
-                if status == _COMPLETE and layer is not None:
-                    break
-                if not ctx.complete:
-                    _send_negotiation(sock, _OK, ctx.step(payload) or b"")
-                    continue
-                if layer is not None:
-                    raise ValueError("the metastore sent a SASL message after the security layer was chosen")
-                # RFC 4752 3.1: the server's offer is wrapped: 1 byte of layers, 3 bytes max buffer.
-                offer = ctx.unwrap(payload).message
-                if len(offer) != 4:
-                    raise ValueError(f"SASL GSSAPI security-layer offer of {len(offer)} bytes")
-                layer = next((bit for bit in (4, 2, 1) if offer[0] & bit), None)
-                if layer is None:
-                    raise ValueError(f"the metastore offers no SASL security layer (0x{offer[0]:02x})")
-                max_buffer = 0 if layer == 1 else _MAX_FRAME - 1
-                choice = bytes([layer]) + max_buffer.to_bytes(3, "big")
-                _send_negotiation(sock, _COMPLETE, ctx.wrap(choice, False).message)
-            message = get_all_databases_call()
-            if layer != 1:
-                message = ctx.wrap(message, layer == 4).message
-            sock.sendall(struct.pack("!I", len(message)) + message)
-            (length,) = struct.unpack("!I", _recv_exact(sock, 4))
-            if length > _MAX_FRAME:
-                raise ValueError(f"SASL frame of {length} bytes")
-            reply = _recv_exact(sock, length)
-            if layer != 1:
-                reply = ctx.unwrap(reply).message
+        try:
+            reply = asyncio.run(asyncio.wait_for(
+                _call(host, port, KeytabLogin(principal, keytab), service_principal, protection), timeout))
+        except asyncio.IncompleteReadError:
+            raise ConnectionError("connection closed by the metastore") from None
+        except UpstreamError as exc:
+            raise ConnectionError(str(exc)) from None
+
     check_reply_header(reply)
+
+
+async def _call(host: str, port: int, login, service_principal: str, protection: str) -> bytes:
+    from gateway.demo.hms import get_all_databases_call
+    from gateway.upstream.kerberos import GssapiMechanism
+    from gateway.upstream.sasl import SaslTransport, negotiate
+
+    label = f"{host}:{port}"
+    mechanism = GssapiMechanism(login, service_principal, protection, label)
+    await mechanism.prepare()
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        await negotiate(reader, writer, mechanism, label)
+        transport = SaslTransport(reader, writer, label, mechanism, _MAX_FRAME)
+        transport.write(get_all_databases_call())
+        await writer.drain()
+        reply = b""
+        while True:  # the message header: version and type, name length, name
+            reply += await transport.chunk()
+            if len(reply) >= 8:
+                name_length = int.from_bytes(reply[4:8], "big", signed=True)
+                if not 0 <= name_length < 256 or len(reply) >= 8 + name_length:
+                    return reply
+    finally:
+        writer.close()

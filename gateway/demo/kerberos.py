@@ -11,6 +11,7 @@ end users. Keytabs live in one directory, mode 0600.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,12 +68,14 @@ class KerberosSetup:
         self.realm.stop()
 
 
-def start_kerberos(keytabs: Path, extra_principals: tuple[str, ...] = ()) -> KerberosSetup:
-    """Start a KDC and write the keytabs of HMS, the gateway and ``extra_principals`` (full
-    principal names) into ``keytabs`` (created; stale keytabs there are replaced). The KDC is
-    stopped again if a step fails. Raises RuntimeError when MIT Kerberos or k5test is missing."""
+def start_kerberos(keytabs: Path, extra_principals: tuple[str, ...] = (), *,
+                   start: Callable[[], Realm] = start_kdc) -> KerberosSetup:
+    """Start a KDC with ``start`` (the tests': on reserved ports) and write the keytabs of HMS,
+    the gateway and ``extra_principals`` (full principal names) into ``keytabs`` (created; stale
+    keytabs there are replaced). The KDC is stopped again if a step fails. Raises RuntimeError
+    when MIT Kerberos or k5test is missing."""
     keytabs.mkdir(parents=True, exist_ok=True)
-    realm = start_kdc()
+    realm = start()
     try:
         for principal in (SERVICE_PRINCIPAL, GATEWAY_PRINCIPAL, *extra_principals):
             path = keytabs / _keytab_name(principal)

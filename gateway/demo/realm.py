@@ -21,9 +21,11 @@ __all__ = ["REALM", "Realm", "start_kdc"]
 REALM = "GATEWAY.TEST"
 
 
-def _free_port_base(span: int = 10) -> int:
+def _unused_port_base(span: int = 10) -> int:
+    # Above Linux's ephemeral range (no outgoing connection takes them) and outside the band the
+    # tests hand out (tests/support/ports.py).
     for _ in range(50):
-        base = random.randrange(20000, 60000)
+        base = random.randrange(61000, 65500 - span)
         try:
             for port in range(base, base + span):
                 with socket.socket() as s:
@@ -79,8 +81,10 @@ class Realm:
         self.realm.stop()
 
 
-def start_kdc() -> Realm:
-    """Start a KDC; raises RuntimeError when MIT Kerberos or k5test is not installed."""
+def start_kdc(portbase: int | None = None) -> Realm:
+    """Start a KDC on ``portbase`` and the next nine ports (None: a free range above the
+    ephemeral ports). Raises RuntimeError when MIT Kerberos or k5test is not installed, and
+    what k5test raises when the KDC does not start (a port in use)."""
     for cmd in ("krb5kdc", "kdb5_util", "kadmin.local", "kinit"):
         if not (shutil.which(cmd) or shutil.which(cmd, path="/usr/sbin:/usr/bin")):
             raise RuntimeError(f"{cmd} not found: run scripts/install-system-deps.sh (krb5-kdc ...)")
@@ -90,5 +94,5 @@ def start_kdc() -> Realm:
         raise RuntimeError("k5test is not installed: pip install -e '.[demo,demo-kerberos]'") from exc
     if "/usr/sbin" not in os.environ.get("PATH", "").split(":"):
         os.environ["PATH"] += ":/usr/sbin"
-    return Realm(K5Realm(realm=REALM, portbase=_free_port_base(), start_kadmind=False,
-                         create_host=False, create_user=False, get_creds=False))
+    return Realm(K5Realm(realm=REALM, portbase=_unused_port_base() if portbase is None else portbase,
+                         start_kadmind=False, create_host=False, create_user=False, get_creds=False))

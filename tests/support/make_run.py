@@ -1,13 +1,13 @@
 """``hms-gateway demo`` run as the Makefile runs it (``make run S3=1``, ``make run KERBEROS=1``),
-with the repository's own config/ copied under a temp root (free ports instead of 8443, 9464 and
-9083), its output read line by line until a marker line, and everything it started stopped."""
+with the repository's own config/ copied under a temp root (reserved ports instead of 8443, 9464
+and 9083: :mod:`tests.support.ports`), its output read line by line until a marker line, and
+everything it started stopped."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,17 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["READ_BACK", "Demo", "console_script", "copy_config", "free_port", "demo_until_iceberg", "start_demo",
-           "stop_demo"]
+from tests.support.ports import reserve_port
+
+__all__ = ["READ_BACK", "Demo", "console_script", "copy_config", "demo_until_iceberg", "start_demo", "stop_demo"]
 
 REPO = Path(__file__).resolve().parents[2]
 READ_BACK = "Read it back (from the repository, with .venv/bin/python):"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -80,7 +75,8 @@ def start_demo(root: Path, options: Sequence[str], finished: Callable[[str], boo
     """Start ``program demo --config ... --workdir var/demo --hms-port ... *options`` in ``root``
     with copied config/; its stdout lines are collected, and ``done`` is set at the first line
     for which ``finished(line)`` is true (or at the end of the output)."""
-    gateway_port, management_port, hms_port = free_port(), free_port(), free_port()
+    gateway_port = reserve_port(3)  # the demo is told its ports: gateway, management, HMS
+    management_port, hms_port = gateway_port + 1, gateway_port + 2
     config = copy_config(root, gateway_port, management_port, hms_port)
     process = subprocess.Popen(
         [*program, "demo", "--config", str(config), "--workdir", "var/demo", "--hms-port", str(hms_port), *options],

@@ -27,6 +27,7 @@ from gateway.demo.hms_kerberos import HMSKerberos
 from gateway.demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, KerberosSetup, start_kerberos
 from gateway.demo.realm import REALM, Realm
 from tests.support.hms import RunningHMS, start_hms
+from tests.support.kdc import start_test_kdc
 
 __all__ = ["GATEWAY_PRINCIPAL", "OUTSIDER_PRINCIPAL", "SERVICE_PRINCIPAL", "SecureHMS", "running_secure_hms",
            "start_secure_hms"]
@@ -131,7 +132,7 @@ def start_secure_hms(
     ``token_*_ms``: delegation-token lifetimes in milliseconds. ``site``: more hive-site
     properties. Raises RuntimeError (no KDC or Java) or HMSStartError."""
     workdir = Path(workdir)
-    setup = start_kerberos(workdir / "keytabs", (OUTSIDER_PRINCIPAL,))
+    setup = start_kerberos(workdir / "keytabs", (OUTSIDER_PRINCIPAL,), start=start_test_kdc)
     try:
         kerberos = setup.hms_settings(proxy_users=proxy_users, protection=protection,
                                       token_renew_interval_ms=token_renew_interval_ms,
