@@ -24,7 +24,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -57,8 +57,8 @@ class HMSKerberos:
     ``protection``: ``hadoop.rpc.protection``, one or more of authentication, integrity, privacy
     joined by commas (HMS accepts any listed). ``token_renew_interval_ms`` /
     ``token_max_lifetime_ms``: delegation-token lifetimes in milliseconds (Hive's defaults: one
-    day, seven days). ``probe_principal``/``probe_keytab``: who the readiness probe logs in as
-    (default: HMS's own principal from its keytab). Raises ValueError on an unknown protection.
+    day, seven days). The readiness probe logs in as HMS's own principal from its keytab. Raises
+    ValueError on an unknown protection.
     """
 
     principal: str
@@ -68,9 +68,6 @@ class HMSKerberos:
     protection: str = "authentication"
     token_renew_interval_ms: int = 86_400_000
     token_max_lifetime_ms: int = 604_800_000
-    probe_principal: str | None = None
-    probe_keytab: Path | None = None
-    extra_core_site: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.protections if p not in PROTECTIONS]
@@ -98,17 +95,15 @@ class HMSKerberos:
         for user in self.proxy_users:
             props[f"hadoop.proxyuser.{user}.hosts"] = "*"
             props[f"hadoop.proxyuser.{user}.groups"] = "*"
-        props.update(self.extra_core_site)
         return site_xml(props)
 
     def jvm_options(self) -> list[str]:
         return [f"-Djava.security.krb5.conf={self.krb5_conf}"]
 
     def probe(self, host: str, port: int, *, timeout: float = 5.0) -> None:
-        """:func:`probe_get_all_databases_sasl` as the probe principal, at the first protection HMS accepts."""
+        """:func:`probe_get_all_databases_sasl` as HMS's own principal, at the first protection it accepts."""
         probe_get_all_databases_sasl(
-            host, port, principal=self.probe_principal or self.principal,
-            keytab=self.probe_keytab or self.keytab, krb5_conf=self.krb5_conf,
+            host, port, principal=self.principal, keytab=self.keytab, krb5_conf=self.krb5_conf,
             service_principal=self.principal, protection=self.protections[0], timeout=timeout,
         )
 
