@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from gateway.demo.hms_probe import check_reply_header, get_all_databases_call
 from gateway.upstream.sasl import QOP_OF_PROTECTION
 
 __all__ = ["PROTECTIONS", "HMSKerberos", "probe_get_all_databases_sasl", "site_xml"]
@@ -136,7 +137,6 @@ def probe_get_all_databases_sasl(
     :mod:`gateway.upstream.kerberos`), run to completion here. Raises OSError (TimeoutError;
     ConnectionError when the connection closes or Kerberos or the negotiation fails, with the
     gateway's reason) and ValueError on an unexpected reply."""
-    from gateway.demo.hms import check_reply_header
     from gateway.upstream.errors import UpstreamError
     from gateway.upstream.kerberos import KeytabLogin
 
@@ -153,7 +153,6 @@ def probe_get_all_databases_sasl(
 
 
 async def _call(host: str, port: int, login, service_principal: str, protection: str) -> bytes:
-    from gateway.demo.hms import get_all_databases_call
     from gateway.upstream.kerberos import GssapiMechanism
     from gateway.upstream.sasl import SaslTransport, negotiate
 
