@@ -9,17 +9,26 @@ DEMO_STAMP := $(VENV)/.installed-demo
 # warehouse (docs/iceberg.md, "The demo on S3"); moto's server is installed for it.
 S3_DEMO    := $(filter 1 yes true,$(S3))
 DEMO_S3_STAMP := $(VENV)/.installed-demo-s3
+# `make run KERBEROS=1`: the demo's metastore Kerberized (a local KDC, SASL on HMS; docs/operations.md,
+# "Fronting a Kerberized metastore"); the KDC's Debian packages and k5test are installed for it.
+KERBEROS_DEMO := $(filter 1 yes true,$(KERBEROS))
+DEMO_KERBEROS_STAMP := $(VENV)/.installed-demo-kerberos
 STEP   := ./scripts/step.sh
 
 .PHONY: run test unit install certs bench soak fuzz clean fresh
 
-run: $(DEMO_STAMP) $(if $(S3_DEMO),$(DEMO_S3_STAMP))
+run: $(DEMO_STAMP) $(if $(S3_DEMO),$(DEMO_S3_STAMP)) $(if $(KERBEROS_DEMO),$(DEMO_KERBEROS_STAMP))
 	@$(STEP) "development certificates" $(VENV)/bin/hms-gateway certs --out certs
-	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml$(if $(S3_DEMO), --storage s3)
+	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml$(if $(S3_DEMO), --storage s3)$(if $(KERBEROS_DEMO), --kerberos)
 
 $(DEMO_S3_STAMP): $(DEMO_STAMP) pyproject.toml
 	@$(STEP) "pip: moto's S3 server (S3=1)" $(PY) -m pip install -q -e ".[demo,demo-s3]"
 	@touch $(DEMO_S3_STAMP)
+
+$(DEMO_KERBEROS_STAMP): $(DEMO_STAMP) pyproject.toml scripts/install-system-deps.sh
+	@$(STEP) "Debian packages for the KDC (KERBEROS=1)" ./scripts/install-system-deps.sh demo-kerberos
+	@$(STEP) "pip: k5test (KERBEROS=1)" $(PY) -m pip install -q -e ".[demo,demo-kerberos]"
+	@touch $(DEMO_KERBEROS_STAMP)
 
 # Two workers, one test module each at a time (module fixtures start once): most of the suite
 # waits on the servers it starts (HMS, Spark, Chromium), so two share the two cores well.

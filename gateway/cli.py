@@ -125,7 +125,8 @@ def cmd_certs(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from gateway.demo.launcher import run_demo
 
-    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port, storage=args.storage)
+    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port, storage=args.storage,
+                    kerberos=args.kerberos)
 
 
 def _policy_services(topology: TopologyConfig, service: str | None) -> list[ServiceConfig]:
@@ -236,6 +237,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--storage", choices=("file", "s3"), default="file",
                    help="where the demo's Iceberg table lives: file (the HMS warehouse, default) or s3 "
                         "(a local S3 server, moto: pip install -e '.[demo-s3]'; docs/iceberg.md)")
+    p.add_argument("--kerberos", action="store_true",
+                   help="a Kerberized metastore: a local KDC, SASL on HMS, the gateway as a proxy user "
+                        "(pip install -e '.[demo-kerberos]'; docs/operations.md, \"Fronting a Kerberized metastore\")")
 
     from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
 

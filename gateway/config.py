@@ -245,6 +245,47 @@ class Providers(_Model):
     identity_assertion: IdentityAssertionConfig = IdentityAssertionConfig()
 
 
+class SaslConfig(_Model):
+    """SASL to a Kerberized HMS (``hive.metastore.sasl.enabled=true``): the gateway logs in
+    from ``keytab`` as ``principal`` (in memory: no ``kinit``, no credential cache on disk) and
+    speaks GSSAPI to ``service_principal``; see :mod:`gateway.upstream.kerberos`. The realm
+    comes from MIT Kerberos' ``KRB5_CONFIG``."""
+
+    #: The gateway's own principal, e.g. ``hmsgw/gw.example.com@EXAMPLE.COM``; its short name
+    #: (``hmsgw``) is the Hadoop proxy user HMS must allow (``hadoop.proxyuser.hmsgw.*``).
+    principal: str = Field(min_length=1)
+    #: Keytab holding ``principal``'s keys (relative to the topology file).
+    keytab: Path
+    #: HMS's ``hive.metastore.kerberos.principal``; ``_HOST`` becomes each URL's host.
+    service_principal: str = Field(min_length=1)
+    #: HMS's ``hadoop.rpc.protection``: SASL QOP ``auth``, ``auth-int`` or ``auth-conf``.
+    protection: Literal["authentication", "integrity", "privacy"] = "authentication"
+    #: ``delegation-token``: each end user's calls go over DIGEST-MD5 connections with a
+    #: delegation token HMS issued for that user (the gateway as Hadoop proxy user);
+    #: ``none``: every call runs as ``principal`` (authorization and audit live in the
+    #: gateway alone).
+    impersonation: Literal["delegation-token", "none"] = "delegation-token"
+    #: HMS's ``hive.cluster.delegation.token.renew-interval`` in seconds (Hadoop's default: one
+    #: day): a token not renewed within it expires.
+    token_renew_interval_seconds: float = Field(default=86400.0, gt=0)
+    #: A user's token is renewed this long before its renewal deadline, and fetched anew this
+    #: long before its maximum lifetime; the keytab login is renewed this long before the TGT
+    #: expires.
+    renew_margin_seconds: float = Field(default=60.0, gt=0)
+
+    @field_validator("principal", "service_principal")
+    @classmethod
+    def _principal(cls, name: str) -> str:
+        if any(c.isspace() for c in name) or name.count("@") > 1 or name.startswith(("@", "/")):
+            raise ValueError(f"{name!r} is not a Kerberos principal name (primary[/instance][@REALM])")
+        return name
+
+    @property
+    def short_name(self) -> str:
+        """The principal's first component: Hadoop's short name (proxy user, token renewer)."""
+        return self.principal.split("@")[0].split("/")[0]
+
+
 class UpstreamConfig(_Model):
     """Where a service dispatches to: binary Thrift on TCP, as HMS listens on port 9083."""
 
@@ -263,6 +304,17 @@ class UpstreamConfig(_Model):
     failover_sleep_seconds: float = Field(default=0.1, ge=0)
     probe_interval_seconds: float = Field(default=5.0, gt=0)
     round_robin: bool = False
+    #: SASL/Kerberos to a secured HMS (None: plain binary Thrift, identities by ``set_ugi``).
+    sasl: SaslConfig | None = None
+
+    @model_validator(mode="after")
+    def _sasl_transport(self) -> "UpstreamConfig":
+        if self.sasl is not None:
+            if self.transport == "framed":
+                raise ValueError("sasl: is not supported with transport: framed")
+            if any(not url.lower().startswith("thrift://") for url in self.urls):
+                raise ValueError("sasl: applies to thrift:// URLs only (HTTP mode has no SASL)")
+        return self
 
     @field_validator("urls")
     @classmethod
@@ -434,6 +486,8 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
             if not policy_file.is_file():
                 raise ConfigError(path, f"services[{i}].policy_file", f"no such file: {policy_file}")
             service = service.model_copy(update={"policy_file": policy_file})
+        if service.upstream is not None and service.upstream.sasl is not None:
+            service = _with_keytab(service, base, path, f"services[{i}].upstream.sasl")
         services.append(service)
     return cfg.model_copy(
         update={
@@ -442,6 +496,21 @@ def load_topology_file(path: Path | str) -> TopologyConfig:
             "source": path,
         }
     )
+
+
+def _with_keytab(service: ServiceConfig, base: Path, path: Path, key: str) -> ServiceConfig:
+    """``service`` with its SASL keytab resolved against ``base``, once the keytab is readable
+    and holds the principal (no KDC is asked). Raises :class:`ConfigError` naming the key."""
+    from gateway.upstream.kerberos import KeytabError, check_keytab  # gssapi only when used
+
+    upstream = service.upstream
+    assert upstream is not None and upstream.sasl is not None
+    sasl = upstream.sasl.model_copy(update={"keytab": _resolve(base, upstream.sasl.keytab)})
+    try:
+        check_keytab(sasl.principal, sasl.keytab)
+    except KeytabError as exc:
+        raise ConfigError(path, f"{key}.{exc.key}", str(exc)) from None
+    return service.model_copy(update={"upstream": upstream.model_copy(update={"sasl": sasl})})
 
 
 #: File name endings of topology files (both spellings of YAML's: ``default.yml`` is read too).

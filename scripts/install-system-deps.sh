@@ -2,11 +2,18 @@
 # Installs the Debian packages the gateway needs, only those that are missing.
 #   scripts/install-system-deps.sh demo   what `make run` needs: Java, a JDK (the listener jar), curl,
 #                                         and what `pip install` builds from source (see below)
+#   scripts/install-system-deps.sh demo-kerberos   the demo's set plus the KDC (`make run KERBEROS=1`)
 #   scripts/install-system-deps.sh        (or `all`) also what the tests use: `make install`, `make test`
 # Without root and with something missing, it fails loudly: nothing is silently skipped.
 # `make fresh` (scripts/fresh.sh) proves the demo set is enough on a clean Debian 12 root.
 set -euo pipefail
 set_name=${1:-all}
+# The KDC of the Kerberized demo and of the tests (gateway/demo/realm.py, k5test).
+declare -A kdc=(
+  [krb5kdc]=krb5-kdc
+  [kadmin.local]=krb5-admin-server
+  [kinit]=krb5-user
+)
 # A package is present when its command is on PATH ...
 declare -A want=(
   [java]=default-jre-headless
@@ -24,13 +31,12 @@ headers=(
 )
 case "$set_name" in
   demo) ;;
+  demo-kerberos) for cmd in "${!kdc[@]}"; do want[$cmd]=${kdc[$cmd]}; done ;;
   all)
+    for cmd in "${!kdc[@]}"; do want[$cmd]=${kdc[$cmd]}; done
     want+=(
       [thrift]=thrift-compiler
       [htpasswd]=apache2-utils
-      [krb5kdc]=krb5-kdc
-      [kadmin.local]=krb5-admin-server
-      [kinit]=krb5-user
       [slapd]=slapd
       [ldapadd]=ldap-utils
       [node]=nodejs
@@ -40,7 +46,7 @@ case "$set_name" in
       [haproxy]=haproxy  # tests/integration/test_replicas.py: the balancer in front of the replicas
       [chromium]=chromium
     ) ;;
-  *) echo "usage: $0 [demo|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [demo|demo-kerberos|all]" >&2; exit 2 ;;
 esac
 missing=()
 for cmd in "${!want[@]}"; do

@@ -19,7 +19,8 @@ HMS 2.3 has no bind-address setting: it listens on all interfaces, unauthenticat
 port firewalled on shared hosts; the gateway is the authenticated way in.
 
 Readiness means: the port accepts connections AND a strict TBinaryProtocol ``get_all_databases``
-call (framed when ``framed=True``) gets a REPLY header back.
+call (framed when ``framed=True``) gets a REPLY header back; on a Kerberized metastore
+(``kerberos=``, gateway/demo/hms_kerberos.py) that call goes over SASL GSSAPI.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 import weakref
 from pathlib import Path
-from xml.sax.saxutils import escape
+
+from gateway.demo.hms_kerberos import HMSKerberos, site_xml
+from gateway.demo.hms_probe import probe_get_all_databases
 
 __all__ = [
     "EmbeddedHMS", "HMSStartError", "PortInUseError", "listener_jar", "probe_get_all_databases", "pyspark_jars_dir",
@@ -43,8 +45,6 @@ __all__ = [
 
 # HiveMetaStore.main after creating HMS's lock tables (listener/.../EmbeddedMetastore.java).
 _MAIN_CLASS = "io.hmsgateway.metastore.EmbeddedMetastore"
-_VERSION_1 = 0x80010000  # strict binary header: version mask | message type
-_CALL, _REPLY, _EXCEPTION = 1, 2, 3
 _LOG_TAIL_LINES = 40
 _LOG4J2_PROPERTIES = """\
 status = ERROR
@@ -111,38 +111,6 @@ def listener_jar() -> Path:
     return jar
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the metastore")
-        buf += chunk
-    return buf
-
-
-def probe_get_all_databases(host: str, port: int, *, framed: bool = False, timeout: float = 5.0) -> None:
-    """Send one strict-binary ``get_all_databases`` CALL and check that a REPLY header answers.
-
-    Wire format: Thrift TBinaryProtocol strict message header (``0x80010001``, name, seqid), an
-    empty args struct (``T_STOP``), optionally a 4-byte big-endian frame length (TFramedTransport).
-    Raises OSError/ConnectionError on network trouble, ValueError on an unexpected reply header.
-    """
-    name = b"get_all_databases"
-    message = struct.pack("!Ii", _VERSION_1 | _CALL, len(name)) + name + struct.pack("!ib", 1, 0)
-    if framed:
-        message = struct.pack("!i", len(message)) + message
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(message)
-        if framed:
-            _recv_exact(sock, 4)
-        (header,) = struct.unpack("!I", _recv_exact(sock, 4))
-        (name_len,) = struct.unpack("!i", _recv_exact(sock, 4))
-        reply_name = _recv_exact(sock, name_len) if 0 <= name_len < 256 else b""
-    if header & 0xFFFF0000 != _VERSION_1 or header & 0xFF not in (_REPLY, _EXCEPTION) or reply_name != name:
-        raise ValueError(f"unexpected reply header 0x{header:08x} {reply_name!r}")
-
-
 def _port_in_use(port: int) -> bool:
     # SO_REUSEADDR makes a TIME_WAIT socket not count; a listener (of any address) still does.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -195,7 +163,8 @@ DERBY_PROPERTIES = {"derby.locks.deadlockTimeout": "1"}
 
 
 class EmbeddedHMS:
-    """One Hive Metastore 2.3.10 JVM (Derby-backed, unsecured, strict binary Thrift on ``port``).
+    """One Hive Metastore 2.3.10 JVM (Derby-backed, strict binary Thrift on ``port``; unsecured
+    unless ``kerberos`` is given).
 
     ``workdir`` is created if missing; its Derby database and warehouse survive stop/start, so a
     second run sees the first run's catalog. ``framed=True`` sets
@@ -209,6 +178,8 @@ class EmbeddedHMS:
     and ``event_cleaner_interval_seconds`` how often expired entries are deleted. ``site`` adds or
     overrides ``hive-site.xml`` properties (name → value), such as a short ``hive.txn.timeout``.
     ``derby`` adds or overrides Derby system properties (:data:`DERBY_PROPERTIES`).
+    ``kerberos`` (:class:`~gateway.demo.hms_kerberos.HMSKerberos`) Kerberizes it: SASL on the
+    Thrift port, ``conf/core-site.xml`` with the proxy users and QOP, the realm's krb5.conf.
     Use as a context manager or call start()/stop(); the JVM runs in its own process group and is
     also stopped when the Python interpreter exits.
     """
@@ -217,7 +188,7 @@ class EmbeddedHMS:
         self, workdir: Path, port: int, *, java: str = "java", heap_mb: int = 512, framed: bool = False,
         durable: bool = True, short_lived: bool = False, event_ttl_seconds: int = 86400,
         event_cleaner_interval_seconds: int = 60, site: dict[str, str] | None = None,
-        derby: dict[str, str] | None = None,
+        derby: dict[str, str] | None = None, kerberos: HMSKerberos | None = None,
     ):
         self.workdir = Path(workdir).resolve()
         self.port = int(port)
@@ -231,6 +202,7 @@ class EmbeddedHMS:
         self.event_cleaner_interval_seconds = event_cleaner_interval_seconds
         self.site = dict(site or {})
         self.derby = {**DERBY_PROPERTIES, **(derby or {})}
+        self.kerberos = kerberos
         self._proc: subprocess.Popen | None = None
         self._finalizer: weakref.finalize | None = None
 
@@ -302,12 +274,10 @@ class EmbeddedHMS:
             # As Iceberg sites (and Apache PyIceberg's CI Hive) set it: else a schema change that
             # drops or reorders columns is refused (gateway/iceberg/hms_refusals.py).
             "hive.metastore.disallow.incompatible.col.type.changes": "false",
+            **(self.kerberos.hive_site() if self.kerberos else {}),
             **self.site,
         }
-        body = "".join(
-            f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n" for k, v in props.items()
-        )
-        return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
+        return site_xml(props)
 
     def _log_tail(self) -> str:
         try:
@@ -362,6 +332,12 @@ class EmbeddedHMS:
         conf.mkdir(parents=True, exist_ok=True)
         self.warehouse_dir.mkdir(parents=True, exist_ok=True)
         (conf / "hive-site.xml").write_text(self._hive_site())
+        # Hadoop reads core-site.xml from the classpath: without one, UGI is "simple".
+        core_site = conf / "core-site.xml"
+        if self.kerberos:
+            core_site.write_text(self.kerberos.core_site())
+        else:
+            core_site.unlink(missing_ok=True)
         # Hive looks this name up on the classpath (conf/ comes first); without it HMS logs to
         # $TMPDIR/$USER/hive.log, shared by every metastore on the machine.
         (conf / "hive-log4j2.properties").write_text(_LOG4J2_PROPERTIES)
@@ -376,6 +352,7 @@ class EmbeddedHMS:
             f"-Dderby.system.home={self.workdir}",  # derby.log goes here, not into the cwd
             *([] if self.durable else ["-Dderby.system.durability=test"]),
             *(f"-D{name}={value}" for name, value in self.derby.items()),
+            *(self.kerberos.jvm_options() if self.kerberos else []),
             "-cp",
             classpath,
             _MAIN_CLASS,
@@ -409,7 +386,10 @@ class EmbeddedHMS:
                     f"{self._log_tail()}"
                 )
             try:
-                probe_get_all_databases(self.host, self.port, framed=self.framed, timeout=10)
+                if self.kerberos:
+                    self.kerberos.probe(self.host, self.port, timeout=10)
+                else:
+                    probe_get_all_databases(self.host, self.port, framed=self.framed, timeout=10)
                 return
             except (OSError, ValueError) as exc:
                 last_error = exc
@@ -448,5 +428,5 @@ class EmbeddedHMS:
     def __repr__(self) -> str:
         return (
             f"EmbeddedHMS(workdir={str(self.workdir)!r}, port={self.port}, framed={self.framed}, "
-            f"durable={self.durable}, pid={self.pid})"
+            f"durable={self.durable}, kerberos={self.kerberos is not None}, pid={self.pid})"
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import textwrap
 import threading
 import time
@@ -36,7 +37,7 @@ def iceberg_url(port: int) -> str:
 
 
 def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None, storage: str | None = None,
-            aws_credentials: Path = Path("var/demo") / CREDENTIALS_FILE) -> str:
+            aws_credentials: Path = Path("var/demo") / CREDENTIALS_FILE, metastore: str | None = None) -> str:
     url = f"https://localhost:{port}/gateway/default/hmshttpthrift/api/hms"
     return f"""
 HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore).
@@ -70,15 +71,20 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
   curl -N -sk -u admin:admin-password -H 'Accept: text/event-stream' \\
        'https://localhost:{port}/gateway/default/events?after=0'
 
+{metastore or _PLAIN_METASTORE}"""
+
+_PLAIN_METASTORE = """\
   The embedded Hive Metastore listens on port 9083 of every interface without authentication
   (Hive 2.3 has no bind-address setting): firewall it on a shared machine.
 """
 
 
-def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage: str = "file") -> int:
+def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage: str = "file",
+             kerberos: bool = False) -> int:
     """Run the whole demo in the foreground; returns the process exit code. ``storage``: where
     the Iceberg table's files go, ``file`` (the HMS warehouse under ``workdir``) or ``s3`` (a
-    local S3 server, :func:`_s3_storage`)."""
+    local S3 server, :func:`_s3_storage`). ``kerberos``: the metastore Kerberized and the
+    gateway its proxy user (:func:`_kerberized`)."""
     from gateway.demo.hms import EmbeddedHMS
     from gateway.server import Gateway, run
 
@@ -95,6 +101,9 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
         s3 = None
         if storage == "s3":
             config, hms, s3 = _s3_storage(config, workdir / "s3", hms_port, stack)
+        metastore_lines = None
+        if kerberos:
+            config, metastore_lines = _kerberized(config, hms, workdir / "kerberos", stack)
         topologies = load_topologies(config.topologies_dir)
         print(f"starting the embedded Hive Metastore on port {hms_port} (about 20 s) ...", flush=True)
         hms_started = time.monotonic()
@@ -105,7 +114,8 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
         storage_line = None if s3 is None else _s3_banner_line(s3, workdir / "s3")
 
         def started(gw) -> None:
-            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path, storage_line, aws_credentials),
+            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path, storage_line, aws_credentials,
+                          metastore_lines),
                   flush=True)
             # The pipeline is a client of the gateway like any other: it runs beside the server.
             def pipelines() -> None:
@@ -137,6 +147,31 @@ def _s3_storage(config: GatewayConfig, s3_dir: Path, hms_port: int, stack: conte
     options = {"endpoint": s3.endpoint, "region": REGION, "credentials_file": str(key_file), "role_arn": s3.role_arn}
     topologies_dir = s3_topologies(config.topologies_dir, s3_dir / "topologies", options)
     return config.model_copy(update={"topologies_dir": topologies_dir}), hms, s3
+
+
+def _kerberized(config: GatewayConfig, hms, directory: Path, stack: contextlib.ExitStack):
+    """``--kerberos``: start a KDC (stopped by ``stack``) with HMS's and the gateway's keytabs in
+    ``directory/keytabs``, Kerberize ``hms`` (not started yet: SASL on, the gateway its proxy
+    user), point this process's Kerberos library at the realm (``KRB5_CONFIG``) and write the
+    topologies with ``upstream.sasl`` to ``directory/topologies``. Returns the gateway
+    configuration serving those and the banner's lines about the metastore."""
+    from gateway.demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, kerberos_topologies, start_kerberos
+
+    print("starting the local KDC (realm GATEWAY.TEST) ...", flush=True)
+    setup = start_kerberos(directory / "keytabs")
+    stack.callback(setup.stop)
+    hms.kerberos = setup.hms_settings()
+    os.environ["KRB5_CONFIG"] = str(setup.realm.krb5_conf)
+    topologies_dir = kerberos_topologies(config.topologies_dir, directory / "topologies", setup.gateway_sasl())
+    lines = (f"""\
+  The embedded Hive Metastore on port {hms.port} is Kerberized (SASL, realm GATEWAY.TEST, krb5.conf
+  {setup.realm.krb5_conf}): HMS is {SERVICE_PRINCIPAL}, the gateway {GATEWAY_PRINCIPAL}
+  (keytab {setup.gateway_keytab}), a Hadoop proxy user that asks a delegation token for each end
+  user; a call without Kerberos is refused. HMS's log, with its audit lines (ugi=etl, ugi=admin):
+  {hms.log_path}
+    grep -a 'HiveMetaStore.audit' {_shown_path(hms.log_path)} | tail
+""")
+    return config.model_copy(update={"topologies_dir": topologies_dir}), lines
 
 
 def _s3_banner_line(s3, s3_dir: Path) -> str:

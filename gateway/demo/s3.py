@@ -33,7 +33,6 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 __all__ = ["BUCKET", "REGION", "ROLE", "SETUP_CALLS", "RunningS3", "s3_topologies", "start_s3"]
 
@@ -171,28 +170,20 @@ def _set_up(endpoint: str, process: subprocess.Popen) -> RunningS3:
 
 
 def s3_topologies(source: Path, target: Path, s3_options: dict) -> Path:
-    """Write every topology of ``source`` (a ``topologies_dir``) into ``target`` (emptied of
-    topology files first) with ``options.s3`` = ``s3_options`` on each ``iceberg-rest`` service
-    and ``options.iceberg.s3`` = the same on each ``event-stream`` service (it reads Iceberg
-    metadata files for commit events); returns ``target``. The files are the loaded
-    topologies (relative paths made absolute, so they work from ``target``). Raises
+    """Write every topology of ``source`` (a ``topologies_dir``) into ``target`` with
+    ``options.s3`` = ``s3_options`` on each ``iceberg-rest`` service and ``options.iceberg.s3`` =
+    the same on each ``event-stream`` service (it reads Iceberg metadata files for commit
+    events); returns ``target`` (:func:`gateway.demo.topologies.rewrite_topologies`). Raises
     :class:`gateway.config.ConfigError` for a bad source file."""
-    from gateway.config import load_topologies, topology_files
+    from gateway.demo.topologies import rewrite_topologies
 
-    target.mkdir(parents=True, exist_ok=True)
-    for stale in topology_files(target):
-        stale.unlink()
-    for name, topology in load_topologies(source).items():
-        data = topology.model_dump(mode="json", exclude={"name", "source"}, exclude_unset=True)
-        for service in data["services"]:
-            options = service.setdefault("options", {})
-            if service.get("kind") == "iceberg-rest":
-                options["s3"] = dict(s3_options)
-                # the bucket is a warehouse besides HMS's own (gateway/iceberg/locations.py)
-                options["allowed_locations"] = [f"s3://{BUCKET}/"]
-            elif service.get("kind") == "event-stream":
-                options["iceberg"] = {**options.get("iceberg", {}), "s3": dict(s3_options)}
-        header = (f"# Written by `hms-gateway demo --storage s3` from {topology.source} at each start,\n"
-                  "# with the local S3 server's settings: edit that file instead.\n")
-        (target / f"{name}.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
-    return target
+    def edit(service: dict) -> None:
+        options = service.setdefault("options", {})
+        if service.get("kind") == "iceberg-rest":
+            options["s3"] = dict(s3_options)
+            # the bucket is a warehouse besides HMS's own (gateway/iceberg/locations.py)
+            options["allowed_locations"] = [f"s3://{BUCKET}/"]
+        elif service.get("kind") == "event-stream":
+            options["iceberg"] = {**options.get("iceberg", {}), "s3": dict(s3_options)}
+
+    return rewrite_topologies(source, target, edit, "the local S3 server's settings")

@@ -19,7 +19,7 @@ from aiohttp import hdrs, web
 
 from gateway.providers.authentication.throttle import Throttled
 from gateway.thrift.errors import ProtocolError
-from gateway.upstream.errors import UpstreamError, UpstreamTimeout
+from gateway.upstream.errors import UpstreamCredentialsUnavailable, UpstreamError, UpstreamTimeout
 
 
 class Outcome(Exception):
@@ -110,6 +110,7 @@ STATUSES: dict[type[Exception], tuple[int, str]] = {
     Answered: (200, "forbidden"),
     Served: (200, "ok"),
     UpstreamTimeout: (504, "upstream_timeout"),
+    UpstreamCredentialsUnavailable: (503, "upstream_unavailable"),
     UpstreamError: (502, "upstream_unavailable"),
 }
 

@@ -9,6 +9,7 @@ live and :meth:`ServiceKind.close` when a reload has replaced it or at shutdown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from aiohttp import web
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.settings import CacheOptions
-from gateway.config import ConfigError, GatewayConfig, ServiceConfig, reported_error
+from gateway.config import ConfigError, GatewayConfig, ServiceConfig, UpstreamConfig, reported_error
 from gateway.pipeline.step import Chain, StepContext
 from gateway.upstream.failover import Upstream
 from gateway.upstream.http import HttpUpstream
@@ -77,6 +78,7 @@ def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
             pool_size=up.pool_size,
             max_identities=up.max_identities,
             max_reply_bytes=gateway.limits.max_reply_bytes,
+            connector=_connector(up, url, gateway),
         )
         for url in up.urls
     ]
@@ -87,6 +89,15 @@ def build_upstream(svc: ServiceConfig, gateway: GatewayConfig) -> Upstream:
         probe_interval=up.probe_interval_seconds,
         round_robin=up.round_robin,
     )
+
+
+def _connector(up: UpstreamConfig, url: str, gateway: GatewayConfig):
+    """SASL to a Kerberized HMS when ``up.sasl`` is set; None: plain Thrift (the pool's default)."""
+    if up.sasl is None:
+        return None
+    from gateway.upstream.secure import SaslConnector  # gssapi and pure-sasl only when used
+
+    return SaslConnector(up.sasl, urlsplit(url).hostname or "localhost", gateway.limits.max_reply_bytes)
 
 
 def key_path(loc: tuple) -> str:

@@ -161,7 +161,9 @@ class IcebergErrors:
     @staticmethod
     def upstream(failure: Exception, method: str | None) -> tuple[IcebergError, str]:
         if isinstance(failure, UpstreamError):
-            return errors.ServiceUnavailable("the Hive Metastore is unavailable"), "upstream_unavailable"
+            # the reason is safe to show (UpstreamError's contract): it names the settings to fix
+            # for a refused proxy user, a wrong service principal or QOP, an unreachable KDC
+            return errors.ServiceUnavailable(f"the Hive Metastore is unavailable: {failure}"), "upstream_unavailable"
         if isinstance(failure, TException):
             return errors.ServiceFailure(f"the Hive Metastore failed ({method})"), "upstream_unavailable"
         return errors.ServiceFailure("the storage of the metadata files failed"), "upstream_unavailable"

@@ -30,6 +30,15 @@ class UpstreamConnectFailed(UpstreamUnavailable):
     """No connection could be opened: the request was never sent, so another upstream may take it."""
 
 
+class UpstreamCredentialsUnavailable(UpstreamError):
+    """The gateway cannot get the credentials a secured upstream needs now (the KDC cannot be
+    reached): 503, the call may succeed later."""
+
+    status = 503
+    outcome = "unavailable"
+    down = True
+
+
 class UpstreamTimeout(UpstreamError):
     """The upstream did not answer within the configured time (504)."""
 

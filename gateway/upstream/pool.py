@@ -17,7 +17,9 @@ from gateway.thrift.errors import ProtocolError
 from gateway.upstream.deadlines import Deadlines
 from gateway.upstream.errors import AccountedCall, UpstreamBadReply, UpstreamConnectFailed
 from gateway.upstream.seqids import UpstreamCall
-from gateway.upstream.framing import READ_CHUNK, Framed, Unframed
+from gateway.upstream.connector import Connector, PlainConnector
+from gateway.upstream.framing import READ_CHUNK, Unframed
+from gateway.upstream.sasl import StaleCredentials
 from gateway.upstream.streaming import ReplySink
 from gateway.upstream.ugi import (
     Identity,
@@ -26,7 +28,6 @@ from gateway.upstream.ugi import (
     set_ugi_call,
     take_idle,
     trim_idle,
-    ugi_key,
 )
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,8 @@ class UpstreamPool:
     byte; ``connect_timeout`` bounds opening a connection; at most ``pool_size`` idle
     connections are kept, of at most ``max_identities`` identities (LRU, see
     :mod:`gateway.upstream.ugi`); replies larger than ``max_reply_bytes`` are refused.
+    ``connector`` sets up each new connection (:mod:`gateway.upstream.connector`: plain
+    Thrift with ``set_ugi`` by default, SASL to a Kerberized HMS).
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class UpstreamPool:
         pool_size: int = 8,
         max_reply_bytes: int = 1 << 30,
         max_identities: int = 16,
+        connector: Connector | None = None,
     ):
         parts = urlsplit(url)
         self.host, self.port = parts.hostname or "localhost", parts.port or 9083
@@ -75,8 +79,12 @@ class UpstreamPool:
         self.connect_timeout, self.timeout = connect_timeout, timeout
         self.pool_size, self.max_reply_bytes = pool_size, max_reply_bytes
         self.max_identities = max_identities
+        self.connector = connector or PlainConnector(framed)
+        self.connector.bind(self._gateway_call)
         self._idle: list[_Connection] = []
         self._busy = 0
+        #: Calls in flight per key: an evicted identity's credentials go only when none is left.
+        self._busy_keys: dict[UgiKey, int] = {}
         self._closed = False
         #: The deadline of each call in flight, from sending it to its reply's last byte.
         self._deadlines = Deadlines(timeout)
@@ -89,6 +97,12 @@ class UpstreamPool:
         conn = take_idle(self._idle, key)
         if conn is not None:
             return conn
+        try:
+            return await self._connect(key)
+        except StaleCredentials:  # an expired or cancelled token, dropped: once more, anew
+            return await self._connect(key)
+
+    async def _connect(self, key: UgiKey) -> _Connection:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 reader, writer = await asyncio.open_connection(
@@ -103,8 +117,14 @@ class UpstreamPool:
             raise UpstreamConnectFailed(
                 f"cannot connect to upstream {self.label}: {exc.strerror or exc}"
             ) from None
-        conn = _Connection((Framed if self.framed else Unframed)(reader, writer, self.label), key)
-        if key is not None:
+        try:
+            async with asyncio.timeout(self.timeout):
+                io = await self.connector.open(reader, writer, self.label, key)
+        except BaseException:
+            writer.close()
+            raise
+        conn = _Connection(io, key)
+        if key is not None and self.connector.sends_ugi:
             try:
                 async with asyncio.timeout(self.timeout):
                     reply = await self._roundtrip(conn, UpstreamCall(set_ugi_call(key)), True)
@@ -119,8 +139,18 @@ class UpstreamPool:
             conn.close()
             return
         self._idle.append(conn)
-        for evicted in trim_idle(self._idle, self.pool_size, self.max_identities):
-            evicted.close()
+        evicted = trim_idle(self._idle, self.pool_size, self.max_identities)
+        for gone in evicted:
+            gone.close()
+        left = {c.ugi for c in self._idle}
+        for key in {c.ugi for c in evicted} - left:
+            if key is not None and not self._busy_keys.get(key):
+                self.connector.released(key)
+
+    async def _gateway_call(self, request: bytes) -> bytes:
+        reply = await self.call(request, origin=metrics.ORIGIN_GATEWAY)
+        assert reply is not None
+        return reply
 
     async def call(
         self,
@@ -147,10 +177,12 @@ class UpstreamPool:
         this call) or :class:`UpstreamIdentityRefused` (HMS refused ``set_ugi``).
         """
         self._busy += 1
+        key = self.connector.key(identity)
+        self._busy_keys[key] = self._busy_keys.get(key, 0) + 1
         conn: _Connection | None = None
         try:
             with AccountedCall(self.label, self.timeout, origin):
-                conn = await self._checkout(ugi_key(identity))
+                conn = await self._checkout(key)
                 with self._deadlines.watch():
                     reply = await self._roundtrip(conn, UpstreamCall(request), expect_reply, sink)
                 if expect_reply:  # after a oneway call nothing says whether HMS answered anyway
@@ -161,6 +193,10 @@ class UpstreamPool:
             if conn is not None:
                 conn.close()
             self._busy -= 1
+            if self._busy_keys[key] == 1:
+                del self._busy_keys[key]
+            else:
+                self._busy_keys[key] -= 1
 
     async def _roundtrip(
         self, conn: _Connection, call: UpstreamCall, expect_reply: bool, sink: ReplySink | None = None
@@ -199,7 +235,10 @@ class UpstreamPool:
         raise UpstreamBadReply(f"upstream {self.label} sent binary message truncated")
 
     async def close(self) -> None:
-        """Close idle connections; busy ones close when their call ends."""
+        """Close idle connections (after the connector gave back its credentials: a
+        delegation token is cancelled over the gateway's own connection); busy ones close
+        when their call ends."""
+        await self.connector.close()
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:

@@ -13,14 +13,11 @@ from __future__ import annotations
 import configparser
 import os
 import re
-import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -31,109 +28,24 @@ from gateway.demo.iceberg import read_back_snippet
 from gateway.demo.launcher import S3_LOCATION, iceberg_url
 from gateway.demo.s3 import BUCKET, REGION
 from gateway.providers.authentication.sigv4 import parse_credentials_file
-from tests.support.ports import reserve_port
+from tests.support.make_run import Demo, console_script, demo_until_iceberg
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-READ_BACK = "Read it back (from the repository, with .venv/bin/python):"
-STARTUP_SECONDS = 240
 
 
-@dataclass
-class Demo:
-    root: Path  # the demo's working directory (the repository's place)
-    process: subprocess.Popen
-    gateway_port: int
-    lines: list[str] = field(default_factory=list)
-    done: threading.Event = field(default_factory=threading.Event)
-
-    @property
-    def output(self) -> str:
-        return "\n".join(self.lines)
-
-    @property
-    def s3_dir(self) -> Path:
-        return self.root / "var" / "demo" / "s3"
-
-    def program(self) -> str:
-        """The PyIceberg program the demo printed (indented by four spaces after READ_BACK)."""
-        start = next(i for i, line in enumerate(self.lines) if line.endswith(READ_BACK)) + 2
-        body = []
-        for line in self.lines[start:]:
-            if line and not line.startswith("    "):
-                break
-            body.append(line)
-        return textwrap.dedent("\n".join(body)).strip("\n") + "\n"
-
-
-def _copy_config(root: Path, gateway_port: int, management_port: int, hms_port: int) -> Path:
-    """config/ under ``root`` as it is in the repository, but for the ports."""
-    config = root / "config"
-    (config / "topologies").mkdir(parents=True)
-    text = (REPO / "config" / "gateway.yaml").read_text()
-    text = text.replace("port: 8443", f"port: {gateway_port}").replace("port: 9464", f"port: {management_port}")
-    (config / "gateway.yaml").write_text(text.replace("0.0.0.0", "127.0.0.1"))
-    (config / "users.htpasswd").write_text((REPO / "config" / "users.htpasswd").read_text())
-    for path in (REPO / "config" / "topologies").glob("*.yaml"):
-        (config / "topologies" / path.name).write_text(
-            path.read_text().replace("thrift://localhost:9083", f"thrift://localhost:{hms_port}"))
-    return config / "gateway.yaml"
-
-
-def _stop(demo: Demo) -> None:
-    """SIGTERM (the demo stops its gateway, HMS and S3 server), then whatever is left of its
-    process group (the pipeline's Spark child) and the HMS JVM, which runs in a group of its own."""
-    if demo.process.poll() is None:
-        demo.process.send_signal(signal.SIGTERM)
-        try:
-            demo.process.wait(90)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(demo.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    demo.process.wait()
-    pidfile = demo.s3_dir / "hms" / "hms.pid"
-    if pidfile.exists():  # only when the demo could not stop its HMS itself
-        try:
-            os.killpg(int(pidfile.read_text()), signal.SIGKILL)
-        except (ProcessLookupError, ValueError):
-            pass
+def _s3_dir(demo: Demo) -> Path:
+    return demo.workdir / "s3"
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
-    root = tmp_path_factory.mktemp("make-run-s3")
-    gateway_port = reserve_port(3)  # the demo is told its ports: gateway, management, HMS
-    management_port, hms_port = gateway_port + 1, gateway_port + 2
-    config = _copy_config(root, gateway_port, management_port, hms_port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     # what the Makefile runs, with this test's config file, work directory and HMS port
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "hms-gateway"), "demo", "--config", str(config),
-         "--workdir", "var/demo", "--hms-port", str(hms_port), "--storage", "s3"],
-        cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=open(root / "demo.stderr", "wb"), text=True, start_new_session=True)
-    running = Demo(root, process, gateway_port)
-
-    def read() -> None:
-        for line in process.stdout:
-            running.lines.append(line.rstrip("\n"))
-            if line.strip().startswith("# → ['Lisbon'") or "demo iceberg failed" in line:
-                running.done.set()
-        running.done.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        finished = running.done.wait(STARTUP_SECONDS)
-        assert finished and "demo iceberg failed" not in running.output, (
-            f"the demo did not print its PyIceberg program:\n{running.output}\n"
-            f"{(root / 'demo.stderr').read_text(errors='replace')[-3000:]}")
+    with demo_until_iceberg(tmp_path_factory.mktemp("make-run-s3"), ["--storage", "s3"],
+                            lambda demo: _s3_dir(demo) / "hms", program=console_script(), env=env) as running:
         yield running
-    finally:
-        _stop(running)
 
 
 def _bucket(demo: Demo):
@@ -143,7 +55,7 @@ def _bucket(demo: Demo):
 
     endpoint = re.search(r"on the local S3 server (http://\S+)", demo.output)[1]
     ini = configparser.ConfigParser()
-    ini.read(demo.s3_dir / "gateway-s3.ini")
+    ini.read(_s3_dir(demo) / "gateway-s3.ini")
     key = ini["default"]
     client = botocore.session.Session().create_client(
         "s3", endpoint_url=endpoint, region_name=REGION, aws_access_key_id=key["aws_access_key_id"],
@@ -211,7 +123,7 @@ def test_the_gateways_key_is_printed_and_logged_nowhere(demo: Demo):
         texts[log] = path.read_text(errors="replace") if path.exists() else ""
     for name, secret in key.items():
         assert not [where for where, text in texts.items() if secret in text], name
-    assert (demo.s3_dir / "gateway-s3.ini").stat().st_mode & 0o077 == 0
+    assert (_s3_dir(demo) / "gateway-s3.ini").stat().st_mode & 0o077 == 0
     assert "options.s3" not in (REPO / "config" / "topologies" / "default.yaml").read_text()  # config/ stays file
 
 

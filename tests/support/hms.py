@@ -36,7 +36,7 @@ class RunningHMS:
 def start_hms(
     workdir: Path, *, framed: bool = False, catalog: bool = False, many_partitions: int = SAMPLE_MANY_PARTITIONS,
     short_lived: bool = True, site: dict[str, str] | None = None, derby: dict[str, str] | None = None,
-    **events,
+    kerberos=None, **events,
 ) -> RunningHMS:
     """Start an HMS in ``workdir`` on a reserved port (:mod:`tests.support.ports`); with ``catalog``, run the demo pipeline into it.
 
@@ -45,13 +45,17 @@ def start_hms(
     ``events`` are EmbeddedHMS's notification-log settings (``event_ttl_seconds``,
     ``event_cleaner_interval_seconds``).
     ``site`` adds ``hive-site.xml`` properties (a short ``hive.txn.timeout`` for lock expiry),
-    ``derby`` Derby system properties (lock timeouts).
+    ``derby`` Derby system properties (lock timeouts). ``kerberos``: an ``HMSKerberos``
+    (tests/support/secure_hms.py); the catalog pipeline then cannot run directly.
     A start that finds its port taken is retried on another.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
+    if catalog and kerberos is not None:
+        raise ValueError("the demo pipeline calls HMS directly without SASL: seed a Kerberized HMS through a gateway")
+
     def start(port: int) -> EmbeddedHMS:
         server = EmbeddedHMS(workdir, port, framed=framed, durable=False, short_lived=short_lived,
-                             site=site, derby=derby, **events)
+                             site=site, derby=derby, kerberos=kerberos, **events)
         server.start()
         return server
 

@@ -247,6 +247,60 @@ def test_secrets_are_optional_or_existing(values):
         assert f"if and (not .Values.{key}.existingSecret) .Values.{key}.{field}" in text
 
 
+def test_metastore_kerberos_is_optional_or_existing(values):
+    """The keytab Secret and the krb5.conf ConfigMap of SASL to HMS (issue 38): off by default,
+    created from inline values only when no existing one is named."""
+    mk = values["metastoreKerberos"]
+    assert mk["keytab"]["existingSecret"] == "" and mk["keytab"]["contentBase64"] == ""
+    assert mk["krb5Conf"]["existingConfigMap"] == "" and mk["krb5Conf"]["content"] == ""
+    secrets = (TEMPLATES / "secrets.yaml").read_text()
+    assert ("if and (not .Values.metastoreKerberos.keytab.existingSecret) .Values.metastoreKerberos.keytab.contentBase64"
+            in secrets)
+    configmap = (TEMPLATES / "configmap.yaml").read_text()
+    assert ("if and (not .Values.metastoreKerberos.krb5Conf.existingConfigMap) .Values.metastoreKerberos.krb5Conf.content"
+            in configmap)
+
+
+def test_metastore_kerberos_mounts_keytab_and_krb5_conf_and_sets_krb5_config():
+    text = (TEMPLATES / "deployment.yaml").read_text()
+    assert re.search(r"\{\{- if \$metastoreKeytab \}\}\s+- secret:\s+name: \{\{ include "
+                     r"\"hms-gateway.metastoreKeytabSecretName\" \. \}\}[\s\S]*?path: krb5/metastore.keytab", text)
+    assert re.search(r"\{\{- if \$krb5Conf \}\}\s+- configMap:\s+name: \{\{ include "
+                     r"\"hms-gateway.krb5ConfigMapName\" \. \}\}[\s\S]*?path: krb5/krb5.conf", text)
+    # KRB5_CONFIG is the mounted file, set only with a krb5.conf, beside the operator's extraEnv
+    assert re.search(r"\{\{- if \$krb5Conf \}\}\s+# [^\n]*\n\s+- name: KRB5_CONFIG\s+"
+                     rf"value: {MOUNT}/krb5/krb5.conf", text)
+    assert "{{- with .Values.extraEnv }}" in text
+    # a topology with upstream.sasl and no keytab or krb5.conf fails the install, naming both values
+    assert re.search(r'if and \(include "hms-gateway.metastoreSasl" \.\) \(not \(and \$metastoreKeytab '
+                     r'\$krb5Conf\)\) \}\}\s+\{\{- fail "[^"]*metastoreKerberos.keytab[^"]*'
+                     r'metastoreKerberos.krb5Conf', text)
+    helpers = (TEMPLATES / "_helpers.tpl").read_text()
+    assert 'dig "upstream" "sasl" "" .' in helpers
+
+
+def test_the_schema_takes_upstream_sasl_as_docs_operations_shows_it(values, schema):
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    section = docs[docs.index("### What the gateway needs"):]
+    block = section[section.index("```yaml") + len("```yaml"):section.index("```", section.index("```yaml") + 7)]
+    upstream = yaml.safe_load(block)["services"][0]["upstream"]
+    chart = copy.deepcopy(values)
+    chart["config"]["topologies"]["default"]["services"][0]["upstream"] = upstream
+    jsonschema.Draft7Validator(schema).validate(chart)
+    del upstream["sasl"]["service_principal"]
+    assert list(jsonschema.Draft7Validator(schema).iter_errors(chart))
+
+
+def test_the_documented_metastore_keytab_path_is_mounted(values):
+    """docs/operations.md's ``upstream.sasl.keytab: ../krb5/metastore.keytab`` (relative to a
+    topology file) is the file the chart mounts."""
+    docs = (ROOT / "docs" / "operations.md").read_text()
+    keytab = re.search(r"keytab: (\S+)\s+# relative to the topology file", docs).group(1)
+    target = (Path(MOUNT) / values["config"]["gateway"]["topologies_dir"] / keytab).resolve()
+    assert str(target.relative_to(MOUNT)) in _projected_paths()
+    assert "krb5/krb5.conf" in _projected_paths()
+
+
 # --- the configuration the chart mounts ------------------------------------------------------
 
 
@@ -337,7 +391,7 @@ def test_schema_topology_keys_are_the_gateway_models(schema):
     """additionalProperties is false at each level, so the key sets must be the models' exactly:
     a key the gateway refuses passes neither, a key the gateway takes is not refused at install."""
     from gateway.config import (AuthorizationConfig, IdentityAssertionConfig, ImpersonationConfig, Providers,
-                                ServiceConfig, TopologyConfig, UpstreamConfig)
+                                SaslConfig, ServiceConfig, TopologyConfig, UpstreamConfig)
     from gateway.providers.authentication.registry import PROVIDERS
     from gateway.providers.authentication.settings import FailureThrottle
     from gateway.services import KINDS
@@ -354,6 +408,7 @@ def test_schema_topology_keys_are_the_gateway_models(schema):
         (identity["properties"]["impersonation"], set(ImpersonationConfig.model_fields)),
         (service, set(ServiceConfig.model_fields)),
         (service["properties"]["upstream"], set(UpstreamConfig.model_fields)),
+        (service["properties"]["upstream"]["properties"]["sasl"], set(SaslConfig.model_fields)),
         (service["properties"]["authorization"], set(AuthorizationConfig.model_fields)),
     ]
     for node, fields in levels:
@@ -375,6 +430,9 @@ REFUSED_BY_BOTH = [
     ("providers.identity_assertion.impersonation.enabled", True, "docs/security.md before issue 25"),
     ("providers.audit", {"enabled": True}, "audit belongs in the gateway file"),
     ("name", "default", "the topology name is the file name"),
+    ("services.0.upstream.sasl", {"principal": "hmsgw/gw.example.com@EXAMPLE.COM", "keytab": "../krb5/metastore.keytab",
+                                  "service_principal": "hive/_HOST@EXAMPLE.COM", "protection": "auth-conf"},
+     "SASL's QOP name where Hadoop's hadoop.rpc.protection value belongs"),
 ]
 
 

@@ -38,6 +38,26 @@ def test_make_run_s3_adds_the_s3_server_and_the_switch_and_nothing_else():
     assert "--storage" not in dry_run("run", "S3=0")
 
 
+def test_make_run_kerberos_adds_the_kdc_and_the_switch_and_nothing_else():
+    plain, kerberos = dry_run("run"), dry_run("run", "KERBEROS=1")
+    assert "--kerberos" not in plain and "demo-kerberos" not in plain
+    assert kerberos.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml --kerberos"
+    assert "install-system-deps.sh demo-kerberos" in kerberos and ".[demo,demo-kerberos]" in kerberos
+    assert ".[test" not in kerberos and "install-system-deps.sh all" not in kerberos
+    both = dry_run("run", "KERBEROS=1", "S3=1").strip().splitlines()[-1]
+    assert both == ".venv/bin/hms-gateway demo --config config/gateway.yaml --storage s3 --kerberos"
+    assert "--kerberos" not in dry_run("run", "KERBEROS=0")
+
+
+def test_the_kdc_packages_are_in_the_kerberos_and_full_sets_only():
+    script = REPO / "scripts" / "install-system-deps.sh"
+    text = script.read_text()
+    kdc = text[text.index("declare -A kdc=("):text.index("declare -A want=(")]
+    assert set(re.findall(r"\]=([\w.+-]+)", kdc)) == {"krb5-kdc", "krb5-admin-server", "krb5-user"}
+    cases = text[text.index("case "):]
+    assert re.search(r"demo-kerberos\)[^;]*kdc", cases) and re.search(r"all\)\s+for cmd in \"\$\{!kdc\[@\]\}\"", cases)
+
+
 def test_the_demo_package_set_is_a_subset_of_the_full_one():
     script = REPO / "scripts" / "install-system-deps.sh"
     refused = subprocess.run(["bash", str(script), "everything"], capture_output=True, text=True)

@@ -54,6 +54,20 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "hms-gateway.keytabSecretName" -}}
 {{- default (printf "%s-keytab" (include "hms-gateway.fullname" .)) .Values.keytab.existingSecret }}
 {{- end }}
+{{- define "hms-gateway.metastoreKeytabSecretName" -}}
+{{- default (printf "%s-metastore-keytab" (include "hms-gateway.fullname" .)) .Values.metastoreKerberos.keytab.existingSecret }}
+{{- end }}
+{{- define "hms-gateway.krb5ConfigMapName" -}}
+{{- default (printf "%s-krb5" (include "hms-gateway.fullname" .)) .Values.metastoreKerberos.krb5Conf.existingConfigMap }}
+{{- end }}
+{{/* "true" when a service of a topology speaks SASL (Kerberos) to its metastore. */}}
+{{- define "hms-gateway.metastoreSasl" -}}
+{{- range $_, $topology := .Values.config.topologies }}
+{{- range $topology.services }}
+{{- if dig "upstream" "sasl" "" . }}true{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- define "hms-gateway.signingKeysSecretName" -}}
 {{- default (printf "%s-signing-keys" (include "hms-gateway.fullname" .)) .Values.signingKeys.existingSecret }}
 {{- end }}

@@ -1,0 +1,258 @@
+"""Hive delegation tokens for end users: the token string, SASL DIGEST-MD5 with a token, and
+the per-user cache.
+
+HMS's ``get_delegation_token(owner, renewer)`` answers Hadoop's ``Token.encodeToUrlString()``:
+URL-safe base64 without padding of the ``Token`` Writable (vint length + identifier, vint
+length + password, then ``Text`` kind and service; vints as Hadoop's ``WritableUtils``). The
+identifier is an ``AbstractDelegationTokenIdentifier`` (version byte, owner, renewer and real
+user as ``Text``, issue and max date as vlong milliseconds, sequence number, master key id).
+
+A connection for that user then authenticates with DIGEST-MD5 (pure-sasl), as Hadoop's
+``SaslRpcClient`` with ``TOKEN`` auth does: user name the standard base64 of the identifier,
+password the standard base64 of the password, digest-uri ``null/default`` (protocol ``null``,
+server ``default``: HMS refuses any other with "Mismatched URI"). pure-sasl's DIGEST-MD5 has no
+integrity or privacy layer, so it asks for QOP ``auth`` only.
+
+:class:`DelegationTokens` holds one token per user: fetched on first use; when less than
+``margin`` seconds are left before its renewal deadline (its issue date plus HMS's
+``hive.cluster.delegation.token.renew-interval``, as configured for the gateway; then what a
+renewal answered), renewed, or fetched anew when HMS will not renew it; fetched anew before its
+max date; cancelled when the user's connections were evicted and at shutdown. HMS 2.3 compares
+a renewer's full principal name with the short name a token holds (``hmsgw/host@REALM tries to
+renew a token ... with non-matching renewer hmsgw``), so a gateway principal with an instance
+or realm cannot renew: after the first refusal the cache stops trying and fetches anew, as
+Trino's token cache does all along. A token's text never appears in ``repr``, logs or metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from puresasl.client import SASLClient
+from puresasl import SASLError, SASLProtocolException
+
+from gateway.upstream.errors import UpstreamError
+from gateway.upstream.sasl import StaleCredentials, UpstreamAuthFailed
+
+log = logging.getLogger(__name__)
+
+
+class TokenFormatError(ValueError):
+    """A token string that is not Hadoop's ``Token`` Writable."""
+
+
+def _vlong(data: bytes, pos: int) -> tuple[int, int]:
+    """Hadoop ``WritableUtils.readVLong`` at ``pos``: (value, next position)."""
+    if pos >= len(data):
+        raise TokenFormatError("token ends inside a number")
+    first = data[pos] - 256 if data[pos] > 127 else data[pos]
+    if first >= -112:
+        return first, pos + 1
+    size = (-120 - first) if first < -120 else (-112 - first)  # bytes after the first
+    if pos + 1 + size > len(data):
+        raise TokenFormatError("token ends inside a number")
+    value = int.from_bytes(data[pos + 1:pos + 1 + size], "big")
+    return (value ^ -1 if first < -120 else value), pos + 1 + size
+
+
+def _bytes(data: bytes, pos: int) -> tuple[bytes, int]:
+    size, pos = _vlong(data, pos)
+    if size < 0 or pos + size > len(data):
+        raise TokenFormatError("token ends inside a field")
+    return data[pos:pos + size], pos + size
+
+
+@dataclass(frozen=True, repr=False)
+class DelegationToken:
+    """One token: ``text`` (the URL string HMS gave), its ``identifier`` and ``password``
+    bytes, and from the identifier ``owner``, ``renewer``, ``issue_date`` and ``max_date``
+    (seconds since the epoch)."""
+
+    text: str
+    identifier: bytes
+    password: bytes
+    kind: str
+    owner: str
+    renewer: str
+    issue_date: float
+    max_date: float
+
+    def __repr__(self) -> str:
+        return f"DelegationToken(owner={self.owner!r}, kind={self.kind!r})"
+
+
+def parse_token(text: str) -> DelegationToken:
+    """Read HMS's token string. Raises :class:`TokenFormatError`."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError):
+        raise TokenFormatError("not URL-safe base64") from None
+    identifier, pos = _bytes(raw, 0)
+    password, pos = _bytes(raw, pos)
+    kind, pos = _bytes(raw, pos)
+    _service, pos = _bytes(raw, pos)
+    if pos != len(raw):
+        raise TokenFormatError("bytes after the token's service")
+    if not identifier:
+        raise TokenFormatError("empty identifier")
+    # AbstractDelegationTokenIdentifier: version byte, then owner, renewer, real user, dates.
+    owner, at = _bytes(identifier, 1)
+    renewer, at = _bytes(identifier, at)
+    _real, at = _bytes(identifier, at)
+    issue, at = _vlong(identifier, at)
+    max_date, at = _vlong(identifier, at)
+    return DelegationToken(text, identifier, password, kind.decode("utf-8", "replace"),
+                           owner.decode("utf-8", "replace"), renewer.decode("utf-8", "replace"),
+                           issue / 1000, max_date / 1000)
+
+
+class DigestMechanism:
+    """SASL DIGEST-MD5 with ``token`` (see the module docstring), QOP ``auth``."""
+
+    name = "DIGEST-MD5"
+
+    def __init__(self, token: DelegationToken, label: str):
+        self.token, self.label = token, label
+        self._client = SASLClient(
+            "default", "null", mechanism="DIGEST-MD5", qops=[b"auth"],
+            username=base64.b64encode(token.identifier).decode("ascii"),
+            password=base64.b64encode(token.password).decode("ascii"))
+        self.qop = "auth"
+
+    @property
+    def complete(self) -> bool:
+        return bool(self._client.complete)
+
+    def initial_response(self) -> bytes:
+        return b""  # DIGEST-MD5 is server-first
+
+    def step(self, challenge: bytes) -> bytes:
+        try:
+            return self._client.process(challenge) or b""
+        except (SASLError, SASLProtocolException) as exc:
+            if "quality of protection" in str(exc):
+                raise UpstreamAuthFailed(
+                    f"upstream {self.label} does not offer QOP auth to DIGEST-MD5 (delegation "
+                    "tokens): add authentication to HMS's hadoop.rpc.protection, or set the "
+                    "gateway's upstream.sasl.impersonation to none") from None
+            raise UpstreamAuthFailed(f"DIGEST-MD5 with upstream {self.label} failed: {exc}") from None
+
+    def wrap(self, data: bytes) -> bytes:
+        return data
+
+    def unwrap(self, data: bytes) -> bytes:
+        return data
+
+    def refused(self, reason: str) -> UpstreamAuthFailed:
+        log.info("upstream %s refused the delegation token of %s: %s", self.label, self.token.owner,
+                 reason.replace(self.token.text, "<token>")[:300])
+        return StaleCredentials(f"upstream {self.label} refused the delegation token of "
+                                f"{self.token.owner}")
+
+
+Fetch = Callable[[str], Awaitable[str]]
+Renew = Callable[[str], Awaitable[int]]
+Cancel = Callable[[str], Awaitable[None]]
+
+
+@dataclass(repr=False)
+class _Held:
+    token: DelegationToken
+    renew_by: float  # seconds since the epoch: HMS's renewal deadline
+
+
+@dataclass
+class DelegationTokens:
+    """One token per user (see the module docstring). ``fetch(user)`` returns a token
+    string, ``renew(text)`` the new renewal deadline in ms since the epoch, ``cancel(text)``
+    cancels; all three raise :class:`UpstreamError`. ``renew_interval`` and ``margin`` are
+    seconds."""
+
+    fetch: Fetch
+    renew: Renew
+    cancel: Cancel
+    renew_interval: float = 86400.0
+    margin: float = 60.0
+    clock: Callable[[], float] = time.time
+    #: False once HMS refused to renew a live token: tokens are then fetched anew instead.
+    renewable: bool = True
+    _held: dict[str, _Held] = field(default_factory=dict, repr=False)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
+    _cancels: set[asyncio.Task] = field(default_factory=set, repr=False)
+    #: Counts for tests and docs: tokens fetched, renewed, cancelled.
+    fetched: int = 0
+    renewed: int = 0
+    cancelled: int = 0
+
+    async def get(self, user: str) -> DelegationToken:
+        """``user``'s token, fetched or renewed as needed. Raises what ``fetch``/``renew`` raise
+        (``UpstreamError``), and :class:`UpstreamAuthFailed` for a token that does not parse."""
+        lock = self._locks.setdefault(user, asyncio.Lock())
+        async with lock:
+            held = self._held.get(user)
+            now = self.clock()
+            if held is not None and now < held.token.max_date - self.margin:
+                if now < held.renew_by - self.margin:
+                    return held.token
+                if self.renewable:
+                    try:
+                        held.renew_by = await self.renew(held.token.text) / 1000
+                        self.renewed += 1
+                        return held.token
+                    except UpstreamError as exc:
+                        self.renewable = now >= held.renew_by  # refused while live: never renewable
+                        log.info("renewing the delegation token of %s failed (%s): fetching a new one",
+                                 user, exc)
+            if held is not None:  # near its max date, or not renewed
+                self._cancel_later(self._held.pop(user).token)
+            text = await self.fetch(user)
+            try:
+                token = parse_token(text)
+            except TokenFormatError as exc:
+                raise UpstreamAuthFailed(f"HMS sent a delegation token for {user} that does not "
+                                         f"parse: {exc}") from None
+            self.fetched += 1
+            renew_by = min(token.issue_date + self.renew_interval, token.max_date)
+            self._held[user] = _Held(token, renew_by)
+            return token
+
+    def invalidate(self, user: str) -> None:
+        """Forget ``user``'s token (HMS refused it): the next :meth:`get` fetches anew."""
+        self._held.pop(user, None)
+
+    def release(self, user: str) -> None:
+        """Cancel ``user``'s token in the background (its connections were evicted)."""
+        held = self._held.pop(user, None)
+        lock = self._locks.get(user)
+        if lock is not None and not lock.locked():
+            del self._locks[user]
+        if held is not None:
+            self._cancel_later(held.token)
+
+    def holds(self, user: str) -> bool:
+        return user in self._held
+
+    def _cancel_later(self, token: DelegationToken) -> None:
+        task = asyncio.get_running_loop().create_task(self._cancel(token))
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _cancel(self, token: DelegationToken) -> None:
+        try:
+            await self.cancel(token.text)
+            self.cancelled += 1
+        except (UpstreamError, Exception) as exc:  # a token left expires at its max date anyway
+            log.warning("cancelling the delegation token of %s failed: %s", token.owner,
+                        type(exc).__name__ if not isinstance(exc, UpstreamError) else exc)
+
+    async def close(self) -> None:
+        """Cancel every token held and wait for every cancellation."""
+        for user in list(self._held):
+            self.release(user)
+        if self._cancels:
+            await asyncio.gather(*self._cancels, return_exceptions=True)
