@@ -103,6 +103,7 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
+    trusted.filtered(catalog, db, name)  # likewise a row filter or a mask
     return Reply(body=await commit_object(catalog, TABLE, db, name, ask))
 
 
