@@ -31,7 +31,9 @@ from gateway.iceberg import errors, trusted
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.local_paths import linked
-from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
+from gateway.iceberg.locations import (
+    allowed_roots, check_properties, check_references, check_table, inside, require_allowed,
+)
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
 from gateway.iceberg.paths import Route, hms_name
@@ -103,5 +105,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
         raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
+    check_references(None, metadata, what)
     await stored(catalog, db, name, metadata, location, kind, written=True)
     return Reply(body=kind.result(location, metadata))
