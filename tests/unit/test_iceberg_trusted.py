@@ -77,8 +77,6 @@ def test_without_trusted_engines_nobody_loads_a_restricted_table():
 async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for_an_untrusted_user():
     # A commit answers the whole metadata, as a load does: without this check a user allowed to
     # update the table would read its full schema from the commit's answer.
-    from gateway.iceberg.routes import answer
-    from gateway.iceberg.paths import Route
     from gateway.policy.model import expand_accesses as accesses
 
     engine = PolicyEngine([
@@ -86,6 +84,14 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
         Policy(3, "analysts update sales", (ResourceSpec(("sales",)), ResourceSpec(("*",)), ResourceSpec(("*",))),
                allow=(PolicyItem(accesses(["update", "alter"]), groups=frozenset({"analysts"})),)),
     ])
+    assert await _commit_refused_before_hms(engine, "orders", "ana may not read every column of sales.orders") == []
+
+
+async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: str) -> list[str]:
+    """ana's commit of a property to ``sales.<table>``: 403 matching ``match``; the HMS calls made."""
+    from gateway.iceberg.paths import Route
+    from gateway.iceberg.routes import answer
+
     calls: list[str] = []
 
     class Refusing:
@@ -98,9 +104,9 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
     asking = Catalog(Refusing(), CatalogView(engine, "ana", {"analysts"}), files=None,
                      service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
-    with pytest.raises(errors.Forbidden, match="ana may not read every column of sales.orders"):
-        await answer(asking, Route("updateTable", "sales", "orders"), None, body)
-    assert calls == []
+    with pytest.raises(errors.Forbidden, match=match):
+        await answer(asking, Route("updateTable", "sales", table), None, body)
+    return calls
 
 
 # --- row filters and masks (issue 39) --------------------------------------------------------
@@ -158,23 +164,9 @@ def test_a_mask_without_an_expression_fails_closed_even_for_a_trusted_engine():
 
 
 async def test_a_commit_to_a_filtered_table_is_refused_before_hms_for_an_untrusted_user():
-    from gateway.iceberg.paths import Route
-    from gateway.iceberg.routes import answer
-
     engine = PolicyEngine([
         *[p for p in FILTERED_POLICIES if p.id == 4],
         Policy(3, "analysts change sales", (ResourceSpec(("sales",)), ResourceSpec(("*",)), ResourceSpec(("*",))),
                allow=(PolicyItem(expand_accesses(["select", "update", "alter"]), groups=frozenset({"analysts"})),)),
     ])
-
-    class Refusing:
-        identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}))
-
-        def __getattr__(self, name):
-            raise AssertionError(f"HMS was called: {name}")
-
-    asking = Catalog(Refusing(), CatalogView(engine, "ana", {"analysts"}), files=None,
-                     service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
-    body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
-    with pytest.raises(errors.Forbidden, match="row filter"):
-        await answer(asking, Route("updateTable", "sales", "eu"), None, body)
+    assert await _commit_refused_before_hms(engine, "eu", "row filter") == []
