@@ -90,7 +90,7 @@ def cmd_check_config(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT; exit 2 with one line when a listener cannot bind."""
     from gateway.observability.log_format import configure_logging
-    from gateway.server import Gateway, ListenError, run
+    from gateway.server import Gateway, ListenError, run, write_ports_file
 
     path = _config_path(args)
     config, topologies = _check(path)
@@ -99,8 +99,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         if worker_count(config) > 1:
-            return supervise(path, config, args.log_level)
-        run(Gateway(config, topologies))
+            return supervise(path, config, args.log_level, args.ports_file)
+        report = None
+        if args.ports_file is not None:
+            def report(gateway: Gateway) -> None:
+                write_ports_file(args.ports_file, gateway.gateway_port, gateway.management_port)
+        run(Gateway(config, topologies), report)
     except ListenError as exc:
         print(f"serve: {exc}", file=sys.stderr)
         return 2
@@ -231,7 +235,10 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    command("serve", "serve the gateway until SIGTERM or SIGINT (SIGHUP re-reads the topologies)", cmd_serve)
+    p = command("serve", "serve the gateway until SIGTERM or SIGINT (SIGHUP re-reads the topologies)", cmd_serve)
+    p.add_argument("--ports-file", type=Path, default=None, metavar="FILE",
+                   help='once both listeners listen, write their ports as JSON ({"gateway": N, '
+                        '"management": M}) to FILE: what port 0 in the gateway file became')
     p = command("check-config", "validate the gateway file, its topologies and TLS files, print the services, "
                 "and exit (status 2 with the file, key and reason on an error)", cmd_check_config)
     p.add_argument("--replicas", type=int, default=1, metavar="N",

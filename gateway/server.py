@@ -16,10 +16,12 @@ import asyncio
 import contextlib
 import functools
 import gc
+import json
 import logging
 import os
 import re
 import signal
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 import uvloop
@@ -199,6 +201,15 @@ def listening(listener: str, host: str, port: int) -> Iterator[None]:
     except OSError as exc:
         raise ListenError(f"cannot listen on {host}:{port} (listeners.{listener} in the gateway "
                           f"file): {os.strerror(exc.errno) if exc.errno else exc}") from None
+
+
+def write_ports_file(path: Path, gateway_port: int, management_port: int) -> None:
+    """``serve --ports-file``: write ``{"gateway": port, "management": port}`` (the bound ports,
+    what port 0 in the gateway file became) to ``path`` atomically, so a reader polling for the
+    file never sees half of it. Raises OSError when ``path``'s directory is not writable."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"gateway": gateway_port, "management": management_port}) + "\n")
+    tmp.replace(path)
 
 
 def _function_gauges_stored() -> bytes:

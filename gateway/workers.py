@@ -201,8 +201,10 @@ class Supervisor:
     start (their logs say why).
     """
 
-    def __init__(self, config_path: Path, config: GatewayConfig, count: int, log_level: str | None = None):
+    def __init__(self, config_path: Path, config: GatewayConfig, count: int, log_level: str | None = None,
+                 ports_file: Path | None = None):
         self.config_path, self.config, self.count, self.log_level = config_path, config, count, log_level
+        self.ports_file = ports_file
         self.runtime_dir = Path(tempfile.mkdtemp(prefix="hms-gateway-"))
         self.metrics_dir = self.runtime_dir / "metrics"
         self.metrics_dir.mkdir()
@@ -345,7 +347,7 @@ class Supervisor:
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         listeners = self.config.listeners
-        from gateway.server import listening
+        from gateway.server import listening, write_ports_file
 
         with listening("gateway", listeners.gateway.host, listeners.gateway.port):
             reserved = _reserve_port(listeners.gateway.host, listeners.gateway.port)
@@ -370,6 +372,8 @@ class Supervisor:
             with listening("management", listeners.management.host, listeners.management.port):
                 await web.TCPSite(management, listeners.management.host, listeners.management.port).start()
             self.management_port = management.addresses[0][1]
+            if self.ports_file is not None:
+                write_ports_file(self.ports_file, self.port, self.management_port)
             log.info("supervisor (pid %d): %d workers on https://%s:%d, management on http://%s:%d",
                      os.getpid(), self.count, listeners.gateway.host, self.port,
                      listeners.management.host, self.management_port)
@@ -413,9 +417,11 @@ class Supervisor:
             await asyncio.wait(pending)
 
 
-def supervise(config_path: Path, config: GatewayConfig, log_level: str | None = None) -> int:
-    """Serve with ``worker_count(config)`` workers until SIGINT or SIGTERM; the exit status."""
-    return uvloop.run(Supervisor(config_path, config, worker_count(config), log_level).run())
+def supervise(config_path: Path, config: GatewayConfig, log_level: str | None = None,
+              ports_file: Path | None = None) -> int:
+    """Serve with ``worker_count(config)`` workers until SIGINT or SIGTERM; the exit status.
+    ``ports_file``: see :func:`gateway.server.write_ports_file`."""
+    return uvloop.run(Supervisor(config_path, config, worker_count(config), log_level, ports_file).run())
 
 
 # --- a worker process -------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 config/topologies/default.yaml reads its ``gateway-token`` key from ``HMS_GATEWAY_TOKEN_KEY``,
 which ``make run`` sets (gateway/demo/tokens.py); tests that load or serve the repository's
 topologies get a fresh key for the session (gateways they start inherit it).
+
+Every process the session starts inherits its tag (:data:`tests.support.orphans.SESSION_ENV`),
+and a server still running when the session ends fails it (:func:`no_server_outlives_the_session`).
 """
 
 import os
@@ -11,8 +14,23 @@ import secrets
 import pytest
 
 from gateway.demo.tokens import KEY_ENV
+from tests.support.orphans import SESSION_ENV, reap
 
 os.environ.setdefault(KEY_ENV, secrets.token_urlsafe(64))
+# Set here, in the process pytest starts in, before xdist starts its workers: they inherit it.
+os.environ.setdefault(SESSION_ENV, secrets.token_hex(8))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_outlives_the_session():
+    """Set up first, torn down last: after every other fixture has stopped what it started,
+    any process of this session (this xdist worker's) still running is killed, and the run
+    fails at the last test's teardown naming each one."""
+    yield
+    left = reap(os.environ[SESSION_ENV], os.environ.get("PYTEST_XDIST_WORKER"))
+    if left:
+        pytest.fail("servers outlived the test session (killed now; a fixture did not stop them):\n"
+                    + "\n".join(f"  {leftover}" for leftover in left), pytrace=False)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -103,12 +103,6 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
 def moto_server() -> list[str]:
     """The command running moto's server with :mod:`gateway.demo.moto_iam`'s checks. Raises
     RuntimeError when moto's server is not installed."""
@@ -120,28 +114,31 @@ def moto_server() -> list[str]:
 
 
 def start_s3(log: Path, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> RunningS3:
-    """Start ``moto_server`` on ``host:port`` (0: a free port), its output appended to ``log``, and
-    set up user, role and bucket (see the module). Raises RuntimeError with the log's tail when
-    the server does not listen within ``timeout`` seconds or exits; stops it on a failed setup."""
+    """Start ``moto_server`` on ``host:port`` (0: the server binds a free port and prints it),
+    its output appended to ``log``, and set up user, role and bucket (see the module). Raises
+    RuntimeError with the log's tail when the server does not listen within ``timeout``
+    seconds or exits; stops it on a failed setup."""
     command = moto_server()
-    port = port or _free_port(host)
     env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_CALLS)}
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
+        start = out.tell()
         process = subprocess.Popen([*command, "-H", host, "-p", str(port)], env=env,
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
     try:
-        endpoint = f"http://{host}:{port}"
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                socket.create_connection((host, port), timeout=1).close()
+            with open(log, "rb") as out:
+                out.seek(start)
+                # werkzeug prints the bound address: " * Running on http://127.0.0.1:PORT"
+                found = re.search(rb"Running on https?://[^\s:]+:(\d+)", out.read())
+            if found:
+                endpoint = f"http://{host}:{int(found.group(1))}"
                 break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start on {endpoint}: "
-                                       f"{log.read_text(errors='replace')[-2000:]}") from None
-                time.sleep(0.1)
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto_server did not start on {host}:{port}: "
+                                   f"{log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.1)
         running = _set_up(endpoint, process)
     except BaseException:
         _stop(process)

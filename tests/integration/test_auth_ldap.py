@@ -10,7 +10,8 @@ import requests
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.providers.authentication.ldap import LdapAuthenticator, LdapProvider
-from tests.support.gateway import free_port, service
+from tests.support.gateway import service
+from tests.support.ports import reserve_port
 from tests.support.ldap_server import BASE, SERVICE_DN, start_ldap
 
 pytestmark = pytest.mark.integration
@@ -112,7 +113,7 @@ async def test_groups_from_member_of_and_group_search(ldap, secret_file):
 
 
 async def test_ldap_server_down_is_a_failed_login_not_a_crash(ldap, secret_file):
-    config = LdapProvider(**search_provider(ldap, secret_file, url=f"ldap://localhost:{free_port()}",
+    config = LdapProvider(**search_provider(ldap, secret_file, url=f"ldap://localhost:{reserve_port()}",
                                             timeout_seconds=2))
     request = make_mocked_request("POST", "/", headers={"Authorization": "Basic YWxpY2U6YWxpY2UtcGFzc3dvcmQ="})
     assert await LdapAuthenticator(config).authenticate(request) is None

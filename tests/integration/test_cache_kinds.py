@@ -12,7 +12,6 @@ import requests
 from pyiceberg.catalog.rest import RestCatalog
 
 from tests.support.gateway import audit_record, post, service, wait_for
-from tests.support.hms import free_port
 from tests.support.iceberg.clients import call, rest_catalog
 from tests.support.relay import TcpRelay
 
@@ -133,7 +132,7 @@ def test_an_external_commit_is_seen_after_the_next_poll(gw, rest, hive_catalog):
 
 
 def test_a_failed_upstream_call_keeps_nothing(module_hms, gateway_factory):
-    relay = TcpRelay(("127.0.0.1", module_hms.port), free_port()).start()
+    relay = TcpRelay(("127.0.0.1", module_hms.port)).start()
     try:
         svc = service([f"thrift://127.0.0.1:{relay.port}"], ["get_all_tables", "get_all_databases"],
                       connect_timeout_seconds=2)

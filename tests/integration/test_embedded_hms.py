@@ -13,7 +13,8 @@ import pytest
 from gateway.demo.hms import EmbeddedHMS, HMSStartError, PortInUseError, probe_get_all_databases
 from gateway.demo.metastore_client import add_partitions, catalog_exists
 from gateway.demo.pipeline import MANY_PARTITIONS_TABLE, SAMPLE_DB, SAMPLE_TABLE, run_pipeline_in_subprocess
-from tests.support.hms import SAMPLE_MANY_PARTITIONS, free_port
+from tests.support.hms import SAMPLE_MANY_PARTITIONS
+from tests.support.ports import reserve_port
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
 pytestmark = pytest.mark.integration
@@ -137,7 +138,7 @@ def test_restart_after_a_killed_run_reuses_the_derby_database(hms_factory, tmp_p
     first.server.stop()
     assert (first.server.metastore_db / "db.lck").exists()
 
-    again = EmbeddedHMS(first.server.workdir, free_port())
+    again = EmbeddedHMS(first.server.workdir, reserve_port())
     with again:
         client, transport = hive_metastore_client(again.host, again.port)
         try:
@@ -159,7 +160,7 @@ def test_start_on_a_port_in_use_fails_clearly(tmp_path):
 
 
 def test_second_metastore_on_a_busy_workdir_is_refused(hms):
-    clash = EmbeddedHMS(hms.server.workdir, free_port())
+    clash = EmbeddedHMS(hms.server.workdir, reserve_port())
     with pytest.raises(HMSStartError, match="in use by another process"):
         clash.start()
     assert not clash.running
@@ -168,4 +169,4 @@ def test_second_metastore_on_a_busy_workdir_is_refused(hms):
 
 def test_missing_java_names_the_install_script(tmp_path):
     with pytest.raises(RuntimeError, match="install-system-deps.sh"):
-        EmbeddedHMS(tmp_path, free_port(), java=str(tmp_path / "no-java")).start()
+        EmbeddedHMS(tmp_path, reserve_port(), java=str(tmp_path / "no-java")).start()

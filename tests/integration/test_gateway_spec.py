@@ -23,12 +23,12 @@ from thrift.transport import THttpClient
 
 from tests.support.gateway import (
     RunningGateway,
-    free_port,
     metric,
     post,
     service,
     upstream_calls,
 )
+from tests.support.ports import reserve_port
 from tests.support.relay import TcpRelay
 from tests.support.spec_calls import DB, TABLE, assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_modules
@@ -60,7 +60,7 @@ def black_hole():
 
 @pytest.fixture(scope="module")
 def forwarder(hms):
-    fw = TcpRelay(("127.0.0.1", hms.port), free_port())
+    fw = TcpRelay(("127.0.0.1", hms.port))
     yield fw
     fw.stop()
 
@@ -71,10 +71,10 @@ def gateway(hms, black_hole, forwarder, module_gateway_factory) -> RunningGatewa
     topologies = {
         "default": {"services": [service([hms_url])]},
         "narrow": {"services": [service([hms_url], methods=["get_all_databases"])]},
-        "dead": {"services": [service([f"thrift://127.0.0.1:{free_port()}"])]},
+        "dead": {"services": [service([f"thrift://127.0.0.1:{reserve_port()}"])]},
         "slow": {"services": [service([f"thrift://127.0.0.1:{black_hole.port}"], timeout_seconds=1.5)]},
         "relay": {"services": [service([f"thrift://127.0.0.1:{forwarder.port}"])]},
-        "failover": {"services": [service([f"thrift://127.0.0.1:{free_port()}", hms_url])]},
+        "failover": {"services": [service([f"thrift://127.0.0.1:{reserve_port()}", hms_url])]},
     }
     return module_gateway_factory(topologies, {USER: PASSWORD, "bob": "bob-password"},
                                   limits={"max_request_bytes": 64 * 1024})
@@ -350,7 +350,7 @@ def test_healthz_and_readyz(gateway, gateway_factory):
         assert r.status == 200
     with urllib.request.urlopen(gateway.management_url + "/readyz", timeout=10) as r:
         assert r.status == 200
-    lonely = gateway_factory({"dead": {"services": [service([f"thrift://127.0.0.1:{free_port()}"])]}},
+    lonely = gateway_factory({"dead": {"services": [service([f"thrift://127.0.0.1:{reserve_port()}"])]}},
                              {USER: PASSWORD})
     with pytest.raises(urllib.error.HTTPError) as info:
         urllib.request.urlopen(lonely.management_url + "/readyz", timeout=10)

@@ -26,7 +26,8 @@ from thrift.protocol import TBinaryProtocol, TJSONProtocol
 from thrift.transport import THttpClient, TTransport
 
 from gateway.config import ConfigError, load_topology_file
-from tests.support.gateway import RunningGateway, free_port, post, service
+from tests.support.gateway import RunningGateway, post, service
+from tests.support.ports import reserve_port
 from tests.support.spec_calls import assert_spec_methods_match
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -40,7 +41,7 @@ class Hive4HttpRelay:
 
     def __init__(self, hms_host: str, hms_port: int):
         self.hms = (hms_host, hms_port)
-        self.port = free_port()
+        self.port = 0  # bound by start(): port 0, read back
         self.users: list[str | None] = []
         self.content_types: list[str] = []
         self._lock = threading.Lock()
@@ -95,7 +96,8 @@ class Hive4HttpRelay:
         app.router.add_post("/garbage", self._garbage)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port).start()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.port = self._runner.addresses[0][1]
 
     def start(self) -> "Hive4HttpRelay":
         self._thread.start()
@@ -127,7 +129,7 @@ def gateway(relay, module_gateway_factory) -> RunningGateway:
         "broken": {"services": [service([relay.url("broken")])]},
         "garbage": {"services": [service([relay.url("garbage")])]},
         "slow": {"services": [service([relay.url("slow")], timeout_seconds=1.5)]},
-        "dead": {"services": [service([f"http://127.0.0.1:{free_port()}/metastore"])]},
+        "dead": {"services": [service([f"http://127.0.0.1:{reserve_port()}/metastore"])]},
     }
     return module_gateway_factory(topologies, {USER: PASSWORD, "bob": "bob-pw"})
 

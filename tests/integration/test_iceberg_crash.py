@@ -29,7 +29,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 
 from tests.support.gateway import GatewayFactory, RunningGateway, metric
-from tests.support.hms import RunningHMS, free_port, start_hms
+from tests.support.hms import RunningHMS, start_hms
 from tests.support.iceberg.clients import rest_catalog
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -50,14 +50,15 @@ class HoldingRelay:
     set when it holds; ``release()`` drops what it holds and closes that connection."""
 
     def __init__(self, target: tuple[str, int], hold: str):
-        self.target, self.hold, self.port = target, hold, free_port()
+        self.target, self.hold, self.port = target, hold, 0  # start(): port 0, read back
         self.armed = False
         self.reached, self._release = threading.Event(), threading.Event()
         self._server: socket.socket | None = None
         self._sockets: list[socket.socket] = []
 
     def start(self) -> "HoldingRelay":
-        self._server = socket.create_server(("127.0.0.1", self.port))
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 

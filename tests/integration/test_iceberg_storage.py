@@ -41,11 +41,13 @@ OTHER_TABLE = f"s3://{BUCKET}/lake/other"
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS3]:
     running = start_s3(tmp_path_factory.mktemp("s3") / "moto.log")
-    gateway = running.client("s3")
-    for key in ("lake/trips/data/a.parquet", "lake/other/data/b.parquet"):
-        gateway.put_object(Bucket=BUCKET, Key=key, Body=b"parquet bytes")
-    yield running
-    running.stop()
+    try:
+        gateway = running.client("s3")
+        for key in ("lake/trips/data/a.parquet", "lake/other/data/b.parquet"):
+            gateway.put_object(Bucket=BUCKET, Key=key, Body=b"parquet bytes")
+        yield running
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="module")

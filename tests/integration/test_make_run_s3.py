@@ -14,7 +14,6 @@ import configparser
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -29,18 +28,13 @@ import pytest
 from gateway.demo.iceberg import read_back_snippet
 from gateway.demo.launcher import S3_LOCATION, iceberg_url
 from gateway.demo.s3 import BUCKET, REGION
+from tests.support.ports import reserve_port
 
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 READ_BACK = "Read it back (from the repository, with .venv/bin/python):"
 STARTUP_SECONDS = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass
@@ -109,7 +103,8 @@ def _stop(demo: Demo) -> None:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     root = tmp_path_factory.mktemp("make-run-s3")
-    gateway_port, management_port, hms_port = _free_port(), _free_port(), _free_port()
+    gateway_port = reserve_port(3)  # the demo is told its ports: gateway, management, HMS
+    management_port, hms_port = gateway_port + 1, gateway_port + 2
     config = _copy_config(root, gateway_port, management_port, hms_port)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     # what the Makefile runs, with this test's config file, work directory and HMS port

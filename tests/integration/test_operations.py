@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.support.gateway import free_port, post, readyz, service, wait_for, write_topology
+from tests.support.gateway import post, readyz, service, wait_for, write_topology
 from tests.support.relay import TcpRelay
 
 pytestmark = pytest.mark.integration
@@ -98,7 +98,7 @@ def test_reload_under_load_fails_no_request(hms, gateway_factory):
 
 @pytest.fixture
 def slow_relay(hms):
-    relay = TcpRelay(("127.0.0.1", hms.port), free_port(), delay=1.5).start()
+    relay = TcpRelay(("127.0.0.1", hms.port), delay=1.5).start()
     yield relay
     relay.stop()
 

@@ -27,7 +27,7 @@ from gateway.services.thrift_rpc import SPEC_METHODS
 from tests.support.tunnel import USERS as TUNNEL_USERS
 from tests.support.tunnel import token as tunnel_token
 from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider, service
-from tests.support.hms import free_port
+from tests.support.ports import reserve_port
 from tests.support.spec_calls import DB, TABLE
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
 
@@ -47,7 +47,7 @@ def gateway(hms, module_gateway_factory) -> RunningGateway:
         "narrow": {"providers": providers, "services": [service([hms_url], methods=["get_all_databases"])]},
         "admins": {"providers": providers,
                    "services": [dict(service([hms_url]), authorization={"users": ["admin", "alice"]})]},
-        "dead": {"providers": providers, "services": [service([f"thrift://127.0.0.1:{free_port()}"])]},
+        "dead": {"providers": providers, "services": [service([f"thrift://127.0.0.1:{reserve_port()}"])]},
     }
     gw = module_gateway_factory(topologies, USERS, tls=MTLS)
     write_client_certificate(gw.workdir / "certs", "alice")  # signed by the gateway's CA

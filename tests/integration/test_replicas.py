@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import socket
 import threading
@@ -47,37 +48,36 @@ TOKEN_KEY = "replica-rig-token-signing-key-0123456789"
 def rig(tmp_path_factory, module_gateway_factory):
     """(hms, activemq, [gateway, gateway], haproxy, ca file)."""
     base = tmp_path_factory.mktemp("replicas")
-    hms = start_hms(base / "hms", site=LOCKING_SITE)
-    broker = start_activemq(base / "activemq")
-    certs = write_dev_certificates(base / "certs")
-    (base / "token-key").write_text(TOKEN_KEY)  # one Secret, mounted by every replica
-    thrift = service([hms.uri], methods=["get_all_databases", "get_database", "alter_database", "get_table",
-                                         "alter_table"])
-    cached = {**thrift, "path": CACHED_PATH,
-              "options": {**thrift["options"], "cache": {"enabled": True, "poll_interval_seconds": POLL}}}
-    events = events_service(hms, broker={
-        "url": broker.stomp_url, "batch_size": BATCH, "lock_heartbeat_seconds": 0.5,
-        "lock_lease_seconds": 2.5, "lock_check_seconds": 0.25})  # lease < the HMS's 5 s timeout
-    topologies = {
-        "default": {"services": [thrift, events, cached]},
-        "iceberg": {"providers": {"authentication": [
-            htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{base / 'token-key'}"}]},
-            "services": [{"path": "rest", "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]}}]},
-        "throttled": {"providers": {"authentication": [htpasswd_provider()], "failure_throttle": {
-            "refuse_after": REFUSE_AFTER, "delay_after": 100, "window_seconds": 600}}, "services": [thrift]},
-    }
-    gateways = [module_gateway_factory(topologies, {"admin": PASSWORD}, name=f"replica{i}",
-                                       listener={"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True},
-                                       tls={"certificate": str(certs.certificate), "private_key": str(certs.private_key)})
-                for i in range(2)]
-    proxy = start_haproxy(base / "haproxy", [gw.port for gw in gateways])
-    try:
+    with contextlib.ExitStack() as started:  # a failure half-way stops what already started
+        hms = start_hms(base / "hms", site=LOCKING_SITE)
+        started.callback(hms.server.stop)
+        broker = start_activemq(base / "activemq")
+        started.callback(broker.stop)
+        started.callback(module_gateway_factory.close)
+        certs = write_dev_certificates(base / "certs")
+        (base / "token-key").write_text(TOKEN_KEY)  # one Secret, mounted by every replica
+        thrift = service([hms.uri], methods=["get_all_databases", "get_database", "alter_database", "get_table",
+                                             "alter_table"])
+        cached = {**thrift, "path": CACHED_PATH,
+                  "options": {**thrift["options"], "cache": {"enabled": True, "poll_interval_seconds": POLL}}}
+        events = events_service(hms, broker={
+            "url": broker.stomp_url, "batch_size": BATCH, "lock_heartbeat_seconds": 0.5,
+            "lock_lease_seconds": 2.5, "lock_check_seconds": 0.25})  # lease < the HMS's 5 s timeout
+        topologies = {
+            "default": {"services": [thrift, events, cached]},
+            "iceberg": {"providers": {"authentication": [
+                htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{base / 'token-key'}"}]},
+                "services": [{"path": "rest", "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]}}]},
+            "throttled": {"providers": {"authentication": [htpasswd_provider()], "failure_throttle": {
+                "refuse_after": REFUSE_AFTER, "delay_after": 100, "window_seconds": 600}}, "services": [thrift]},
+        }
+        gateways = [module_gateway_factory(topologies, {"admin": PASSWORD}, name=f"replica{i}",
+                                           listener={"trusted_proxies": ["127.0.0.0/8"], "proxy_protocol": True},
+                                           tls={"certificate": str(certs.certificate), "private_key": str(certs.private_key)})
+                    for i in range(2)]
+        proxy = start_haproxy(base / "haproxy", [gw.port for gw in gateways])
+        started.callback(proxy.stop)
         yield hms, broker, gateways, proxy, certs.ca_certificate
-    finally:
-        proxy.stop()
-        module_gateway_factory.close()
-        broker.stop()
-        hms.server.stop()
 
 
 def _auth(password: str = PASSWORD) -> dict[str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import stomp
 
-from tests.support.hms import free_port
+from tests.support.ports import start_with_retry
 
 __all__ = ["ACTIVEMQ_HOME", "ActiveMQ", "JmsMessage", "Subscriber", "start_activemq", "jms_messages", "start_jms_consumer"]
 
@@ -114,16 +114,14 @@ class ActiveMQ:
 
 
 def start_activemq(base: Path) -> ActiveMQ:
-    """A started broker in ``base`` on free ports (retried if a port was taken meanwhile)."""
-    for attempt in range(3):
-        broker = ActiveMQ(Path(base), free_port(), free_port())
-        try:
-            broker.start()
-            return broker
-        except RuntimeError:
-            if attempt == 2:
-                raise
-    raise AssertionError("unreachable")
+    """A started broker in ``base`` on reserved ports (:mod:`tests.support.ports`: STOMP on one,
+    OpenWire on the next), retried on others if one was taken."""
+    def start(port: int) -> ActiveMQ:
+        broker = ActiveMQ(Path(base), port, port + 1)
+        broker.start()  # stops the broker before it raises
+        return broker
+
+    return start_with_retry(start, span=2)
 
 
 @dataclass(frozen=True)

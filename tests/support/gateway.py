@@ -1,7 +1,8 @@
 """Run the real gateway (``hms-gateway serve``) as a subprocess with a test configuration.
 
 Each gateway gets its own directory with development certificates, an htpasswd file written by
-Apache's ``htpasswd -B``, a gateway file and topology files, and free ports. Tests start gateways
+Apache's ``htpasswd -B``, a gateway file and topology files; it binds port 0 and reports the ports
+it got (``serve --ports-file``), so no other process can take them first. Tests start gateways
 through :class:`GatewayFactory` (the ``gateway_factory`` and ``module_gateway_factory`` fixtures
 of ``tests/integration/conftest.py``), which stops each one it started.
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 import yaml
 
 from gateway.certs import write_dev_certificates
-from tests.support.hms import free_port
+from tests.support.ports import PortInUse, port_holder
 
 SPEC_PATH = "hmshttpthrift/api/hms"
 
@@ -142,31 +143,49 @@ def start_gateway(
     topo_dir.mkdir(exist_ok=True)
     for name, topo in topologies.items():
         write_topology(workdir, name, topo)
-    port, mport = free_port(), free_port()
     config = {
-        "listeners": {"gateway": {"host": "127.0.0.1", "port": port, **(listener or {})},
-                      "management": {"host": "127.0.0.1", "port": mport}},
+        "listeners": {"gateway": {"host": "127.0.0.1", "port": 0, **(listener or {})},
+                      "management": {"host": "127.0.0.1", "port": 0}},
         "tls": {"certificate": str(certs.certificate), "private_key": str(certs.private_key)},
         "topologies_dir": str(topo_dir),
         **(gateway_extra or {}),
     }
     (workdir / "gateway.yaml").write_text(yaml.safe_dump(config))
     environment = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    log = open(workdir / "gateway.log", "wb")
-    proc = subprocess.Popen(
-        [*program, "serve", "--config", str(workdir / "gateway.yaml")],
-        stdout=log, stderr=subprocess.STDOUT,
-        env={key: value for key, value in environment.items() if value is not None},
-    )
-    gw = RunningGateway(port, mport, certs.ca_certificate, workdir, proc)
+    return _serve(workdir, certs.ca_certificate, program,
+                  {key: value for key, value in environment.items() if value is not None}, timeout)
+
+
+def _serve(workdir: Path, ca_file: Path, program: Sequence[str], env: Mapping[str, str] | None,
+           timeout: float) -> RunningGateway:
+    """``serve --config workdir/gateway.yaml --ports-file workdir/ports.json``; the gateway once
+    it answers on both listeners at the ports it reported. Raises :class:`PortInUse` when a
+    listener could not bind (the log says which), RuntimeError with the log otherwise."""
+    ports_file = workdir / "ports.json"
+    ports_file.unlink(missing_ok=True)
+    with open(workdir / "gateway.log", "ab") as log:
+        proc = subprocess.Popen(
+            [*program, "serve", "--config", str(workdir / "gateway.yaml"), "--ports-file", str(ports_file)],
+            stdout=log, stderr=subprocess.STDOUT, env=env,
+        )
+    gw = RunningGateway(0, 0, ca_file, workdir, proc)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if "Address already in use" in gw.log():
+                raise PortInUse(f"gateway in {workdir} could not bind:\n{gw.log()[-2000:]}")
             raise RuntimeError(f"gateway exited with {proc.returncode}:\n{gw.log()}")
+        if not gw.port:
+            try:
+                ports = json.loads(ports_file.read_text())
+                gw.port, gw.management_port = ports["gateway"], ports["management"]
+            except (OSError, ValueError):
+                time.sleep(0.05)
+                continue
         try:
             with urllib.request.urlopen(gw.management_url + "/healthz", timeout=1) as r:
                 if r.status == 200:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    with socket.create_connection(("127.0.0.1", gw.port), timeout=1):
                         return gw
         except OSError:
             time.sleep(0.1)
@@ -175,21 +194,24 @@ def start_gateway(
 
 
 def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
-    """Stop the gateway and start it again with the same configuration and ports."""
+    """Stop the gateway and start it again with the same configuration and ports (clients and
+    proxies keep its address). A port taken by another process in between is waited for a few
+    seconds, then :class:`PortInUse` names the port and its holder."""
     gw.stop()
-    log = open(gw.workdir / "gateway.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--config",
-                             str(gw.workdir / "gateway.yaml")], stdout=log, stderr=subprocess.STDOUT)
-    again = RunningGateway(gw.port, gw.management_port, gw.ca_file, gw.workdir, proc)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, again.log()
+    path = gw.workdir / "gateway.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["listeners"]["gateway"]["port"] = gw.port
+    config["listeners"]["management"]["port"] = gw.management_port
+    path.write_text(yaml.safe_dump(config))
+    for attempt in range(20):
         try:
-            with urllib.request.urlopen(again.management_url + "/healthz", timeout=1):
-                return again
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"gateway did not restart:\n{again.log()}")
+            return _serve(gw.workdir, gw.ca_file, (sys.executable, "-m", "gateway.cli"), None, timeout)
+        except PortInUse:
+            if attempt == 19:
+                holders = "; ".join(f"{p}: {port_holder(p)}" for p in (gw.port, gw.management_port))
+                raise PortInUse(f"gateway in {gw.workdir} could not bind its ports again ({holders})") from None
+            time.sleep(0.25)
+    raise AssertionError("unreachable")
 
 
 class GatewayFactory:

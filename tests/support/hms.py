@@ -1,18 +1,18 @@
-"""Start real Hive Metastores for tests: free ports, temp workdirs, the demo catalog.
+"""Start real Hive Metastores for tests: reserved ports, temp workdirs, the demo catalog.
 
 An HMS is an ``gateway.demo.hms.EmbeddedHMS`` JVM; ``RunningHMS`` is what fixtures hand to tests.
 """
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from gateway.demo.hms import EmbeddedHMS, PortInUseError
 from gateway.demo.pipeline import run_pipeline_in_subprocess
+from tests.support.ports import start_with_retry
 
-__all__ = ["RunningHMS", "free_port", "start_hms"]
+__all__ = ["RunningHMS", "start_hms"]
 
 SAMPLE_MANY_PARTITIONS = 200  # partitions of hmshttptestdatabase.events in the session catalog
 
@@ -33,19 +33,12 @@ class RunningHMS:
         return cls(server.host, server.port, server.uri, server.warehouse_dir, server.framed, server)
 
 
-def free_port() -> int:
-    """A TCP port that was free a moment ago (the kernel's pick for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_hms(
     workdir: Path, *, framed: bool = False, catalog: bool = False, many_partitions: int = SAMPLE_MANY_PARTITIONS,
     short_lived: bool = True, site: dict[str, str] | None = None, derby: dict[str, str] | None = None,
     **events,
 ) -> RunningHMS:
-    """Start an HMS in ``workdir`` on a free port; with ``catalog``, run the demo pipeline into it.
+    """Start an HMS in ``workdir`` on a reserved port (:mod:`tests.support.ports`); with ``catalog``, run the demo pipeline into it.
 
     Test metastores are throwaway, so Derby skips the log sync at each commit (``durable=False``)
     and, unless ``short_lived=False`` (benchmarks), the JVM runs C1 only.
@@ -53,18 +46,17 @@ def start_hms(
     ``event_cleaner_interval_seconds``).
     ``site`` adds ``hive-site.xml`` properties (a short ``hive.txn.timeout`` for lock expiry),
     ``derby`` Derby system properties (lock timeouts).
-    Retries a few times if another process grabs the port between the pick and the JVM's bind.
+    A start that finds its port taken is retried on another.
     Raises HMSStartError / RuntimeError from EmbeddedHMS or the pipeline.
     """
-    for attempt in range(3):
-        server = EmbeddedHMS(workdir, free_port(), framed=framed, durable=False, short_lived=short_lived,
-                              site=site, derby=derby, **events)
-        try:
-            server.start()
-            break
-        except PortInUseError:
-            if attempt == 2:
-                raise
+    def start(port: int) -> EmbeddedHMS:
+        server = EmbeddedHMS(workdir, port, framed=framed, durable=False, short_lived=short_lived,
+                             site=site, derby=derby, **events)
+        server.start()
+        return server
+
+    server = start_with_retry(start, in_use=lambda exc: isinstance(exc, PortInUseError)
+                              or "Address already in use" in str(exc))
     try:
         if catalog:
             run_pipeline_in_subprocess(

@@ -1,6 +1,7 @@
 """A throw-away MIT Kerberos realm for tests (PyPI ``k5test`` driving Debian's ``krb5kdc``).
 
-One realm per call, in its own temp dir, with its KDC on a free port range: a service principal
+One realm per call, in its own temp dir, with its KDC on reserved ports (k5test's ``portbase``
+and the next ones, :mod:`tests.support.ports`): a service principal
 ``HTTP/localhost@REALM`` in a keytab for the gateway, and user principals with their own
 credential caches for clients (``curl --negotiate``, ``requests-gssapi``).
 """
@@ -8,29 +9,16 @@ credential caches for clients (``curl --negotiate``, ``requests-gssapi``).
 from __future__ import annotations
 
 import os
-import random
 import shutil
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 from k5test import K5Realm
 
+from tests.support.ports import start_with_retry
+
 REALM = "GATEWAY.TEST"
 SERVICE = "HTTP/localhost"
-
-
-def _free_port_base(span: int = 10) -> int:
-    for _ in range(50):
-        base = random.randrange(20000, 60000)
-        try:
-            for port in range(base, base + span):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port range for the KDC")
 
 
 @dataclass
@@ -62,8 +50,9 @@ def start_realm() -> TestRealm:
             raise RuntimeError(f"{cmd} not found: run scripts/install-system-deps.sh (krb5-kdc ...)")
     if "/usr/sbin" not in os.environ.get("PATH", ""):
         os.environ["PATH"] += ":/usr/sbin"
-    realm = K5Realm(realm=REALM, portbase=_free_port_base(), start_kadmind=False,
-                    create_host=False, create_user=False, get_creds=False)
+    realm = start_with_retry(lambda portbase: K5Realm(
+        realm=REALM, portbase=portbase, start_kadmind=False, create_host=False, create_user=False,
+        get_creds=False), span=10)
     keytab = Path(realm.tmpdir) / "gateway.keytab"
     principal = f"{SERVICE}@{REALM}"
     realm.addprinc(principal)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gateway.certs import write_dev_certificates
-from tests.support.gateway import free_port, stop_process
+from tests.support.gateway import stop_process
+from tests.support.ports import start_with_retry
 
 BASE = "dc=example,dc=org"
 ROOT_DN, ROOT_PASSWORD = f"cn=admin,{BASE}", "root-password"
@@ -85,26 +86,29 @@ overlay memberof
 access to attrs=userPassword by anonymous auth by self read by * none
 access to * by users read by * none
 """)
-    port, ldaps_port = free_port(), free_port()
-    log = open(workdir / "slapd.log", "wb")
-    proc = subprocess.Popen(
-        [slapd, "-d", "stats", "-f", str(conf),
-         "-h", f"ldap://127.0.0.1:{port}/ ldaps://127.0.0.1:{ldaps_port}/"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    running = RunningLdap(port, ldaps_port, certs.ca_certificate, workdir, proc, dict(users))
-    deadline = time.monotonic() + 20
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"slapd exited with {proc.returncode}:\n{(workdir / 'slapd.log').read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                running.stop()
-                raise RuntimeError("slapd did not listen within 20 s")
-            time.sleep(0.1)
+
+    def start(port: int) -> RunningLdap:  # ldap:// on port, ldaps:// on port + 1
+        with open(workdir / "slapd.log", "wb") as log:
+            proc = subprocess.Popen(
+                [slapd, "-d", "stats", "-f", str(conf),
+                 "-h", f"ldap://127.0.0.1:{port}/ ldaps://127.0.0.1:{port + 1}/"],
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        running = RunningLdap(port, port + 1, certs.ca_certificate, workdir, proc, dict(users))
+        deadline = time.monotonic() + 20
+        while True:
+            if proc.poll() is not None:  # "Address already in use" here: start_with_retry retries
+                raise RuntimeError(f"slapd exited with {proc.returncode}:\n{(workdir / 'slapd.log').read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return running
+            except OSError:
+                if time.monotonic() > deadline:
+                    running.stop()
+                    raise RuntimeError("slapd did not listen within 20 s")
+                time.sleep(0.1)
+
+    running = start_with_retry(start, span=2)
 
     def hashed(password: str) -> str:
         return subprocess.run([slappasswd, "-s", password], check=True, capture_output=True,
@@ -121,6 +125,10 @@ access to * by users read by * none
     for cn, members in groups.items():
         lines = "".join(f"member: uid={m},ou=people,{BASE}\n" for m in members)
         ldif.append(f"dn: cn={cn},ou=groups,{BASE}\nobjectClass: groupOfNames\ncn: {cn}\n{lines}")
-    subprocess.run([ldapadd, "-x", "-H", running.url, "-D", ROOT_DN, "-w", ROOT_PASSWORD],
-                   input="\n".join(ldif), text=True, check=True, capture_output=True)
+    try:
+        subprocess.run([ldapadd, "-x", "-H", running.url, "-D", ROOT_DN, "-w", ROOT_PASSWORD],
+                       input="\n".join(ldif), text=True, check=True, capture_output=True)
+    except BaseException:
+        running.stop()
+        raise
     return running

@@ -10,10 +10,15 @@ import socket
 import threading
 import time
 
+from tests.support.ports import reserve_port
+
 
 class TcpRelay:
-    def __init__(self, target: tuple[str, int], port: int, *, delay: float = 0.0):
-        self.target, self.port, self.delay = target, port, delay
+    """Relays ``127.0.0.1:port`` (default: a reserved port, :mod:`tests.support.ports`, so that
+    it can come back on the same port after :meth:`stop`) to ``target``."""
+
+    def __init__(self, target: tuple[str, int], port: int | None = None, *, delay: float = 0.0):
+        self.target, self.port, self.delay = target, port or reserve_port(), delay
         self.server: socket.socket | None = None
         self.conns: list[socket.socket] = []
         self._lock = threading.Lock()

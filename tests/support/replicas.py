@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.gateway import stop_process
-from tests.support.hms import free_port
+from tests.support.ports import start_with_retry
 
 __all__ = ["HAProxy", "LOCKING_SITE", "start_haproxy"]
 
@@ -80,26 +80,29 @@ def start_haproxy(workdir: Path, backends: list[int], timeout: float = 15.0) -> 
     if not Path(binary).exists():
         raise RuntimeError("the rig needs Debian's haproxy (scripts/install-system-deps.sh)")
     workdir.mkdir(parents=True, exist_ok=True)
-    proxy = HAProxy(workdir, free_port(), [free_port() for _ in backends])
-    servers = "\n".join(f"  server r{i} 127.0.0.1:{p} send-proxy-v2" for i, p in enumerate(backends))
-    pinned = "\n".join(
-        f"listen replica{i}\n  bind 127.0.0.1:{front}\n  server r{i} 127.0.0.1:{back} send-proxy-v2"
-        for i, (front, back) in enumerate(zip(proxy.replica_ports, backends)))
-    config = workdir / "haproxy.cfg"
-    config.write_text(_CONFIG.format(port=proxy.port, servers=servers, pinned=pinned))
-    log = open(workdir / "haproxy.log", "wb")
-    proxy.process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
-    log.close()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proxy.process.poll() is not None:
-            break
-        try:
-            for port in (proxy.port, *proxy.replica_ports):
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proxy
-        except OSError:
-            time.sleep(0.1)
-    proxy.stop()
-    raise RuntimeError(f"haproxy did not listen:\n{proxy.log()}")
+
+    def start(first: int) -> HAProxy:  # the balanced frontend on first, replica i's on first + 1 + i
+        proxy = HAProxy(workdir, first, [first + 1 + i for i in range(len(backends))])
+        servers = "\n".join(f"  server r{i} 127.0.0.1:{p} send-proxy-v2" for i, p in enumerate(backends))
+        pinned = "\n".join(
+            f"listen replica{i}\n  bind 127.0.0.1:{front}\n  server r{i} 127.0.0.1:{back} send-proxy-v2"
+            for i, (front, back) in enumerate(zip(proxy.replica_ports, backends)))
+        config = workdir / "haproxy.cfg"
+        config.write_text(_CONFIG.format(port=proxy.port, servers=servers, pinned=pinned))
+        with open(workdir / "haproxy.log", "wb") as log:
+            proxy.process = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=log,
+                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proxy.process.poll() is not None:
+                break
+            try:
+                for port in (proxy.port, *proxy.replica_ports):
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return proxy
+            except OSError:
+                time.sleep(0.1)
+        proxy.stop()
+        raise RuntimeError(f"haproxy did not listen:\n{proxy.log()}")  # "in use": retried
+
+    return start_with_retry(start, span=1 + len(backends))
