@@ -215,8 +215,9 @@ def _convert(policy: _Policy, key: str, path: Path, service_def: "_ServiceDef") 
         built = Policy(id=policy.id, name=policy.name or f"policy {policy.id}", resources=tuple(resources),
                        priority=policy.policyPriority, enabled=policy.isEnabled, policy_type=policy.policyType,
                        **_restriction_items(policy, key, path))
-        try:
-            check_policy(built, service_def.mask_types, wildcards=service_def.wildcards[policy.policyType])
+        try:  # a disabled policy is never evaluated: nothing to refuse
+            if built.enabled:
+                check_policy(built, service_def.mask_types, wildcards=service_def.wildcards[policy.policyType])
         except Unsupported as exc:
             raise ConfigError(path, f"{key}.{exc.key}", f"policy {policy.id}: {exc.reason}") from None
         return built

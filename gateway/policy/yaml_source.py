@@ -219,7 +219,7 @@ def load_yaml_policies(path: Path) -> PolicySet:
     parsed = _validate(_PolicyFile, _read_yaml(path), path)
     built = tuple(p.build() for p in parsed.policies)
     for i, policy in enumerate(built):
-        if policy.policy_type == POLICY_ACCESS:
+        if policy.policy_type == POLICY_ACCESS or not policy.enabled:  # a disabled one is never evaluated
             continue
         try:
             check_policy(policy, HIVE_MASK_TYPES)

@@ -164,6 +164,11 @@ def test_unsupported_mask_and_filter_policies_are_refused(tmp_path, policy, key,
     assert "policy 7" in err.value.reason and words in err.value.reason
 
 
+def test_a_disabled_policy_is_not_refused_for_what_is_never_evaluated(tmp_path):
+    engine = load_policy_file(_write(tmp_path, [mask_policy(7, [mitem("SHUFFLE", users=["bob"])], enabled=False)]))
+    assert engine.data_mask("bob", [], "hr", "people", "ssn").policy_id == -1
+
+
 def test_service_def_of_the_file_defines_mask_types_and_wildcards(tmp_path):
     service_def = {"name": "hive", "resources": [{"name": "database"}, {"name": "table"}, {"name": "column"}],
                    "dataMaskDef": {"maskTypes": [{"name": "MASK_X", "transformer": "mask_x({col})"}],
