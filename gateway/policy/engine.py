@@ -194,6 +194,34 @@ def _ordered(policies: Sequence[Policy], policy_type: int) -> tuple[CompiledPoli
     return tuple(CompiledPolicy(chosen[i], rank) for rank, i in enumerate(order))
 
 
+class _TableIndex:
+    """Row-filter or data-mask policies by the (database, table) they name: Hive's mask and
+    filter resources are literal values (no wildcards), so a request looks up its table instead
+    of matching every policy; the few that match otherwise (``{USER}``, excludes, wildcards a
+    file's service definition turns on) are tried for every table, in evaluation order."""
+
+    def __init__(self, policies: Sequence[CompiledPolicy]):
+        self.exact: dict[tuple[str, str], list[CompiledPolicy]] = {}
+        general = []
+        for compiled in policies:
+            database, table = compiled.matchers[0], compiled.matchers[1]
+            if any(m.excludes or m.match_any or m.user_values or m.prefixes or m.regex is not None
+                   for m in (database, table)):
+                general.append(compiled)
+                continue
+            for d in database.literals:
+                for t in table.literals:
+                    self.exact.setdefault((d, t), []).append(compiled)
+        self.general = tuple(general)
+
+    def candidates(self, database: str, table: str) -> Sequence[CompiledPolicy]:
+        """The policies that may match ``database.table`` (lower-cased), in evaluation order."""
+        found = self.exact.get((database, table), ())
+        if not self.general:
+            return found
+        return sorted((*found, *self.general), key=lambda c: c.order)
+
+
 def _first_item(policies: Sequence[CompiledPolicy], user: str, groups: Iterable[str],
                 levels: tuple[str, ...], field: str):
     """(policy, item) of the first policy whose resource is ``levels`` (SELF) with an item for
@@ -227,6 +255,8 @@ class PolicyEngine:
         self.mask_types = dict(policies.mask_types) if isinstance(policies, PolicySet) else dict(HIVE_MASK_TYPES)
         self._row_filters = _ordered(policy_list, POLICY_ROWFILTER)
         self._data_masks = _ordered(policy_list, POLICY_DATAMASK)
+        self._filter_index = _TableIndex(self._row_filters)
+        self._mask_index = _TableIndex(self._data_masks)
         enabled = [p for p in policy_list if p.enabled and p.url is None and p.policy_type == POLICY_ACCESS]
         # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
         order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
@@ -324,7 +354,8 @@ class PolicyEngine:
     def row_filter(self, user: str, groups: Iterable[str], database: str, table: str) -> RowFilterResult:
         """Ranger's ``evalRowFilterPolicies`` for a ``select`` on ``database.table`` (see the
         module docstring). Never raises."""
-        hit = _first_item(self._row_filters, user, groups, (database.lower(), table.lower()), "row_filter")
+        levels = (database.lower(), table.lower())
+        hit = _first_item(self._filter_index.candidates(*levels), user, groups, levels, "row_filter")
         if hit is None:
             return RowFilterResult(None)
         compiled, item = hit
@@ -334,7 +365,7 @@ class PolicyEngine:
         """Ranger's ``evalDataMaskPolicies`` for a ``select`` of ``database.table.column`` (see
         the module docstring). Never raises."""
         levels = (database.lower(), table.lower(), column.lower())
-        hit = _first_item(self._data_masks, user, groups, levels, "data_mask")
+        hit = _first_item(self._mask_index.candidates(*levels[:2]), user, groups, levels, "data_mask")
         if hit is None:
             return DataMaskResult(None)
         compiled, item = hit
@@ -344,16 +375,16 @@ class PolicyEngine:
     def masked_column_names(self, user: str, groups: Iterable[str], database: str,
                             table: str) -> tuple[str, ...] | None:
         """The column names (lower-cased, ``{USER}`` put in) that data-mask policies on
-        ``database.table`` name, or None when one naming columns by exclusion has an item
-        masking the user (any column may be masked)."""
+        ``database.table`` name, or None when one naming columns by exclusion or by wildcard
+        has an item masking the user (any column may be masked)."""
         levels = (database.lower(), table.lower())
         groups = groups if isinstance(groups, frozenset) else frozenset(groups)
         out: list[str] = []
-        for compiled in self._data_masks:
+        for compiled in self._mask_index.candidates(*levels):
             if not all(m.match(v, user) for m, v in zip(compiled.matchers[:2], levels)):
                 continue
-            spec = compiled.policy.resources[2]
-            if spec.excludes:
+            spec, column = compiled.policy.resources[2], compiled.matchers[2]
+            if spec.excludes or column.match_any or column.prefixes or column.regex is not None:
                 item = next((i for i in compiled.policy.data_mask
                              if SELECT in i.who.accesses and i.who.applies_to(user, groups)), None)
                 if item is not None and item.mask_type.upper() != "MASK_NONE":

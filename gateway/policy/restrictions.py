@@ -165,10 +165,13 @@ def table_restrictions(engine: PolicyEngine | None, user: str, groups: Iterable[
     groups = groups if isinstance(groups, frozenset) else frozenset(groups)
     rf: RowFilterResult = engine.row_filter(user, groups, database, table)
     complete = True
+    named = engine.masked_column_names(user, groups, database, table)
     if columns is None:
-        named = engine.masked_column_names(user, groups, database, table)
         complete = named is not None
         columns = named or ()
+    elif named is not None:  # only the columns a mask policy names can be masked
+        names = frozenset(named)
+        columns = [c for c in columns if c.lower() in names]
     masks: dict[str, ColumnMask] = {}
     types = {k.lower(): v for k, v in (column_types or {}).items()}
     for column in columns:

@@ -246,3 +246,18 @@ def test_restrictions_without_column_names(tmp_path):
     bob = table_restrictions(engine, "bob", [], "hr", "people")
     assert bob.applies and not bob.complete  # a mask on columns named by exclusion: fail closed
     assert table_restrictions(None, "bob", [], "hr", "people").applies is False
+
+
+def test_policies_found_by_table_and_by_user_macro_keep_their_evaluation_order(tmp_path):
+    """The engine looks policies up by their literal table; ``{USER}`` ones are tried for every
+    table, merged back in priority and file order."""
+    engine = load_policy_file(_write(tmp_path, [
+        mask_policy(1, [mitem("MASK_HASH", users=["bob"])], table="{USER}_notes"),
+        mask_policy(2, [mitem("MASK", users=["bob"])], table="bob_notes"),
+        mask_policy(3, [mitem("MASK_NULL", users=["bob"])], table="bob_notes", column="body", priority=1),
+        mask_policy(4, [mitem("MASK_NONE", users=["bob"])], table="{USER}_notes", column="body"),
+    ]))
+    assert engine.data_mask("bob", [], "hr", "bob_notes", "ssn").policy_id == 1
+    assert engine.data_mask("bob", [], "hr", "bob_notes", "body").policy_id == 3
+    r = table_restrictions(engine, "bob", [], "hr", "bob_notes", ["ssn", "body", "other"])
+    assert {c: m.policy_id for c, m in r.masks.items()} == {"ssn": 1, "body": 3}
