@@ -215,6 +215,9 @@ stop_demo() {
   demo_pid=""
 }
 
+echo "make fresh: in a clean Debian 12 root ($root): apt-get install python3 python3-venv python3-pip git make"
+echo "  ca-certificates, then the README's commands: make run (until the PyIceberg program it prints reads"
+echo "  its rows), make install (make test's installs) and make unit"
 if [ -f "$base_tar" ]; then
   names+=("debootstrap --variant=minbase bookworm (cached: var/fresh)") times+=(0)
 else

@@ -2,7 +2,9 @@
 
 config/topologies/default.yaml reads its ``gateway-token`` key from ``HMS_GATEWAY_TOKEN_KEY``,
 which ``make run`` sets (gateway/demo/tokens.py); tests that load or serve the repository's
-topologies get a fresh key for the session (gateways they start inherit it).
+topologies get a fresh key for the session (gateways they start inherit it). Likewise
+config/topologies/glue.yaml's ``sigv4`` provider reads the demo's AWS access keys from
+``HMS_GATEWAY_DEMO_AWS_CREDENTIALS`` (gateway/demo/aws_keys.py): fresh secrets for the session.
 
 Every process the session starts inherits its tag (:data:`tests.support.orphans.SESSION_ENV`),
 and a server still running when the session ends fails it (:func:`no_server_outlives_the_session`).
@@ -13,10 +15,12 @@ import secrets
 
 import pytest
 
+from gateway.demo.aws_keys import CREDENTIALS_ENV, fresh_credentials
 from gateway.demo.tokens import KEY_ENV
 from tests.support.orphans import SESSION_ENV, reap
 
 os.environ.setdefault(KEY_ENV, secrets.token_urlsafe(64))
+os.environ.setdefault(CREDENTIALS_ENV, fresh_credentials())
 # Set here, in the process pytest starts in, before xdist starts its workers: they inherit it.
 os.environ.setdefault(SESSION_ENV, secrets.token_hex(8))
 

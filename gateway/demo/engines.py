@@ -12,11 +12,19 @@ from __future__ import annotations
 __all__ = ["USER", "PASSWORD", "WAREHOUSE", "DUCKDB_PACKAGES", "duckdb_program", "engine_snippets",
            "pyiceberg_program", "spark_properties", "trino_catalog"]
 
+from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE
+
 USER, PASSWORD, WAREHOUSE = "etl", "etl-password", "demo"
 
 
-def pyiceberg_program(uri: str, ca: str) -> str:
-    """PyIceberg: a program that lists the demo's namespaces (``# →`` its output)."""
+def pyiceberg_program(uri: str, ca: str, vended: bool = False) -> str:
+    """PyIceberg: a program that reads the rows of the demo's table (``# →`` its output), logged
+    in with OAuth2 client credentials. ``vended``: the table is on S3 (``make run S3=1``) and the
+    program asks for credentials the gateway vends."""
+    rows = sorted(row for batch in BATCHES for row in batch)
+    printed = "".join(f"# → {{'trip_id': {t}, 'city': {c!r}, 'fare': {f!r}}}\n" for t, c, f in rows)
+    delegation = ('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n'
+                  if vended else "")
     return f"""\
 import os
 
@@ -31,10 +39,11 @@ catalog = RestCatalog("demo", **{{
     "credential": "{USER}:{PASSWORD}",  # OAuth2 client credentials: a user of the topology
     "oauth2-server-uri": "{uri}/v1/oauth/tokens",  # PyIceberg warns when it is left out
     "ssl": {{"cabundle": "{ca}"}},
-}})
-print(catalog.list_tables("lakehouse"))
-# → [('lakehouse', 'trips')]
-"""
+{delegation}}})
+table = catalog.load_table("{NAMESPACE}.{TABLE}")
+for row in table.scan().to_arrow().sort_by("trip_id").to_pylist():
+    print(row)
+{printed}"""
 
 
 #: The PyPI packages of DuckDB and its extensions the program needs (the test extra pins the same).
@@ -108,7 +117,7 @@ def engine_snippets(uri: str, ca: str, s3: bool = False) -> str:
     ``s3``: the demo's table is on S3 (``make run S3=1``)."""
     keytool = f"keytool -importcert -noprompt -alias hms-gateway -file {ca} -keystore gateway-ca.p12 -storepass changeit"
     return "\n".join([
-        "PyIceberg (a program: run it from the repository with .venv/bin/python):", pyiceberg_program(uri, ca),
+        "PyIceberg (a program: run it from the repository with .venv/bin/python):", pyiceberg_program(uri, ca, s3),
         f"DuckDB 1.4 (a program, as above, after .venv/bin/pip install {DUCKDB_PACKAGES}):",
         duckdb_program(uri, ca, "vended_credentials" if s3 else "none"),
         f"Spark 3.5 + iceberg-spark-runtime 1.10 (spark-defaults.conf; trust store: {keytool}):",

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from gateway.certs import write_dev_certificates
 from gateway.config import GatewayConfig, load_gateway_config, load_topologies
+from gateway.demo.aws_keys import CREDENTIALS_FILE, demo_aws_credentials
+from gateway.demo.engines import engine_snippets
+from gateway.demo.glue import boto3_program, glue_url
 from gateway.demo.s3 import BUCKET
 from gateway.demo.tokens import demo_signing_key
-from gateway.demo.engines import engine_snippets
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,8 @@ def iceberg_url(port: int) -> str:
     return f"https://localhost:{port}/gateway/default/{ICEBERG_SERVICE}"
 
 
-def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None, storage: str | None = None) -> str:
+def _banner(port: int, mgmt_port: int, ca: Path, audit: Path | None = None, storage: str | None = None,
+            aws_credentials: Path = Path("var/demo") / CREDENTIALS_FILE) -> str:
     url = f"https://localhost:{port}/gateway/default/hmshttpthrift/api/hms"
     return f"""
 HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore).
@@ -59,9 +62,13 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
   Iceberg engines (docs/iceberg.md, "Quick start"): OAuth2 client credentials etl / etl-password
 
 {textwrap.indent(engine_snippets(iceberg_url(port), _shown_path(ca), s3=storage is not None), "    ")}
-  change feed (docs/change-feed.md): follow catalog changes as Server-Sent Events
+  Glue (docs/glue.md): boto3 signs with SigV4, with the demo's access keys (profiles admin and
+  etl in {_shown_path(aws_credentials)}); a program, run from the repository with .venv/bin/python:
+
+{textwrap.indent(boto3_program(glue_url(port), _shown_path(ca), _shown_path(aws_credentials)), "    ")}
+  change feed (docs/change-feed.md): follow catalog changes as Server-Sent Events, from event 0
   curl -N -sk -u admin:admin-password -H 'Accept: text/event-stream' \\
-       https://localhost:{port}/gateway/default/events
+       'https://localhost:{port}/gateway/default/events?after=0'
 
   The embedded Hive Metastore listens on port 9083 of every interface without authentication
   (Hive 2.3 has no bind-address setting): firewall it on a shared machine.
@@ -81,6 +88,7 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     demo_signing_key(workdir)  # before the topologies are read: their gateway-token provider needs it
+    aws_credentials = demo_aws_credentials(workdir)  # and the glue topology's sigv4 provider these
     config = with_audit_file(config, workdir / "audit.log")
     with contextlib.ExitStack() as stack:
         hms = EmbeddedHMS(workdir / "hms", hms_port)
@@ -97,7 +105,8 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
         storage_line = None if s3 is None else _s3_banner_line(s3, workdir / "s3")
 
         def started(gw) -> None:
-            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path, storage_line), flush=True)
+            print(_banner(gw.gateway_port, gw.management_port, ca, config.audit.path, storage_line, aws_credentials),
+                  flush=True)
             # The pipeline is a client of the gateway like any other: it runs beside the server.
             def pipelines() -> None:
                 _iceberg_through_gateway(gw.gateway_port, ca, workdir / "pipeline.log",

@@ -15,5 +15,9 @@ and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HM
 commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage
 access on S3 (issue 23): ``storage`` (the gateway's key and S3 settings), ``vending`` (STS
 credentials scoped to a table), ``delegation`` (``X-Iceberg-Access-Delegation`` and the
-credentials endpoint), ``signer`` (remote signing).
+credentials endpoint), ``signer`` (remote signing); server-side scan planning (issue 42):
+``scan_plans`` (the four operations), ``planning`` (PyIceberg's planning on the gateway's
+FileIO, the answer's JSON), ``manifest_cache`` (parsed manifests by path), ``plan_store`` (plan
+ids, plan tasks, submitted plans, the settings), ``plan_models`` (the spec's models),
+``read_rules`` (a load's rules for whatever hands out a table's files).
 """

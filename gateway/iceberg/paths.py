@@ -40,7 +40,8 @@ RESERVED_PREFIXES = frozenset({"config", "oauth", "namespaces", "tables", "trans
 _MISSING_WHEN_NESTED: dict[str, type[IcebergError]] = {
     **dict.fromkeys(("loadNamespaceMetadata", "namespaceExists", "dropNamespace", "listTables",
                      "listViews"), NoSuchNamespace),
-    **dict.fromkeys(("loadTable", "tableExists", "dropTable", "loadCredentials"), NoSuchTable),
+    **dict.fromkeys(("loadTable", "tableExists", "dropTable", "loadCredentials", "planTableScan",
+                     "fetchPlanningResult", "cancelPlanning", "fetchScanTasks"), NoSuchTable),
     **dict.fromkeys(("loadView", "viewExists", "dropView"), NoSuchView),
 }
 
@@ -55,6 +56,8 @@ class Route:
     table: str | None = None
     #: The warehouse the path's ``{prefix}`` names (None: no prefix).
     warehouse: str | None = None
+    #: The path's ``{plan-id}`` (server-side scan planning), as sent.
+    plan_id: str | None = None
 
     def db(self) -> str:
         """The namespace of a route whose template has ``{namespace}``."""
@@ -138,6 +141,7 @@ class Router:
                                                               _MISSING_WHEN_NESTED.get(operation), table),
                 None if table is None else hms_name(table, kind),
                 warehouse,
+                names.get("plan-id"),
             )
         if allowed:
             raise MethodNotAllowed(f"{method} is not allowed on {path[:200]}",

@@ -41,13 +41,15 @@ from pyiceberg.catalog.rest import (
 from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
-from gateway.iceberg import transactions, views
+from gateway.iceberg import scan_plans, transactions, views
 from gateway.iceberg.bodies import CatalogConfig, CommitRequest, CreateNamespace, CreateTableRequest
 from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, RenameTable, UpdateNamespaceProperties, read
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.objects import LoadTableResult
 from gateway.iceberg.paths import Route, Router
+from gateway.iceberg.plan_models import FetchedPlanningResult, FetchScanTasksRequest, PlanningResult
+from gateway.iceberg.plan_models import PlanTableScanRequest, ScanTaskList
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
 from gateway.iceberg.warehouses import config_overrides
 
@@ -127,6 +129,11 @@ ROUTES: tuple[Endpoint, ...] = (
     # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
     E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
       listed=False),
+    E("POST", f"{_TABLE}/plan", "planTableScan", PlanTableScanRequest, PlanningResult, scan_plans.plan_table_scan),
+    E("GET", f"{_TABLE}/plan/{{plan-id}}", "fetchPlanningResult", None, FetchedPlanningResult,
+      scan_plans.fetch_planning_result),
+    E("DELETE", f"{_TABLE}/plan/{{plan-id}}", "cancelPlanning", None, None, scan_plans.cancel_planning),
+    E("POST", f"{_TABLE}/tasks", "fetchScanTasks", FetchScanTasksRequest, ScanTaskList, scan_plans.fetch_scan_tasks),
     E("POST", "/v1/transactions/commit", "commitTransaction", transactions.CommitTransactionRequest, None,
       transactions.commit_transaction),
     E("GET", f"{_NS}/views", "listViews", None, ListViews, views.list_views),

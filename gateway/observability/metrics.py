@@ -146,6 +146,16 @@ ICEBERG_METRICS_REPORTS = Counter(
     "(POST .../tables/{table}/metrics), by report type.",
     ["topology", "service", "report"], registry=REGISTRY,
 )
+ICEBERG_MANIFEST_CACHE_LOOKUPS = Counter(
+    "hms_gateway_iceberg_manifest_cache_lookups", "Lookups of parsed manifest lists and manifests "
+    "in the iceberg-rest kind's manifest cache (server-side scan planning), by result: hit or miss.",
+    ["topology", "service", "result"], registry=REGISTRY,
+)
+ICEBERG_MANIFEST_CACHE_BYTES = Gauge(
+    "hms_gateway_iceberg_manifest_cache_bytes", "Estimated bytes of parsed manifests the "
+    "iceberg-rest kind's manifest cache holds (bounded by planning.manifest_cache_mib).",
+    ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
+)
 BUILD_INFO = Gauge(
     "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],
     multiprocess_mode="livemax", registry=REGISTRY,

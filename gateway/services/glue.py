@@ -14,7 +14,9 @@ Every refusal is answered in Glue's error shape (``{"__type", "message"}``,
 :mod:`gateway.glue.errors`): a refused SigV4 signature as AWS answers it (403
 ``InvalidSignatureException``, ``UnrecognizedClientException``; 400
 ``IncompleteSignatureException``), no credentials 401 ``MissingAuthenticationTokenException``
-with the topology's challenges (Basic, Negotiate, Bearer clients work as on the Thrift API),
+with the topology's challenges, whose message names the schemes it accepts (a SigV4 signature
+on a topology without a ``sigv4`` provider is said to be one; Basic, Negotiate, Bearer clients
+work as on the Thrift API),
 identity assertion or ACL 403 ``AccessDeniedException``, the failure throttle 429
 ``ThrottlingException``, HMS unreachable 503 ``ServiceUnavailableException``.
 
@@ -49,7 +51,7 @@ from gateway.pipeline.outcomes import (
 )
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
-from gateway.providers.authentication.sigv4 import REFUSAL
+from gateway.providers.authentication.sigv4 import ALGORITHM, REFUSAL
 from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
@@ -90,8 +92,8 @@ class GlueErrors:
             refusal = request.get(REFUSAL)
             if refusal is not None:  # a SigV4 signature presented and refused: as AWS answers it
                 return GlueError.of(refusal.code, refusal.status, refusal.message), "unauthenticated"
-            return errors.MissingAuthenticationToken("Missing Authentication Token",
-                                                     _headers(outcome.headers)), "unauthenticated"
+            headers = _headers(outcome.headers)
+            return errors.MissingAuthenticationToken(_missing_message(request, headers), headers), "unauthenticated"
         if isinstance(outcome, Forbidden):
             return errors.Forbidden(outcome.reason), "forbidden"
         if isinstance(outcome, Throttled):
@@ -131,6 +133,19 @@ class GlueErrors:
 
 def _headers(headers) -> list[tuple[str, str]]:
     return list(headers.items()) if isinstance(headers, dict) else list(headers or ())
+
+
+def _missing_message(request: web.BaseRequest, headers: list[tuple[str, str]]) -> str:
+    """AWS's ``Missing Authentication Token``, with the schemes the topology accepts (its
+    challenges): a SigV4 signature sent to a topology without a ``sigv4`` provider is named
+    as such, rather than left looking like a wrong key."""
+    schemes = list(dict.fromkeys(value.split(" ", 1)[0] for name, value in headers
+                                 if name.lower() == hdrs.WWW_AUTHENTICATE.lower()))
+    accepted = ", ".join(schemes) or "none"
+    if request.headers.get(hdrs.AUTHORIZATION, "").startswith(ALGORITHM + " ") and ALGORITHM not in schemes:
+        return (f"Missing Authentication Token: this service does not accept AWS Signature Version 4 "
+                f"({ALGORITHM}; its topology has no sigv4 provider). It accepts: {accepted}.")
+    return f"Missing Authentication Token. This service accepts: {accepted}."
 
 
 class GlueService(HttpKind):

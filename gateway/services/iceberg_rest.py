@@ -27,7 +27,9 @@ signing, :mod:`gateway.iceberg.storage`), ``register_prefixes``
 ``trusted_engines`` (the principals, a ``doAs`` impersonator or else the effective user, that
 may load a table with columns denied to the user, with ``authorized-columns`` in the load
 result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``warehouses``
-(catalogs under a ``{prefix}``, each a group of HMS databases, :mod:`gateway.iceberg.warehouses`).
+(catalogs under a ``{prefix}``, each a group of HMS databases, :mod:`gateway.iceberg.warehouses`),
+``planning`` (server-side scan planning: ``manifest_cache_mib``, ``wait_seconds``,
+``files_per_task``, ``expiry_seconds``, ``max_pending``, :mod:`gateway.iceberg.scan_plans`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
+from gateway.iceberg.manifest_cache import MIB, ManifestCache
+from gateway.iceberg.plan_store import PlanningOptions
 from gateway.iceberg.service import LOCK_HEARTBEAT_SECONDS, IcebergService
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
@@ -73,7 +77,7 @@ from gateway.upstream.metastore import MetastoreClient
 log = logging.getLogger(__name__)
 
 #: Operations sent with POST that change nothing in the catalog, so they read through the cache.
-_READS_ONLY = frozenset({"signS3Request", "reportMetrics"})
+_READS_ONLY = frozenset({"signS3Request", "reportMetrics", "planTableScan", "fetchScanTasks"})
 
 
 class IcebergRestOptions(BaseModel):
@@ -111,6 +115,9 @@ class IcebergRestOptions(BaseModel):
     #: Catalogs served under a ``{prefix}``: name → the HMS databases it serves
     #: (:mod:`gateway.iceberg.warehouses`).
     warehouses: Warehouses = Field(default_factory=dict)
+    #: Server-side scan planning (:mod:`gateway.iceberg.scan_plans`): the manifest cache's
+    #: size, the synchronous bound, the split into plan tasks, the expiry of plan ids.
+    planning: PlanningOptions = Field(default_factory=PlanningOptions)
 
     @model_validator(mode="after")
     def _back_off(self) -> "IcebergRestOptions":
@@ -203,6 +210,8 @@ class IcebergRestService(HttpKind):
             storage=storage, vendor=Vendor(storage) if storage is not None and storage.options.role_arn else None,
             authentication=next((step for step in getattr(chain, "steps", ()) if step.name == "authentication"),
                                 None),
+            planning=options.planning,
+            manifests=ManifestCache(int(options.planning.manifest_cache_mib * MIB), (topology, path)),
         )
 
     @classmethod

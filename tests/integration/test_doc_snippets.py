@@ -11,14 +11,18 @@ without one fails :func:`test_every_block_is_classified`. Then, by kind:
 * ``policy``: loaded by the policy engine (``gateway.policy.load_policy_file``).
 * ``helm-values``: merged over the chart's values.yaml as Helm merges, validated by the chart's
   JSON schema, and the configuration the chart would mount checked by check-config.
-* ``run``: shell (one command per line, continuations joined), Python, and JavaScript (an ES
-  module run by Node.js, with tests/node's ``node_modules`` and ``NODE_EXTRA_CA_CERTS`` the CA),
-  run against one real gateway serving the demo's own configuration (config/gateway.yaml and
-  config/topologies, with free ports) in front of the session's real HMS, which holds the demo
-  catalog. ``localhost:8443`` and ``9464`` in a block become the test's ports. Output the doc
-  prints (under a shell command ``# [1,...`` or ``# → ...``; in Python ``# → ...`` lines and in
-  JavaScript ``// → ...`` lines, the whole stdout) is compared exactly, once databases other tests
-  created in the shared metastore are left out of listings.
+* ``run``: shell (one command per line, continuations joined; a block's commands in one bash
+  session), Python, and JavaScript (an ES module run by Node.js, with tests/node's
+  ``node_modules`` and ``NODE_EXTRA_CA_CERTS`` the CA), run as printed against one real gateway
+  serving the demo's own configuration (config/gateway.yaml and config/topologies, with free
+  ports) in front of the session's real HMS, which holds the demo catalog, from a directory laid
+  out as the repository after ``make run`` (``certs/ca.crt``, ``var/demo/aws-credentials``). The
+  environment holds nothing a block needs: a program gets what the ``export`` lines of the shell
+  blocks before it in its section set. ``localhost:8443`` and ``9464`` in a block become the
+  test's ports. Output the doc prints (under a shell command ``# [1,...`` or ``# → ...``; in
+  Python ``# → ...`` lines and in JavaScript ``// → ...`` lines, the whole stdout) is compared
+  exactly, once databases other tests created in the shared metastore are left out of listings.
+  ``interrupt="S"``: a block that streams until Ctrl-C, interrupted after S seconds.
 * ``not-run``: listed with its reason by :func:`test_not_run_blocks_are_listed`.
 """
 
@@ -28,7 +32,8 @@ import ast
 import json
 import os
 import re
-import secrets
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +42,8 @@ import jsonschema
 import pytest
 import yaml
 
+from gateway.demo.aws_keys import CREDENTIALS_ENV, CREDENTIALS_FILE
+from gateway.demo.tokens import KEY_ENV
 from tests.support.config_check import check_config, merge_values, write_chart_config
 from tests.support.config_sandbox import Sandbox, shipped_topologies, write_materials
 from tests.support.doc_snippets import (
@@ -58,8 +65,9 @@ DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}
 PROGRAMS = {"python": ("snippet.py", [sys.executable], "# →"), "javascript": ("snippet.mjs", ["node"], "// →")}
 #: Where a JavaScript block's imports (iceberg-js) resolve: tests/node's packages (npm ci).
 NODE_MODULES = ROOT / "tests" / "node" / "node_modules"
-#: The access key the Python blocks' boto3 finds in its environment (docs/glue.md).
-GLUE_KEY = ("AKIADOCSNIPPETS00001", secrets.token_hex(20))
+#: What a reader's shell may hold that a block must not rely on: it sets what it needs itself.
+UNSET = ("HMS_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+         KEY_ENV, CREDENTIALS_ENV)
 
 def _id(snippet: Snippet) -> str:
     return snippet.where
@@ -181,22 +189,33 @@ def test_helm_values_block_passes_schema_and_check_config(snippet: Snippet, mate
 # --- run: a real gateway with the demo's configuration ----------------------------------------
 
 
+def lay_out_as_the_repository(workdir: Path) -> None:
+    """What a block finds in the repository after `make run`, besides ``certs/`` (the gateway's
+    own): ``config/`` as shipped, ``var/demo``'s keys (the values tests/conftest.py gave the
+    gateway), ``.venv`` (this interpreter's)."""
+    shutil.copytree(ROOT / "config", workdir / "config")
+    demo = workdir / "var" / "demo"
+    demo.mkdir(parents=True)
+    (demo / CREDENTIALS_FILE).write_text(os.environ[CREDENTIALS_ENV])
+    (demo / "gateway-token.key").write_text(os.environ[KEY_ENV] + "\n")
+    (workdir / ".venv").symlink_to(Path(sys.executable).parent.parent, target_is_directory=True)
+
+
 @pytest.fixture(scope="module")
 def demo_gateway(hms, tmp_path_factory):
     """config/gateway.yaml and config/topologies/*.yaml as `make run` serves them, on free ports,
-    in front of the session HMS (which holds the demo catalog)."""
+    in front of the session HMS (which holds the demo catalog). Its directory stands for the
+    repository the blocks run in: ``certs/ca.crt`` is its CA, ``var/demo/aws-credentials`` the
+    demo's access keys (the secrets tests/conftest.py put where the glue topology reads them)."""
     from gateway.demo.iceberg import write_demo_table_in_subprocess
     from tests.support.gateway import start_gateway
 
     demo = yaml.safe_load((ROOT / "config" / "gateway.yaml").read_text())
     extra = {k: v for k, v in demo.items() if k not in ("listeners", "tls", "topologies_dir")}
     topologies = shipped_topologies(f"thrift://{hms.host}:{hms.port}")
-    # docs/glue.md's boto3 example: the sigv4 provider it tells readers to add to the demo's topology
-    credentials = tmp_path_factory.mktemp("glue-keys") / "credentials"
-    credentials.write_text(f"[admin]\naws_access_key_id = {GLUE_KEY[0]}\naws_secret_access_key = {GLUE_KEY[1]}\n")
-    topologies["glue"]["providers"]["authentication"].append(
-        {"type": "sigv4", "access_keys": {GLUE_KEY[0]: "admin"}, "secret_keys": f"file:{credentials}"})
-    gw = start_gateway(tmp_path_factory.mktemp("doc-gateway"), topologies, DEMO_USERS, gateway_extra=extra)
+    workdir = tmp_path_factory.mktemp("doc-gateway")
+    lay_out_as_the_repository(workdir)
+    gw = start_gateway(workdir, topologies, DEMO_USERS, gateway_extra=extra)
     assert gw.ca_file == gw.workdir / "certs" / "ca.crt"  # what the blocks pass as --cacert / ca=
     try:
         # the Iceberg table `make run` writes through the gateway, written the same way (docs/iceberg.md reads it)
@@ -261,10 +280,61 @@ def program_line_matches(printed: str, actual: str, foreign: frozenset[str]) -> 
 
 
 def run_env(gw) -> dict[str, str]:
-    return {**os.environ, "HMS_PASSWORD": DEMO_USERS["admin"], "PYTHONPATH": str(ROOT),
+    """A shell in the repository after `make run`: the venv's python first on PATH, nothing a
+    block sets itself (:data:`UNSET`), no AWS configuration of this machine's."""
+    kept = {k: v for k, v in os.environ.items() if k not in UNSET}
+    return {**kept, "PYTHONPATH": str(ROOT),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "AWS_ACCESS_KEY_ID": GLUE_KEY[0], "AWS_SECRET_ACCESS_KEY": GLUE_KEY[1],
             "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
+
+
+def section_exports(snippet: Snippet, env: dict[str, str]) -> dict[str, str]:
+    """``env`` after the ``export`` lines of the shell ``run`` blocks before ``snippet`` in its
+    section: a reader runs those in the shell they start the program from."""
+    exports = [c.command for block in section_blocks(snippet, SNIPPETS, frozenset({"run"}))
+               if block.lang in ("sh", "bash") for c in shell_commands(block) if c.command.startswith("export ")]
+    if not exports:
+        return env
+    proc = subprocess.run(["bash", "-c", "\n".join([*exports, "env -0"])], env=env, capture_output=True,
+                          check=True, timeout=10)
+    return dict(item.split("=", 1) for item in proc.stdout.decode().split("\0") if "=" in item)
+
+
+def run_shell_block(snippet: Snippet, gw, out: Path) -> list[tuple[int, str, str]]:
+    """The block's commands in one bash session, as a reader pastes them (an ``export`` or
+    ``cd`` holds for the commands after it), up to the first that fails; each command's
+    (exit status, stdout, stderr)."""
+    lines = ["set -o pipefail"]
+    for i, command in enumerate(shell_commands(snippet)):
+        # the newline before `}`: a command may end in a comment
+        lines += [f"{{ {localize(command.command, gw)}", f'}} >"{out}/{i}.out" 2>"{out}/{i}.err"',
+                  f'status=$?; echo $status >"{out}/{i}.status"; [ $status = 0 ] || exit $status']
+    subprocess.run(["bash", "-c", "\n".join(lines)], cwd=gw.workdir, env=run_env(gw), capture_output=True,
+                   timeout=60 * max(1, len(shell_commands(snippet))))
+    results = []
+    for i in range(len(shell_commands(snippet))):
+        if not (out / f"{i}.status").exists():
+            break
+        results.append((int((out / f"{i}.status").read_text()), (out / f"{i}.out").read_text(),
+                        (out / f"{i}.err").read_text()))
+    return results
+
+
+def run_interrupted(snippet: Snippet, gw, seconds: float) -> list[tuple[str, str]]:
+    """A block whose commands stream until interrupted (``interrupt="S"``): each runs for S
+    seconds, then gets Ctrl-C's SIGINT, as a reader stops it; (stdout, stderr) of each."""
+    results = []
+    for command in shell_commands(snippet):
+        proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", localize(command.command, gw)], cwd=gw.workdir,
+                                env=run_env(gw), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=10)
+        results.append((stdout, stderr))
+    return results
 
 
 @pytest.mark.parametrize("snippet", of_kind("run"), ids=_id)
@@ -274,7 +344,7 @@ def test_run_block_works_as_printed(snippet: Snippet, demo_gateway, foreign_data
         name, command, output = PROGRAMS[snippet.lang]
         script = tmp_path / name
         script.write_text(localize(snippet.body, gw))
-        env = run_env(gw)
+        env = section_exports(snippet, run_env(gw))
         if snippet.lang == "javascript":
             (tmp_path / "node_modules").symlink_to(NODE_MODULES, target_is_directory=True)
             env["NODE_EXTRA_CA_CERTS"] = str(gw.ca_file)
@@ -288,15 +358,24 @@ def test_run_block_works_as_printed(snippet: Snippet, demo_gateway, foreign_data
                 program_line_matches(p, a, foreign) for p, a in zip(printed, proc.stdout.splitlines())), \
                 f"{snippet.where}: the doc prints\n" + "\n".join(printed) + f"\nthe program printed\n{proc.stdout}"
         return
-    for command in shell_commands(snippet):
-        proc = subprocess.run(["bash", "-o", "pipefail", "-c", localize(command.command, gw)], cwd=gw.workdir,
-                              env=run_env(gw), capture_output=True, text=True, timeout=60)
+    commands = shell_commands(snippet)
+    if "interrupt" in snippet.attrs:
+        for command, (stdout, stderr) in zip(commands, run_interrupted(snippet, gw, float(snippet.attrs["interrupt"]))):
+            where = f"{snippet.file}:{command.line}"
+            assert stdout.strip(), f"{where}: nothing within {snippet.attrs['interrupt']} s: {command.command}\n{stderr}"
+            if command.expected:
+                assert stdout.split("\n")[:len(command.expected)] == command.expected, \
+                    f"{where}: the doc prints\n" + "\n".join(command.expected) + f"\nthe gateway sent\n{stdout}"
+        return
+    results = run_shell_block(snippet, gw, tmp_path)
+    for command, (status, stdout, stderr) in zip(commands, results):
         where = f"{snippet.file}:{command.line}"
-        assert proc.returncode == 0, f"{where}: {command.command}\n{proc.stdout}\n{proc.stderr}"
+        assert status == 0, f"{where}: {command.command}\n{stdout}\n{stderr}"
         if command.expected:
             printed = "\n".join(command.expected)
             try:
-                ok = matches(json.loads(printed), json.loads(proc.stdout), foreign)
+                ok = matches(json.loads(printed), json.loads(stdout), foreign)
             except json.JSONDecodeError:
-                ok = printed.strip() == proc.stdout.strip()
-            assert ok, f"{where}: the doc prints\n{printed}\nthe gateway answered\n{proc.stdout}"
+                ok = printed.strip() == stdout.strip()
+            assert ok, f"{where}: the doc prints\n{printed}\nthe gateway answered\n{stdout}"
+    assert len(results) == len(commands), f"{snippet.file}: the block's session ended before {commands[len(results)].command}"

@@ -91,15 +91,17 @@ def gateway(hms, tmp_path_factory, module_gateway_factory):
                       "policy_file": POLICY_PATH,
                       "options": {"catalog_id": CATALOG_ID, "trusted_engines": ["trino"]}}],
     }
-    return module_gateway_factory({"default": topology}, {"alice": PASSWORD, "bob": PASSWORD}, workdir=workdir,
-                                  files={POLICY_FILE: POLICY})
+    # the same service behind Basic only: a SigV4 request there is told what the topology accepts
+    basic_only = {"providers": {"authentication": [htpasswd_provider()]}, "services": topology["services"]}
+    return module_gateway_factory({"default": topology, "basic": basic_only}, {"alice": PASSWORD, "bob": PASSWORD},
+                                  workdir=workdir, files={POLICY_FILE: POLICY})
 
 
-def glue(gw, user: str, *, secret: str | None = None, query: str = ""):
+def glue(gw, user: str, *, secret: str | None = None, query: str = "", topology: str = "default"):
     """boto3's glue client at the service, signing as ``user`` (with ``secret`` if given)."""
     key, real = KEYS[user]
     return boto3.client(
-        "glue", endpoint_url=gw.url("default", "glue") + query, region_name="eu-west-1",
+        "glue", endpoint_url=gw.url(topology, "glue") + query, region_name="eu-west-1",
         aws_access_key_id=key, aws_secret_access_key=secret or real, verify=str(gw.ca_file),
         config=Config(retries={"max_attempts": 1}))
 
@@ -228,11 +230,11 @@ def test_a_wrong_secret_or_an_unknown_key_is_403_as_aws_answers(gateway):
     assert error_of(stranger.get_databases)[:2] == ("UnrecognizedClientException", 403)
 
 
-def curl(gateway, target: str, body: str, *auth: str) -> tuple[int, dict[str, list[str]], dict]:
+def curl(gateway, target: str, body: str, *auth: str, topology: str = "default") -> tuple[int, dict[str, list[str]], dict]:
     out = subprocess.run(
         ["curl", "-sS", "--cacert", str(gateway.ca_file), "-D", "-", "-X", "POST", *auth,
          "-H", f"X-Amz-Target: AWSGlue.{target}", "-H", "Content-Type: application/x-amz-json-1.1",
-         "--data-binary", body, gateway.url("default", "glue")],
+         "--data-binary", body, gateway.url(topology, "glue")],
         check=True, capture_output=True, text=True, timeout=60).stdout
     head, _, payload = out.partition("\n\n")  # text mode reads CRLF as LF
     lines = head.split("\n")
@@ -258,6 +260,16 @@ def test_curl_with_basic_on_the_same_service(gateway):
     for junk in ("[1, 2]", "[" * 100_000, '{"DatabaseName": "\xff'):
         status, _, body = curl(gateway, "GetTables", junk, "-u", f"alice:{PASSWORD}")
         assert status == 400 and body["__type"] == "SerializationException"
+
+
+def test_sigv4_on_a_topology_without_a_sigv4_provider_is_told_which_schemes_it_accepts(gateway):
+    """Issue 40: boto3 against a Basic-only Glue topology got a bare "Missing Authentication Token"."""
+    code, status, message = error_of(lambda: glue(gateway, "alice", topology="basic").get_databases())
+    assert (code, status) == ("MissingAuthenticationTokenException", 401)
+    assert message == ("Missing Authentication Token: this service does not accept AWS Signature Version 4 "
+                       "(AWS4-HMAC-SHA256; its topology has no sigv4 provider). It accepts: Basic.")
+    status, _, body = curl(gateway, "GetDatabases", "{}", "-u", f"bob:{PASSWORD}", topology="basic")
+    assert status == 200 and "hmshttptestdatabase" in [d["Name"] for d in body["DatabaseList"]]
 
 
 def test_a_bearer_token_on_the_same_service(gateway, direct):

@@ -103,6 +103,10 @@ def test_config_lists_exactly_the_implemented_endpoints(gw):
         "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
         "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/views/rename",
         "POST /v1/{prefix}/namespaces/{namespace}/register-view",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan",
+        "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
     }
 
 

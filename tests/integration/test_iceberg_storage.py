@@ -309,6 +309,23 @@ def test_credentials_endpoint_refreshes(gw, trips):
     assert found["s3.access-key-id"] not in keys and found["s3.secret-access-key"]
 
 
+def test_a_scan_planned_by_the_gateway_carries_the_table_prefix_s_credentials(gw, trips):
+    """Issue 42: the gateway reads the manifests on S3 with its own key; the plan answer vends
+    what a load vends (the table's prefix, read-only for a reader), only when asked for."""
+    path = "/v1/namespaces/lake/tables/trips/plan"
+    status, planned = _answer(gw, "POST", path, READER, READER_PASSWORD, body={}, delegation="vended-credentials")
+    assert status == 200 and planned["status"] == "completed", planned
+    (credential,) = planned["storage-credentials"]
+    assert credential["prefix"] == TABLE + "/" and credential["config"]["s3.session-token"]
+    assert planned["file-scan-tasks"] and all(
+        t["data-file"]["file-path"].startswith(TABLE + "/") for t in planned["file-scan-tasks"])
+    assert "storage-credentials" not in _answer(gw, "POST", path, READER, READER_PASSWORD, body={})[1]
+    server = rest_catalog(gw, user=READER, password=READER_PASSWORD, name="gw-reader-server-planning",
+                          **{"scan-planning-mode": "server", "header.X-Iceberg-Access-Delegation": "vended-credentials"})
+    local = _catalog(gw, READER, READER_PASSWORD, "vended-credentials").load_table(trips).scan().to_arrow()
+    assert sorted(server.load_table(trips).scan().to_arrow()["id"].to_pylist()) == sorted(local["id"].to_pylist())
+
+
 def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, trips):
     status, loaded = _answer(gw, "GET", "/v1/namespaces/lake/tables/trips", READER, READER_PASSWORD,
                              delegation="remote-signing")
@@ -440,6 +457,7 @@ def test_a_table_renamed_out_of_its_namespace_gets_no_credentials_or_signatures(
         status, body = answer("GET", "/v1/namespaces/lake4/tables/moving", delegation=delegation)
         assert status == 403 and "storage access of lake4.moving refused" in body["error"]["message"], body
     assert answer("GET", "/v1/namespaces/lake4/tables/moving/credentials")[0] == 403
+    assert answer("POST", "/v1/namespaces/lake4/tables/moving/plan", body={}, delegation="vended-credentials")[0] == 403
     sign = {"method": "GET", "region": REGION, "uri": f"{s3.endpoint}/{BUCKET}/lake/moving/metadata/x", "headers": {}}
     assert answer("POST", "/v1/namespaces/lake4/tables/moving/s3-sign", body=sign)[0] == 403
     assert answer("GET", "/v1/namespaces/lake4/tables/moving")[0] == 200  # a plain load reads it

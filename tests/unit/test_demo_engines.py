@@ -52,3 +52,15 @@ def test_the_duckdb_packages_shown_are_the_ones_the_suite_tests():
     test_extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
     assert set(DUCKDB_PACKAGES.split()) <= set(test_extra)
     assert f".venv/bin/pip install {DUCKDB_PACKAGES}" in (REPO / "docs" / "iceberg.md").read_text()
+
+
+def test_the_pyiceberg_program_reads_the_demo_rows_and_on_s3_asks_for_vended_credentials():
+    """Issue 40: the Quick start's first PyIceberg program creates nothing and prints the rows."""
+    program = pyiceberg_program(URI, CA)
+    assert 'catalog.load_table("lakehouse.trips")' in program and "create" not in program
+    assert program.count("# → {'trip_id': ") == 5
+    on_s3 = pyiceberg_program(URI, CA, vended=True)
+    assert '"header.X-Iceberg-Access-Delegation": "vended-credentials"' in on_s3
+    assert on_s3.replace('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n',
+                         "") == program
+    assert on_s3 in engine_snippets(URI, CA, s3=True)

@@ -34,8 +34,9 @@ def demo_packages() -> set[str]:
 
 
 def before_you_start() -> str:
+    """The README's section on what a new machine needs."""
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Before you start")
+    start = readme.index("## What you need")
     return readme[start:readme.index("\n## ", start + 1)]
 
 
@@ -49,11 +50,18 @@ def test_the_readme_names_every_package_a_new_machine_needs():
     named = set(re.findall(r"`([\w.+-]+)`", section))
     assert {"libkrb5-dev", "gcc", "libc6-dev", "python3-dev"} <= demo_packages()
     missing = (starting_packages() | demo_packages()) - named
-    assert not missing, f"README, 'Before you start', does not name {sorted(missing)}"
-    assert "make fresh" in section
+    assert not missing, f"README, 'What you need', does not name {sorted(missing)}"
 
 
 def test_make_fresh_runs_the_script():
     dry = subprocess.run(["make", "-n", "--no-print-directory", "fresh"], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert dry.strip() == "./scripts/fresh.sh"
+
+
+def test_the_readme_says_which_commands_make_fresh_runs_and_contributing_has_the_figures():
+    readme = (ROOT / "README.md").read_text()
+    paragraph = readme[readme.index("`make fresh`"):].split("\n\n", 1)[0]
+    assert "`make run`" in paragraph and "`make unit`" in paragraph
+    assert "| step | run 1" not in readme  # the runs' table lives in CONTRIBUTING.md
+    assert "| step | run 1" in (ROOT / "CONTRIBUTING.md").read_text()

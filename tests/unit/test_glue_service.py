@@ -111,6 +111,29 @@ async def test_a_refused_signature_is_answered_as_aws_answers_it():
     assert (status, code, body["message"]) == (403, "InvalidSignatureException", "Signature expired: …")
 
 
+BASIC_AND_BEARER = [("WWW-Authenticate", 'Basic realm="HMS Gateway"'), ("WWW-Authenticate", "Bearer")]
+
+
+async def test_a_signature_on_a_topology_without_sigv4_is_told_which_schemes_it_accepts():
+    """The demo's Basic-only Glue topology once answered boto3 a bare "Missing Authentication
+    Token" (issue 40): the message now says SigV4 is not accepted there, and what is."""
+    signed = request(headers={"Authorization": "AWS4-HMAC-SHA256 Credential=AKIAX/20261128/us-east-1/glue/"
+                                                "aws4_request, SignedHeaders=host, Signature=00"})
+    response, outcome = await service(Chain(Unauthenticated("no", BASIC_AND_BEARER))).handle(signed)
+    status, code, body = answer(response)
+    assert (status, code, outcome) == (401, "MissingAuthenticationTokenException", "unauthenticated")
+    assert body["message"] == ("Missing Authentication Token: this service does not accept AWS Signature Version 4 "
+                               "(AWS4-HMAC-SHA256; its topology has no sigv4 provider). It accepts: Basic, Bearer.")
+    assert response.headers.getall("WWW-Authenticate") == ['Basic realm="HMS Gateway"', "Bearer"]
+
+
+async def test_no_credentials_names_the_accepted_schemes():
+    challenges = [("WWW-Authenticate", "AWS4-HMAC-SHA256"), *BASIC_AND_BEARER]
+    response, _ = await service(Chain(Unauthenticated("no", challenges))).handle(request())
+    assert answer(response)[2]["message"] == \
+        "Missing Authentication Token. This service accepts: AWS4-HMAC-SHA256, Basic, Bearer."
+
+
 @pytest.mark.parametrize("error, status, code", [
     (UpstreamTimeout("HMS did not answer in 30 s"), 400, "OperationTimeoutException"),
     (UpstreamUnavailable("connection refused"), 503, "ServiceUnavailableException"),

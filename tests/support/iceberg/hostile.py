@@ -345,6 +345,19 @@ def _requests(b: _Builder) -> dict[str, callable]:
         return "POST", path, {"requirements": [{"type": "assert-view-uuid", "uuid": "x"}] if b.rng.random() < 0.2 else [],
                               "updates": [b.view_update(b.pick(VIEW_ACTIONS)) for _ in range(b.rng.randrange(1, 3))]}
 
+    def plan():
+        _, _, path = table_path("/plan")
+        body = {"filter": b.pick([{"type": "eq", "term": "id", "value": 1}, {"type": "not", "child": True},
+                                  {"type": "in", "term": "x", "values": [1]}, True, "id > 1"]),
+                "select": b.pick([None, ["id"], ["*"], []]), "case-sensitive": b.pick([True, False]),
+                "snapshot-id": b.pick([None, 1, -1]), "stats-fields": b.pick([None, ["id"]])}
+        if b.rng.random() < 0.3:
+            body.update({"start-snapshot-id": b.pick([1, None]), "end-snapshot-id": 2})
+        return "POST", path, {k: v for k, v in body.items() if v is not None}
+
+    def plan_id():
+        return quote(b.pick(["pending-x", "eJwDAAAAAAE", "x" * 300, "%2E%2E", "a/b"]), safe="")
+
     def sign():
         _, _, path = table_path("/s3-sign")
         return "POST", path, {"method": b.pick(["GET", "PUT", "DELETE", "X"]), "region": "us-east-1",
@@ -384,6 +397,10 @@ def _requests(b: _Builder) -> dict[str, callable]:
         "viewExists": lambda: ("HEAD", table_path(kind="views")[2], None),
         "renameView": lambda: rename("views"),
         "registerView": lambda: register("register-view"),
+        "planTableScan": plan,
+        "fetchPlanningResult": lambda: ("GET", table_path("/plan/" + plan_id())[2], None),
+        "cancelPlanning": lambda: ("DELETE", table_path("/plan/" + plan_id())[2], None),
+        "fetchScanTasks": lambda: ("POST", table_path("/tasks")[2], {"plan-task": plan_id()}),
     }
 
 

@@ -12,6 +12,11 @@ other operation has ``IcebergErrorResponse``, while the spec's own examples for 
 apache/iceberg#8914, which fixed the same slip elsewhere): an error answer is therefore also
 accepted when its ``error`` object is what the spec's schema asks for.
 
+The spec's ``PrimitiveTypeValue`` (a partition value, a bound, a filter's literal) is a
+``oneOf`` of sixteen forms of which several accept the same JSON (every integer is an
+``IntegerTypeValue`` and a ``LongTypeValue``, every string a ``StringTypeValue`` and a
+``BinaryTypeValue``...), so no value at all would pass it: it is read as the ``anyOf`` it means.
+
 Paths are checked as the spec's ``/v1/{prefix}/...``: a request without a prefix (the service
 without ``warehouses``) gets a placeholder one, a request under a warehouse's prefix keeps it;
 ``/v1/config`` and ``/v1/oauth/tokens`` have none in the spec either.
@@ -25,6 +30,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
+import yaml
 from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
@@ -36,7 +42,19 @@ _OPERATIONS = {"namespaces", "tables", "views", "transactions"}
 
 @cache
 def openapi() -> OpenAPI:
-    return OpenAPI.from_file_path(str(SPEC_FILE))
+    document = _string_keys(yaml.safe_load(SPEC_FILE.read_text()))
+    primitive = document["components"]["schemas"]["PrimitiveTypeValue"]
+    primitive["anyOf"] = primitive.pop("oneOf")
+    return OpenAPI.from_dict(document, base_uri=SPEC_FILE.as_uri())
+
+
+def _string_keys(value):
+    """YAML reads the responses' ``200:`` keys as integers; OpenAPI's are strings."""
+    if isinstance(value, dict):
+        return {str(k): _string_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(v) for v in value]
+    return value
 
 
 def spec_path(url: str) -> str:

@@ -1,0 +1,100 @@
+"""The request and response models of server-side scan planning (the spec's ``planTableScan``,
+``fetchPlanningResult``, ``cancelPlanning``, ``fetchScanTasks``): PyIceberg's own
+(``pyiceberg.catalog.rest.scan_planning``), with what they need to be written as the spec
+writes them, since PyIceberg only reads them:
+
+- tasks are written from the planner's JSON values (:meth:`ScanTaskList.of`), not as PyIceberg's
+  models: those write a residual filter as ``{}`` (the field is typed as the abstract
+  ``BooleanExpression``) and ``file-format`` upper case, and ten thousand of them cost seconds;
+- the answers of the two result operations are one model each (:class:`PlanningResult`,
+  :class:`FetchedPlanningResult`), a union discriminated by ``status``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import json
+
+from pydantic import Field, PrivateAttr, RootModel
+from pyiceberg.catalog.rest.scan_planning import (
+    FetchScanTasksRequest as _FetchScanTasksRequest,
+    PlanCancelled,
+    PlanFailed,
+    PlanSubmitted,
+    PlanTableScanRequest as _PlanTableScanRequest,
+    ScanTasks,
+    StorageCredential,
+)
+from pyiceberg.expressions import BooleanExpression
+
+__all__ = ["FetchScanTasksRequest", "FetchedPlanningResult", "PlanCancelled", "PlanCompleted", "PlanFailed",
+           "PlanSubmitted", "PlanTableScanRequest", "PlanningResult", "ScanTaskList", "StorageCredential"]
+
+#: Longest ``select``/``stats-fields`` list and plan task string accepted.
+MAX_FIELDS, MAX_PLAN_TASK = 10_000, 64 * 1024
+
+
+class PlanTableScanRequest(_PlanTableScanRequest):
+    """PyIceberg's ``PlanTableScanRequest`` (its validator: ``end-snapshot-id`` with
+    ``start-snapshot-id``, not both ``snapshot-id`` and ``start-snapshot-id``), lists bounded."""
+
+    select: list[Annotated[str, Field(max_length=1024)]] | None = Field(default=None, max_length=MAX_FIELDS)
+    stats_fields: list[Annotated[str, Field(max_length=1024)]] | None = Field(
+        alias="stats-fields", default=None, max_length=MAX_FIELDS)
+
+
+class FetchScanTasksRequest(_FetchScanTasksRequest):
+    """PyIceberg's ``FetchScanTasksRequest``: the ``plan-task`` string, bounded."""
+
+    plan_task: str = Field(alias="plan-task", max_length=MAX_PLAN_TASK)
+
+
+class ScanTaskList(ScanTasks):
+    """The spec's ``ScanTasks`` (also ``fetchScanTasks``'s answer, ``FetchScanTasksResult``),
+    written from the planner's JSON values (:meth:`of`; PyIceberg's own models read it)."""
+
+    _values: dict | None = PrivateAttr(default=None)
+
+    @classmethod
+    def of(cls, values: dict):
+        """An answer writing ``values`` (the spec's JSON of it, as
+        :class:`gateway.iceberg.planning.Planned` holds it), unchecked."""
+        answer = cls.model_construct()
+        answer._values = values
+        return answer
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        if self._values is None:
+            return super().model_dump_json(**kwargs)
+        return json.dumps(self._values, separators=(",", ":"))
+
+
+class PlanCompleted(ScanTaskList):
+    """The spec's ``CompletedPlanningWithIDResult``: tasks, ``plan-id``, and
+    ``storage-credentials`` for the files (vended ones, as on load; absent otherwise)."""
+
+    status: Literal["completed"] = "completed"
+    plan_id: str = Field(alias="plan-id")
+    storage_credentials: list[StorageCredential] | None = Field(alias="storage-credentials", default=None)
+
+
+class _Union(RootModel[Any]):
+    def model_dump_json(self, **kwargs: Any) -> str:  # the chosen model writes itself
+        return self.root.model_dump_json(**kwargs)
+
+
+class PlanningResult(_Union):
+    """``planTableScan``'s answer, the spec's ``PlanTableScanResult``."""
+
+    root: Annotated[PlanCompleted | PlanSubmitted | PlanFailed, Field(discriminator="status")]
+
+
+class FetchedPlanningResult(_Union):
+    """``fetchPlanningResult``'s answer, the spec's ``FetchPlanningResult``."""
+
+    root: Annotated[PlanCompleted | PlanSubmitted | PlanCancelled | PlanFailed, Field(discriminator="status")]
+
+
+for _model in (PlanningResult, FetchedPlanningResult):  # PyIceberg's fields name BooleanExpression lazily
+    _model.model_rebuild(_types_namespace={"BooleanExpression": BooleanExpression})

@@ -1,0 +1,215 @@
+"""Server-side scan planning, the spec's four operations (issue 42):
+
+- ``POST .../tables/{table}/plan`` (``planTableScan``): the table is read as a load reads it
+  (:func:`gateway.iceberg.read_rules.readable`: 404, 403 for no ``select``, denied columns
+  without a trusted engine; a ``select``, ``filter`` or ``stats-fields`` naming a column denied
+  to a trusted engine is 403 too), the request is checked against its metadata
+  (:func:`gateway.iceberg.planning.scope`: 400 for an unknown snapshot, a missing column, a
+  filter that does not bind), then planned by PyIceberg on the gateway's FileIO and manifest
+  cache (:mod:`gateway.iceberg.planning`). The answer is ``completed`` with ``file-scan-tasks``
+  (and the ``delete-files`` they reference, residual filters), or with ``plan-tasks`` when the
+  data manifests hold more than ``planning.files_per_task`` files; with vended credentials for
+  the table's location when the client asks for them, as on load. A plan that takes longer than
+  ``planning.wait_seconds`` is answered ``submitted``.
+- ``GET .../plan/{plan-id}`` (``fetchPlanningResult``): a submitted plan's state (``submitted``,
+  ``completed``, ``failed``, ``cancelled``), or a completed plan planned again.
+- ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a submitted plan is dropped.
+- ``POST .../tables/{table}/tasks`` (``fetchScanTasks``): one plan task's file scan tasks.
+
+Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of the four judges
+the caller as a load does, each time. A plan whose files reach outside the table's location
+(a manifest list, a manifest, a data or delete file) is refused whole with 403 and logged with
+the path; a manifest that cannot be read is 502 ``ServiceFailureException``, logged without its
+contents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from aiohttp import web
+
+from gateway.iceberg import errors
+from gateway.iceberg.bodies import file_fault
+from gateway.iceberg.catalog import Catalog, Reply
+from gateway.iceberg.delegation import delegated
+from gateway.iceberg.files import file_io
+from gateway.iceberg.paths import Route
+from gateway.iceberg.plan_models import (
+    FetchedPlanningResult, FetchScanTasksRequest, PlanCancelled, PlanCompleted, PlanFailed, PlanningResult,
+    PlanSubmitted, PlanTableScanRequest, ScanTaskList, StorageCredential,
+)
+from gateway.iceberg.plan_store import PLAN, TASK, Pending, decode, encode, owned
+from gateway.iceberg.planning import Foreign, Planned, Scope, first_answer, manifests, plan, scope
+from gateway.iceberg.read_rules import Readable, readable, require_columns
+
+log = logging.getLogger(__name__)
+
+__all__ = ["cancel_planning", "fetch_planning_result", "fetch_scan_tasks", "plan_table_scan"]
+
+
+async def _checked(catalog: Catalog, db: str, name: str, ask: PlanTableScanRequest) -> tuple[Readable, Scope]:
+    table = await readable(catalog, db, name)
+    found = scope(table.metadata, ask)
+    require_columns(catalog, db, name, table, set(found.columns))
+    return table, found
+
+
+def _pinned(ask: PlanTableScanRequest, found: Scope) -> dict:
+    """The request as a token holds it: a point-in-time scan pinned to its snapshot."""
+    body = ask.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if found.appends is None and found.snapshot is not None:
+        body["snapshot-id"] = found.snapshot.snapshot_id
+    return body
+
+
+def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **extra) -> str:
+    expires = int(time.time() + catalog.service.planning.expiry_seconds)
+    return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
+
+
+def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict) -> Planned:
+    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans."""
+    service = catalog.service
+    io = file_io(catalog.files.properties, found.metadata.location)
+    data, deletes = manifests(found, io, service.manifests)
+    return first_answer(found, io, data, deletes, service.planning.files_per_task,
+                        lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]))
+
+
+async def _settled(work, db: str, name: str) -> Planned:
+    """``work``'s tasks, its failures in the error model."""
+    try:
+        return await work
+    except errors.IcebergError:
+        raise
+    except Foreign as exc:
+        log.warning("scan plan of %s.%s refused: it reaches %s, outside the table's location", db, name,
+                    exc.path[:1024])
+        raise errors.Forbidden(f"the scan plan of {db}.{name} is refused: the table's metadata references "
+                               "files outside its location") from None
+    except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
+        log.warning("scan plan of %s.%s failed: %s", db, name, file_fault(exc))
+        raise errors.ServiceFailure(f"cannot read the manifests of {db}.{name}") from None
+
+
+async def _completed(catalog: Catalog, request: web.BaseRequest, db: str, name: str, table: Readable,
+                     tasks: Planned, plan_id: str) -> PlanCompleted:
+    _, vended = await delegated(catalog, request, db, name, table.metadata.location)
+    values = {**tasks.values(), "status": "completed", "plan-id": plan_id}
+    if vended:
+        values["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
+    return PlanCompleted.of(values)
+
+
+def _quiet(work: asyncio.Future) -> None:
+    if not work.cancelled():
+        work.exception()  # retrieved: a submitted plan's failure is answered to its poller
+
+
+async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
+    """``planTableScan`` (see the module docstring). Raises 400, 403, 404, 502, 503 (too many
+    submitted plans)."""
+    db, name = route.db_table()
+    table, found = await _checked(catalog, db, name, ask)
+    request_body = _pinned(ask, found)
+    work = asyncio.ensure_future(asyncio.to_thread(_first, catalog, db, name, found, request_body))
+    service = catalog.service
+    finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
+    if not finished:
+        pending = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds, work)
+        plan_id = service.pending.add(pending, service.planning.max_pending)
+        work.add_done_callback(_quiet)
+        if plan_id is None:
+            work.cancel()
+            raise errors.ServiceUnavailable("too many scan plans are in progress; plan again later")
+        return Reply(body=PlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
+    tasks = await _settled(work, db, name)
+    plan_id = _token(catalog, db, name, request_body, PLAN)
+    return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+
+
+async def fetch_planning_result(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+    """``fetchPlanningResult``. Raises 404 ``NoSuchPlanIdException`` for a plan id that is not
+    the caller's for this table, or expired; what planning raises."""
+    db, name = route.db_table()
+    plan_id = route.plan_id or ""
+    table = await readable(catalog, db, name)
+    pending = catalog.service.pending.get(plan_id, catalog.user, db, name)
+    if pending is not None:
+        if pending.cancelled:
+            return Reply(body=FetchedPlanningResult(PlanCancelled()))
+        if not pending.work.done():
+            return Reply(body=FetchedPlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
+        try:
+            tasks = await _settled(pending.work, db, name)
+        except errors.IcebergError as exc:
+            return Reply(body=FetchedPlanningResult(PlanFailed(error=exc.body()["error"])))
+        return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+    payload = decode(plan_id, PLAN)
+    if not owned(payload, catalog.user, db, name):
+        raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
+    ask = _request(payload, errors.NoSuchPlanId)
+    found = _again(table, ask, errors.NoSuchPlanId)
+    require_columns(catalog, db, name, table, set(found.columns))
+    tasks = await _settled(asyncio.to_thread(_first, catalog, db, name, found, payload["rq"]), db, name)
+    return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+
+
+async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+    """``cancelPlanning``: 204 (a submitted plan is dropped; a completed one holds nothing).
+    Raises 404 ``NoSuchPlanIdException`` as :func:`fetch_planning_result`."""
+    db, name = route.db_table()
+    plan_id = route.plan_id or ""
+    await readable(catalog, db, name)
+    pending = catalog.service.pending
+    found = pending.get(plan_id, catalog.user, db, name)
+    if found is not None:
+        found.cancelled = True
+        if not found.work.done():
+            found.work.cancel()
+        return Reply(status=204)
+    if not owned(decode(plan_id, PLAN), catalog.user, db, name):
+        raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
+    return Reply(status=204)
+
+
+async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
+    """``fetchScanTasks``: the file scan tasks of one plan task. Raises 404
+    ``NoSuchPlanTaskException`` for a plan task that is not the caller's for this table, expired,
+    or whose snapshot is gone; what planning raises."""
+    db, name = route.db_table()
+    table = await readable(catalog, db, name)
+    payload = decode(ask.plan_task, TASK)
+    span = payload.get("m") if payload else None
+    if not owned(payload, catalog.user, db, name) or not (
+            isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and i >= 0 for i in span)):
+        raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user} (unknown or expired)")
+    assert payload is not None
+    found = _again(table, _request(payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
+    require_columns(catalog, db, name, table, set(found.columns))
+
+    def planned() -> Planned:
+        io = file_io(catalog.files.properties, found.metadata.location)
+        data, deletes = manifests(found, io, catalog.service.manifests)
+        return plan(found, io, data[span[0]:span[1]], deletes)
+    tasks = await _settled(asyncio.to_thread(planned), db, name)
+    return Reply(body=ScanTaskList.of(tasks.values()))
+
+
+def _request(payload: dict, missing) -> PlanTableScanRequest:
+    try:
+        return PlanTableScanRequest.model_validate(payload.get("rq"))
+    except Exception:  # a token edited into something else: not a plan the gateway gave
+        raise missing("the plan is not one this catalog gave") from None
+
+
+def _again(table: Readable, ask: PlanTableScanRequest, missing) -> Scope:
+    """The scope of a plan's request on the table now; ``missing`` (404) when its snapshot or
+    columns are gone."""
+    try:
+        return scope(table.metadata, ask)
+    except errors.BadRequest as exc:
+        raise missing(f"the plan no longer applies to the table: {exc.message}") from None

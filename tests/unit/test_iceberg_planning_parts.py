@@ -1,0 +1,137 @@
+"""The parts of server-side scan planning that need no gateway (issue 42): the manifest cache
+over real manifests written by PyIceberg, plan ids and plan tasks, the split into plan tasks,
+and the planning settings' validation."""
+
+from __future__ import annotations
+
+import base64
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.manifest import (
+    DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile, write_manifest,
+    write_manifest_list,
+)
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField
+
+from gateway.iceberg.manifest_cache import CachedManifest, ManifestCache
+from gateway.iceberg.plan_store import PLAN, TASK, PlanningOptions, decode, encode, owned
+from gateway.iceberg.planning import Planned, Slice, slices
+from gateway.observability import metrics
+
+SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
+
+
+def _manifests(directory: Path, count: int, files: int) -> str:
+    """A manifest list of ``count`` manifests of ``files`` data files each; its path."""
+    io = PyArrowFileIO()
+    written = []
+    for m in range(count):
+        with write_manifest(2, UNPARTITIONED_PARTITION_SPEC, SCHEMA, io.new_output(str(directory / f"m{m}.avro")),
+                            snapshot_id=1, avro_compression="deflate") as writer:
+            for f in range(files):
+                data = DataFile.from_args(content=DataFileContent.DATA, file_path=f"{directory}/d{m}-{f}.parquet",
+                                          file_format=FileFormat.PARQUET, partition=Record(), record_count=1,
+                                          file_size_in_bytes=10, lower_bounds={1: b"\x01" * 8})
+                data.spec_id = 0
+                writer.add_entry(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=1, data_file=data))
+        written.append(writer.to_manifest_file())
+    path = str(directory / "snap-1.avro")
+    with write_manifest_list(2, io.new_output(path), 1, None, 1, "deflate") as listing:
+        listing.add_manifests(written)
+    return path
+
+
+def _lookups(labels: tuple[str, str], result: str) -> float:
+    return metrics.child(metrics.ICEBERG_MANIFEST_CACHE_LOOKUPS, *labels, result)._value.get()
+
+
+def test_the_cache_reads_each_manifest_once_and_gives_pyiceberg_s_entries(tmp_path: Path):
+    listing = _manifests(tmp_path, 3, 4)
+    labels = ("unit", "once")
+    cache, io = ManifestCache(64 * 1024 * 1024, labels), PyArrowFileIO()
+    found = cache.manifests(io, listing)
+    assert all(isinstance(m, CachedManifest) for m in found) and len(found) == 3
+    assert cache.manifests(io, listing) is found
+    first = found[0].fetch_manifest_entry(io)
+    assert [e.data_file.file_path for e in first] == [e.data_file.file_path for e in
+                                                       ManifestFile.fetch_manifest_entry(found[0], io)]
+    assert found[0].fetch_manifest_entry(io) is first  # the same parsed list, no read
+    assert (_lookups(labels, "hit"), _lookups(labels, "miss")) == (2, 2)
+    assert len(found[0].fetch_manifest_entry(io, discard_deleted=False)) == 4  # not cached: another shape
+    assert metrics.child(metrics.ICEBERG_MANIFEST_CACHE_BYTES, *labels)._value.get() == cache.bytes > 0
+
+
+def test_the_cache_stays_within_its_bytes_dropping_the_least_recently_used(tmp_path: Path):
+    listing = _manifests(tmp_path, 6, 20)
+    io = PyArrowFileIO()
+    probe = ManifestCache(1 << 30, ("unit", "probe"))
+    manifests = probe.manifests(io, listing)
+    one = probe.bytes
+    for m in manifests:
+        m.fetch_manifest_entry(io)
+    per_manifest = (probe.bytes - one) / len(manifests)
+    cache = ManifestCache(int(one + 2.5 * per_manifest), ("unit", "bounded"))
+    kept = cache.manifests(io, listing)
+    for m in kept:
+        m.fetch_manifest_entry(io)
+        assert cache.bytes <= cache.max_bytes
+    assert len(cache) <= 3  # at most the two most recent manifests and the list
+    kept[-1].fetch_manifest_entry(io)
+    assert _lookups(("unit", "bounded"), "hit") == 1
+    kept[0].fetch_manifest_entry(io)  # dropped: read again
+    assert _lookups(("unit", "bounded"), "miss") == 8
+    nothing = ManifestCache(0, ("unit", "off"))
+    nothing.manifests(io, listing)
+    assert len(nothing) == 0 and nothing.bytes == 0
+
+
+def test_tokens_round_trip_and_refuse_what_is_not_one():
+    payload = {"k": TASK, "u": "etl", "ns": "db", "t": "t", "x": time.time() + 60, "rq": {}, "m": [0, 2]}
+    token = encode(payload)
+    assert decode(token, TASK) == payload and decode(token, PLAN) is None
+    assert owned(decode(token, TASK), "etl", "db", "t")
+    for user, db, table in (("bob", "db", "t"), ("etl", "db2", "t"), ("etl", "db", "u")):
+        assert not owned(decode(token, TASK), user, db, table)
+    assert not owned(decode(encode({**payload, "x": time.time() - 1}), TASK), "etl", "db", "t")
+    assert not owned(decode(encode({**payload, "x": "never"}), TASK), "etl", "db", "t")
+    bomb = base64.urlsafe_b64encode(zlib.compress(b"[" + b" " * (1 << 22) + b"]")).decode()
+    for bad in ("", "!!!", "pending-abc", base64.urlsafe_b64encode(b"not zlib").decode(), bomb,
+                base64.urlsafe_b64encode(zlib.compress(b"[1, 2]")).decode()):
+        assert decode(bad, TASK) is None
+
+
+class _Manifest:
+    def __init__(self, added: int | None, existing: int | None = 0):
+        self.added_files_count, self.existing_files_count = added, existing
+
+
+def test_data_manifests_are_cut_into_plan_tasks_of_about_files_per_task():
+    assert slices([], 10) == [Slice(0, 0)]
+    assert slices([_Manifest(3), _Manifest(3), _Manifest(3)], 10) == [Slice(0, 3)]
+    assert slices([_Manifest(6), _Manifest(6), _Manifest(2, 2), _Manifest(None, None)], 10) == [
+        Slice(0, 1), Slice(1, 4)]
+    assert slices([_Manifest(50), _Manifest(1)], 10) == [Slice(0, 1), Slice(1, 2)]  # never split one
+
+
+@pytest.mark.parametrize("options", [{"files_per_task": 0}, {"wait_seconds": 0}, {"manifest_cache_mib": -1},
+                                     {"expiry_seconds": 0}, {"unknown": 1}])
+def test_planning_options_are_validated(options):
+    with pytest.raises(ValidationError):
+        PlanningOptions(**options)
+
+
+def test_answers_merge_with_each_delete_file_once_and_references_renumbered():
+    first = Planned([{"file-path": "d1"}], [{"data-file": {"file-path": "a"}, "delete-file-references": [0]}])
+    first.add(Planned([{"file-path": "d2"}, {"file-path": "d1"}],
+                      [{"data-file": {"file-path": "b"}, "delete-file-references": [1, 0]},
+                       {"data-file": {"file-path": "c"}}]))
+    assert first.delete_files == [{"file-path": "d1"}, {"file-path": "d2"}]
+    assert [t.get("delete-file-references") for t in first.file_scan_tasks] == [[0], [0, 1], None]
