@@ -388,8 +388,11 @@ def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, t
         "policy-id": 5}}
     assert config["s3.session-token"]  # a trusted engine's storage access, to enforce them itself
     assert sorted(engine.scan().to_arrow()["id"].to_pylist()) == [0, 1]
-    lines = [json.loads(line) for line in (gw.workdir / "audit.jsonl").read_text().splitlines()]
-    assert [4, 5] in [line.get("policy_restricted") for line in lines if line["effective_user"] == ENGINE]
+    deadline = time.monotonic() + 10  # audit lines are written in batches (every 0.1 s)
+    while not any(line.get("policy_restricted") == [4, 5] and line["effective_user"] == ENGINE for line in
+                  (json.loads(text) for text in (gw.workdir / "audit.jsonl").read_text().splitlines())):
+        assert time.monotonic() < deadline, "no audit line of trino's load naming policies 4 and 5"
+        time.sleep(0.1)
 
 
 def test_a_revoked_grant_is_refused_at_the_next_refresh(gw, trips):
