@@ -187,7 +187,31 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     verdict = "allowed" if decision.allowed else "denied"
     name = f" ({decision.policy_name})" if decision.policy_name else ""
     print(f"{verdict} policy={decision.policy_id}{name}")
+    for line in _restriction_lines(engine, identity.user, identity.groups, args.database, args.table, args.column):
+        print(line)
     return 0 if decision.allowed else 1
+
+
+def _restriction_lines(engine, user: str, groups: frozenset[str], database: str, table: str | None,
+                       column: str | None) -> list[str]:
+    """``row-filter policy=N (name): <Hive SQL>`` for a table and ``mask policy=N (name): <type>
+    -> <Hive expression>`` for a column, when a Ranger row-filter or data-mask policy decides
+    for the user (an empty filter or ``MASK_NONE`` exempts: shown too)."""
+    from gateway.policy.restrictions import mask_expression
+
+    lines = []
+    if table is None:
+        return lines
+    row_filter = engine.row_filter(user, groups, database, table)
+    if row_filter.policy_id != -1:
+        lines.append(f"row-filter policy={row_filter.policy_id} ({row_filter.policy_name}): "
+                     f"{row_filter.filter_expr or 'none (exempt)'}")
+    if column is not None:
+        mask = engine.data_mask(user, groups, database, table, column)
+        if mask.policy_id != -1:
+            expression = mask_expression(mask, column) or "(no expression the gateway can state)"
+            lines.append(f"mask policy={mask.policy_id} ({mask.policy_name}): {mask.mask_type} -> {expression}")
+    return lines
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -249,8 +273,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)", parents=[common])
     policy_sub = p.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
-    p = command("check", "which policy allows or denies an access, and why (after the topology's "
-                "identity assertion)", cmd_policy_check, parent=policy_sub)
+    p = command("check", "which policy allows or denies an access, and why, and which row filter and "
+                "mask apply (after the topology's identity assertion)", cmd_policy_check, parent=policy_sub)
     p.add_argument("--topology", help="topology name (default: the only one with a policy_file)")
     p.add_argument("--service", metavar="PATH",
                    help="service path (needed when several services have a policy_file)")

@@ -160,6 +160,13 @@ class GlueCatalog:
         names += [f.name for f in t.partitionKeys or ()]
         return self.view.columns(t.dbName, t.tableName, names)
 
+    def _restrictions(self, t):
+        """The row filter and masks (Ranger's row-filter and data-mask policies) on ``t`` for the
+        caller, over its columns (data, then partition keys) with their Hive types."""
+        fields = [*((t.sd.cols if t.sd else None) or ()), *(t.partitionKeys or ())]
+        return self.view.restrictions(t.dbName, t.tableName, [f.name for f in fields],
+                                      {f.name: f.type for f in fields if f.type})
+
     def _listed(self, shown: list[str]) -> list[str]:
         if self.policy is not None:
             self.decision = "allowed"
@@ -315,13 +322,19 @@ class GlueCatalog:
             raise AccessDenied(f"{self.caller.engine} is not a trusted engine of this catalog: "
                                "only trusted engines may call GetUnfilteredTableMetadata")
         t = await self._table(database, name)
-        authorized = self._authorized(t)
+        found = self._restrictions(t)
+        # Lake Formation has no masks: a masked column is left out (fail closed, docs/glue.md)
+        authorized = [c for c in self._authorized(t) if c not in found.masks]
         all_columns = len((t.sd.cols if t.sd else None) or ()) + len(t.partitionKeys or ())
         restricted = len(authorized) < all_columns
         if restricted and not any(kind in PERMISSION_TYPES for kind in supported):
             raise PermissionTypeMismatch(
                 f"{self.caller.user}'s grants on {database}.{name} are column-level: the engine must "
                 f"support one of {', '.join(PERMISSION_TYPES)}")
+        if found.row_filter is not None and not any(kind in PERMISSION_TYPES[1:] for kind in supported):
+            raise PermissionTypeMismatch(
+                f"a row filter (policy {found.row_filter_policy}) applies to {self.caller.user} on "
+                f"{database}.{name}: the engine must support one of {', '.join(PERMISSION_TYPES[1:])}")
         permissions = self._permissions(t, authorized)
         missing = [p for p in requested if p not in permissions]
         if missing:
@@ -331,7 +344,8 @@ class GlueCatalog:
             "Table": shapes.table(t, self.catalog_id, lake_formation=self.policy is not None),
             "AuthorizedColumns": authorized,
             "IsRegisteredWithLakeFormation": self.policy is not None,
-            "CellFilters": [{"ColumnName": c, "RowFilterExpression": "TRUE"} for c in authorized],
+            "CellFilters": [{"ColumnName": c, "RowFilterExpression": found.row_filter or "TRUE"}
+                            for c in authorized],
             "Permissions": permissions,
         }
         session = request.get("QuerySessionContext") or {}

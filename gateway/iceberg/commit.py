@@ -62,7 +62,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, PREVIOUS_METADATA_LOCATION, metadata_location, new_table
 from gateway.iceberg.bodies import CLIENT_FAULTS, CommitRequest
-from gateway.iceberg.locations import check_moved, check_properties, check_table
+from gateway.iceberg.locations import check_moved, check_properties, check_references, check_table
 from gateway.iceberg.objects import TABLE, CatalogObject
 from gateway.iceberg.paths import Route
 from gateway.iceberg.hms_refusals import commit_refusal
@@ -103,6 +103,7 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
         catalog.require(access, db, name)
     # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
     trusted.restricted(catalog, db, name)
+    trusted.filtered(catalog, db, name)  # likewise a row filter or a mask
     return Reply(body=await commit_object(catalog, TABLE, db, name, ask))
 
 
@@ -225,6 +226,7 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
         raise errors.BadRequest("a staged create must set the table's location (set-location)")
     await check_table(catalog, db, name, new.location, database)
     check_properties(new.location, new.properties, f"table {db}.{name}")
+    check_references(None, new)
     location = next_metadata_location(new, None)
     await catalog.files.write(new, location)
     table = new_table(catalog.idl, db, name, catalog.user, new, location, catalog.service.hive2_compatible)

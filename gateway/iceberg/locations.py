@@ -29,6 +29,11 @@ and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION
   purge), vends credentials or signs for an existing table only when its location is one it
   could have created the table at, so a table placed by other means (a Thrift ``create_table``
   naming any metadata file, a table renamed out of its namespace) cannot steer it elsewhere.
+* **Files a table refers to** (:func:`check_references`): a commit (or a staged create, a
+  register) that adds a snapshot, a statistics file or a partition-statistics file names its
+  ``manifest-list`` or ``statistics-path`` below the table's location, as Polaris confines a
+  table's files; else another table's files would become this table's (read through it, vended
+  for it, dropped from it).
 * **The url permission**: a location a client chose (anything but the default
   ``<namespace location>/<name>``) needs Ranger's ``url`` ``read`` and ``write`` on it.
 
@@ -370,11 +375,38 @@ async def check_purge(catalog, db: str, name: str, metadata) -> None:
     await check_in_place(catalog, db, name, metadata.location, "purge", hint=" (drop it without purgeRequested)")
 
 
+#: The updates that name a file of the table, and how to find what they added in the metadata.
+_REFERENCES = (
+    ("add-snapshot manifest-list", "snapshots", "manifest_list"),
+    ("set-statistics statistics-path", "statistics", "statistics_path"),
+    ("set-partition-statistics statistics-path", "partition_statistics", "statistics_path"),
+)
+
+
+def check_references(base, new, what: str = "table") -> None:
+    """The files ``new`` (a table's metadata after updates) refers to that ``base`` (None: a
+    new table) did not lie below ``new``'s location: each added snapshot's manifest list, each
+    added statistics and partition-statistics file. Views refer to no file. Raises
+    :class:`~errors.BadRequest` (a malformed path), :class:`~errors.Forbidden` (outside)."""
+    for update, field, attribute in _REFERENCES:
+        known = {getattr(item, attribute) for item in getattr(base, field, None) or ()}
+        for item in getattr(new, field, None) or ():
+            path = getattr(item, attribute)
+            if path is None or path in known:
+                continue
+            parse(path, update)
+            if not inside(path, new.location):
+                raise errors.Forbidden(f"{update} {path[:300]} is not below the {what} location "
+                                       f"{new.location[:300]}: a {what} refers only to files of its own")
+
+
 async def check_moved(catalog, db: str, name: str, base, new, what: str = "table") -> None:
-    """After a commit's updates, before its file is written: when they move ``db.name``
-    (``set-location``), check the new location as :func:`check_table` does; else the table's
-    location as :func:`check_in_place` does without the overlap checks (one ``get_database``).
+    """After a commit's updates, before its file is written: the files they add lie below the
+    table (:func:`check_references`); when they move ``db.name`` (``set-location``), check the
+    new location as :func:`check_table` does; else the table's location as
+    :func:`check_in_place` does without the overlap checks (one ``get_database``).
     Raises :class:`~errors.Forbidden`, :class:`~errors.BadRequest`."""
+    check_references(base, new, what)
     if new.location != base.location:
         await check_table(catalog, db, name, new.location, await catalog.database(db), what=what)
     else:

@@ -1,7 +1,8 @@
 """The rules a read of a table's files passes, written once for every operation that hands out
 what a load hands out (server-side scan planning; issue 42): ``select`` on the table, the
 denied-columns rule of :mod:`gateway.iceberg.trusted` (403 unless a trusted engine asks), and
-the row-filter and column-mask rule (:func:`row_rules`, the seam issue 39 fills).
+the row-filter and column-mask rule (:func:`gateway.iceberg.trusted.filtered`, issue 39: 403
+unless a trusted engine asks, which gets the filter and masks from the load).
 """
 
 from __future__ import annotations
@@ -24,22 +25,17 @@ class Readable:
     columns: frozenset[str] | None
 
 
-def row_rules(catalog: Catalog, db: str, name: str) -> None:
-    """SEAM (issue 39): the row-filter and column-mask rule of a load. Issue 39 exposes it as
-    ``gateway.iceberg.trusted.filtered(catalog, db, name)`` (403 when a row filter or a mask
-    applies and the caller is no trusted engine); until that lands, a load applies no such rule
-    and neither does this."""
-
-
 async def readable(catalog: Catalog, db: str, name: str) -> Readable:
     """``db.name`` checked as a load checks it, then read. Raises ``NoSuchTable``/
     ``NoSuchNamespace`` (404), ``Forbidden`` (403: no ``select``; denied columns and no
-    trusted engine), ``ServiceFailure`` (the metadata file cannot be read)."""
+    trusted engine; a row filter or mask and no trusted engine), ``ServiceFailure`` (the
+    metadata file cannot be read)."""
     catalog.named(db, name)
     catalog.require("select", db, name)
     denied = trusted.restricted(catalog, db, name)
-    row_rules(catalog, db, name)
-    location, metadata = await catalog.metadata(await catalog.lookup(db, name))
+    hive = await catalog.lookup(db, name)
+    trusted.filtered(catalog, db, name, hive)  # as a load: its files only for a trusted engine
+    location, metadata = await catalog.metadata(hive)
     columns = None
     if denied:
         names = [f.name for f in metadata.schema().fields]

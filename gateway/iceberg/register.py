@@ -27,11 +27,13 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
-from gateway.iceberg import errors
+from gateway.iceberg import errors, trusted
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.local_paths import linked
-from gateway.iceberg.locations import allowed_roots, check_properties, check_table, inside, require_allowed
+from gateway.iceberg.locations import (
+    allowed_roots, check_properties, check_references, check_table, inside, require_allowed,
+)
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
 from gateway.iceberg.paths import Route, hms_name
@@ -89,6 +91,8 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
     if any(linked(location, home) for home in homes):  # a client's link on a local warehouse
         raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
+    if kind is TABLE:
+        trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
         metadata = await kind.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,
@@ -101,5 +105,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
         raise errors.Forbidden(f"the metadata file {location[:300]} is not below the {what} location "
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
+    check_references(None, metadata, what)
     await stored(catalog, db, name, metadata, location, kind, written=True)
     return Reply(body=kind.result(location, metadata))

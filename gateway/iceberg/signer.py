@@ -44,7 +44,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.iceberg import errors
+from gateway.iceberg import errors, trusted
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
@@ -141,6 +141,7 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: Si
             raise errors.Forbidden(f"{catalog.user} may not {access} {db}.{table}: "
                                    f"{ask.method.upper()} is not signed")
         hive = await catalog.lookup(db, table)
+        trusted.filtered(catalog, db, table, hive)  # a filtered table: a trusted engine's signatures only
         location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
         await check_delegated(catalog, db, table, location, remember=SIGNING_VERDICT_SECONDS)
         check_url(ask.uri, ask.method.upper(), location, storage.options)

@@ -74,6 +74,7 @@ async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     """Create ``db.<name>``, with storage access as the request's delegation header asks."""
     db = route.db()
     name, location = await placed(catalog, db, ask, TABLE)
+    trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
         metadata = new_table_metadata(
             schema=ask.table_schema,
@@ -132,14 +133,17 @@ async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, a
     catalog.require("select", db, name)
     columns_denied = trusted.restricted(catalog, db, name)  # 403 unless a trusted engine asks
     hive = await catalog.lookup(db, name)
+    # a row filter or mask: 403 unless a trusted engine asks, which gets them in config
+    stated = trusted.restrictions_config(trusted.filtered(catalog, db, name, hive))
     location = hive.parameters["metadata_location"]
     tag = etag(location, snapshots)
-    if not columns_denied and _not_modified(if_none_match, tag):
+    if not columns_denied and not stated and _not_modified(if_none_match, tag):
         return Reply(status=304, headers=(("ETag", tag),))
     location, metadata = await catalog.metadata(hive)
     columns = trusted.authorized_columns(catalog, db, name, metadata) if columns_denied else {}
+    columns.update(stated)
     if columns:  # the answer also changes with the policy
-        tag = etag(location, f"{snapshots}\n{columns[trusted.AUTHORIZED_COLUMNS]}")
+        tag = etag(location, snapshots + "".join(f"\n{k}={v}" for k, v in sorted(columns.items())))
         if _not_modified(if_none_match, tag):
             return Reply(status=304, headers=(("ETag", tag),))
     if snapshots == "refs":

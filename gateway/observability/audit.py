@@ -13,8 +13,9 @@ On a service with a catalog policy (``policy_file``), also: ``policy_decision`` 
 ``denied``), ``policy_access`` (the Ranger access checked: ``select``, ``alter``… or ``_any``
 for visibility), ``policy_id`` (the deciding policy, ``-1`` when none decided, as Ranger
 reports; ``null`` when the request was judged object by object), ``policy_hidden`` (objects a
-listing, or events a change feed, hid) and ``policy_columns_hidden`` (columns removed from the
-reply); these fields are left out of lines of services without a policy. Every kind with a
+listing, or events a change feed, hid), ``policy_columns_hidden`` (columns removed from the
+reply) and ``policy_restricted`` (the ids, ascending, of the Ranger row-filter and data-mask
+policies that filtered or masked what the request answered: ``[]`` when none); these fields are left out of lines of services without a policy. Every kind with a
 policy fills them from the request's :class:`~gateway.policy.view.CatalogView`
 (:meth:`AuditEvent.record_policy`).
 
@@ -171,6 +172,7 @@ class AuditEvent:
     policy_id: int | None = None
     policy_hidden: int | None = None
     policy_columns_hidden: int | None = None
+    policy_restricted: tuple[int, ...] | None = None
     cache: str | None = None
     started: float = field(default_factory=time.perf_counter)
     objects: Callable[[], tuple[str | None, str | None]] | None = None
@@ -182,9 +184,11 @@ class AuditEvent:
         """The policy fields of the line from the request's ``view``: ``decision`` (``allowed``
         or ``denied``) on ``access``, the deciding ``policy_id`` when one policy decided the
         request, and what ``view`` hid (``policy_hidden``: objects or events; and
-        ``policy_columns_hidden``: distinct columns)."""
+        ``policy_columns_hidden``: distinct columns; ``policy_restricted``: the row-filter and
+        data-mask policies that applied)."""
         self.policy_decision, self.policy_access, self.policy_id = decision, access, policy_id
         self.policy_hidden, self.policy_columns_hidden = view.hidden, len(view.hidden_columns)
+        self.policy_restricted = tuple(sorted(view.restricting))
 
     def _resolve_objects(self) -> None:
         if self.objects is not None:
@@ -219,8 +223,13 @@ class AuditEvent:
             f'{text},"policy_decision":{_json_value(self.policy_decision)},'
             f'"policy_access":{_json_value(self.policy_access)},"policy_id":{_json_value(self.policy_id)},'
             f'"policy_hidden":{_json_value(self.policy_hidden)},'
-            f'"policy_columns_hidden":{_json_value(self.policy_columns_hidden)}}}'
+            f'"policy_columns_hidden":{_json_value(self.policy_columns_hidden)},'
+            f'"policy_restricted":{_json_ids(self.policy_restricted)}}}'
         )
+
+
+def _json_ids(ids: tuple[int, ...] | None) -> str:
+    return "null" if ids is None else "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
 def audit_event(request: web.BaseRequest) -> AuditEvent:

@@ -25,6 +25,14 @@ Semantics follow ``RangerPolicyEngineImpl`` and ``RangerDefaultPolicyEvaluator``
   ``ignoreDescendantDeny``); it is allowed when one access type is allowed, and denied by a
   policy only when every access type is decided and denied (Ranger's ``getCompositeAccessResult``).
 
+* **Row filters and masks** (``RangerPolicyEngineImpl.evalRowFilterPolicies`` and
+  ``evalDataMaskPolicies``, :meth:`PolicyEngine.row_filter`, :meth:`PolicyEngine.data_mask`):
+  the row-filter policies (database/table) or data-mask policies (database/table/column) whose
+  resource is the requested one (SELF), by priority then file order; in a policy the first item
+  (in the order written, as Ranger keeps them) naming the user and ``select`` decides; the first
+  policy with such an item decides for the request. None decides: no filter, no mask, policy id
+  ``-1``.
+
 Deciding policy when several policies of equal priority give the same verdict: the first in
 file order (Ranger orders such ties by an internal evaluation-cost estimate, so the reported id
 may differ from Ranger's there; the decision itself does not).
@@ -44,7 +52,10 @@ from typing import NamedTuple
 
 from gateway.policy.compiled import CompiledPolicy, Lru, PolicyEntry
 from gateway.policy.listing import NameFilter, visible_names
-from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS, LEVELS, Policy, PolicySet
+from gateway.policy.model import (
+    ACCESS_TYPES, ALL, ANY_ACCESS, HIVE_MASK_TYPES, LEVELS, POLICY_ACCESS, POLICY_DATAMASK, POLICY_ROWFILTER,
+    SELECT, MaskType, Policy, PolicySet,
+)
 from gateway.policy.urls import UrlMatcher, normal_url
 
 _SUBJECT_CACHE_SIZE = 1024
@@ -87,6 +98,35 @@ class Decision:
         return f"{verdict} by policy {self.policy_id} ({self.policy_name})"
 
 
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilterResult:
+    """Ranger's row-filter result for one table: ``filter_expr`` the Hive SQL expression, None
+    when no filter applies (no item decided, or the deciding item's expression is empty);
+    ``policy_id`` the deciding policy, ``-1`` when none decided."""
+
+    filter_expr: str | None
+    policy_id: int = -1
+    policy_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DataMaskResult:
+    """Ranger's data-mask result for one column: ``mask_type`` (None: no policy decided), the
+    type's definition ``mask`` (None when the file's service definition does not name the type),
+    ``value_expr`` for ``CUSTOM``, ``policy_id`` the deciding policy or ``-1``."""
+
+    mask_type: str | None
+    policy_id: int = -1
+    policy_name: str | None = None
+    value_expr: str | None = None
+    mask: MaskType | None = None
+
+    @property
+    def masked(self) -> bool:
+        """Ranger's ``isMaskEnabled``: a mask type other than ``MASK_NONE`` applies."""
+        return bool(self.mask_type) and self.mask_type.upper() != "MASK_NONE"
 
 
 def _granted(items, exceptions, user: str, groups: frozenset[str]) -> frozenset[str]:
@@ -147,6 +187,55 @@ def _decide_any(matched: Sequence[tuple[PolicyEntry, bool]]) -> Decision:
     return Decision(False, first_denial.policy_id, ANY_ACCESS, first_denial.policy_name)
 
 
+def _ordered(policies: Sequence[Policy], policy_type: int) -> tuple[CompiledPolicy, ...]:
+    """The enabled policies of one type, compiled, in evaluation order (priority, file order)."""
+    chosen = [p for p in policies if p.enabled and p.policy_type == policy_type]
+    order = sorted(range(len(chosen)), key=lambda i: (-chosen[i].priority, i))
+    return tuple(CompiledPolicy(chosen[i], rank) for rank, i in enumerate(order))
+
+
+class _TableIndex:
+    """Row-filter or data-mask policies by the (database, table) they name: Hive's mask and
+    filter resources are literal values (no wildcards), so a request looks up its table instead
+    of matching every policy; the few that match otherwise (``{USER}``, excludes, wildcards a
+    file's service definition turns on) are tried for every table, in evaluation order."""
+
+    def __init__(self, policies: Sequence[CompiledPolicy]):
+        self.exact: dict[tuple[str, str], list[CompiledPolicy]] = {}
+        general = []
+        for compiled in policies:
+            database, table = compiled.matchers[0], compiled.matchers[1]
+            if any(m.excludes or m.match_any or m.user_values or m.prefixes or m.regex is not None
+                   for m in (database, table)):
+                general.append(compiled)
+                continue
+            for d in database.literals:
+                for t in table.literals:
+                    self.exact.setdefault((d, t), []).append(compiled)
+        self.general = tuple(general)
+
+    def candidates(self, database: str, table: str) -> Sequence[CompiledPolicy]:
+        """The policies that may match ``database.table`` (lower-cased), in evaluation order."""
+        found = self.exact.get((database, table), ())
+        if not self.general:
+            return found
+        return sorted((*found, *self.general), key=lambda c: c.order)
+
+
+def _first_item(policies: Sequence[CompiledPolicy], user: str, groups: Iterable[str],
+                levels: tuple[str, ...], field: str):
+    """(policy, item) of the first policy whose resource is ``levels`` (SELF) with an item for
+    the user and ``select``, the first such item; None when none."""
+    groups = groups if isinstance(groups, frozenset) else frozenset(groups)
+    for compiled in policies:
+        if compiled.depth != len(levels) or not all(m.match(v, user) for m, v in zip(compiled.matchers, levels)):
+            continue
+        for item in getattr(compiled.policy, field):
+            if SELECT in item.who.accesses and item.who.applies_to(user, groups):
+                return compiled, item
+    return None
+
+
 def _allowed_any(matched: Sequence[tuple[PolicyEntry, bool]]) -> bool:
     return _decide_any(matched).allowed
 
@@ -163,11 +252,16 @@ class PolicyEngine:
 
     def __init__(self, policies: PolicySet | Iterable[Policy]):
         policy_list = policies.policies if isinstance(policies, PolicySet) else tuple(policies)
-        enabled = [p for p in policy_list if p.enabled and p.url is None]
+        self.mask_types = dict(policies.mask_types) if isinstance(policies, PolicySet) else dict(HIVE_MASK_TYPES)
+        self._row_filters = _ordered(policy_list, POLICY_ROWFILTER)
+        self._data_masks = _ordered(policy_list, POLICY_DATAMASK)
+        self._filter_index = _TableIndex(self._row_filters)
+        self._mask_index = _TableIndex(self._data_masks)
+        enabled = [p for p in policy_list if p.enabled and p.url is None and p.policy_type == POLICY_ACCESS]
         # Evaluation order: priority first (Ranger's PolicyEvalOrderComparator), then file order.
         order = sorted(range(len(enabled)), key=lambda i: (-enabled[i].priority, i))
         self._policies = tuple(CompiledPolicy(enabled[i], rank) for rank, i in enumerate(order))
-        urls = [p for p in policy_list if p.enabled and p.url is not None]
+        urls = [p for p in policy_list if p.enabled and p.url is not None and p.policy_type == POLICY_ACCESS]
         order = sorted(range(len(urls)), key=lambda i: (-urls[i].priority, i))
         self._url_policies = tuple(CompiledPolicy(urls[i], rank) for rank, i in enumerate(order))
         self._url_matchers = tuple(UrlMatcher(c.policy.url.values, c.policy.url.recursive)
@@ -178,7 +272,12 @@ class PolicyEngine:
         self._filters = Lru(_FILTER_CACHE_SIZE)
 
     def __len__(self) -> int:
-        return len(self._policies) + len(self._url_policies)
+        return len(self._policies) + len(self._url_policies) + len(self._row_filters) + len(self._data_masks)
+
+    @property
+    def has_restrictions(self) -> bool:
+        """Whether any enabled row-filter or data-mask policy exists (cheap skip for callers)."""
+        return bool(self._row_filters or self._data_masks)
 
     # --- the policies that concern one (user, groups), and one database, cached ------------
 
@@ -252,6 +351,48 @@ class PolicyEngine:
         url = normal_url(url)
         return _decide([(e, False) for e in entries if self._url_matchers[e.policy.order].match(url)], access)
 
+    def row_filter(self, user: str, groups: Iterable[str], database: str, table: str) -> RowFilterResult:
+        """Ranger's ``evalRowFilterPolicies`` for a ``select`` on ``database.table`` (see the
+        module docstring). Never raises."""
+        levels = (database.lower(), table.lower())
+        hit = _first_item(self._filter_index.candidates(*levels), user, groups, levels, "row_filter")
+        if hit is None:
+            return RowFilterResult(None)
+        compiled, item = hit
+        return RowFilterResult(item.filter_expr or None, compiled.id, compiled.name)
+
+    def data_mask(self, user: str, groups: Iterable[str], database: str, table: str, column: str) -> DataMaskResult:
+        """Ranger's ``evalDataMaskPolicies`` for a ``select`` of ``database.table.column`` (see
+        the module docstring). Never raises."""
+        levels = (database.lower(), table.lower(), column.lower())
+        hit = _first_item(self._mask_index.candidates(*levels[:2]), user, groups, levels, "data_mask")
+        if hit is None:
+            return DataMaskResult(None)
+        compiled, item = hit
+        return DataMaskResult(item.mask_type, compiled.id, compiled.name, item.value_expr,
+                              self.mask_types.get(item.mask_type))
+
+    def masked_column_names(self, user: str, groups: Iterable[str], database: str,
+                            table: str) -> tuple[str, ...] | None:
+        """The column names (lower-cased, ``{USER}`` put in) that data-mask policies on
+        ``database.table`` name, or None when one naming columns by exclusion or by wildcard
+        has an item masking the user (any column may be masked)."""
+        levels = (database.lower(), table.lower())
+        groups = groups if isinstance(groups, frozenset) else frozenset(groups)
+        out: list[str] = []
+        for compiled in self._mask_index.candidates(*levels):
+            if not all(m.match(v, user) for m, v in zip(compiled.matchers[:2], levels)):
+                continue
+            spec, column = compiled.policy.resources[2], compiled.matchers[2]
+            if spec.excludes or column.match_any or column.prefixes or column.regex is not None:
+                item = next((i for i in compiled.policy.data_mask
+                             if SELECT in i.who.accesses and i.who.applies_to(user, groups)), None)
+                if item is not None and item.mask_type.upper() != "MASK_NONE":
+                    return None
+                continue
+            out.extend(v.lower().replace("{user}", user.lower()) for v in spec.values)
+        return tuple(dict.fromkeys(out))
+
     def visible(self, user: str, groups: Iterable[str], database: str, table: str | None = None) -> bool:
         """Whether a listing shows the database (or the table): ``_any`` access on it or on
         something below it."""
@@ -305,4 +446,4 @@ class PolicyEngine:
         return hit[1]
 
 
-__all__ = ["Decision", "NO_POLICY", "PolicyEngine", "Resource", "LEVELS"]
+__all__ = ["DataMaskResult", "Decision", "NO_POLICY", "PolicyEngine", "Resource", "RowFilterResult", "LEVELS"]

@@ -10,8 +10,11 @@ A :class:`CatalogView` answers, in Ranger's Hive model (:mod:`gateway.policy.eng
   :meth:`~CatalogView.visible_tables`, in bulk) and which columns of a table are kept
   (:meth:`~CatalogView.keep`, :meth:`~CatalogView.columns`: ``select`` on the column, as
   Ranger's column-level Hive checks and Lake Formation's ``AuthorizedColumns``);
-* how much it hid, for the audit line: ``hidden`` (listed objects) and ``hidden_columns``
-  (distinct ``(database, table, column)`` removed).
+* which row filter and masks apply to the user on a table (:meth:`~CatalogView.restrictions`,
+  Ranger's row-filter and data-mask policies, :mod:`gateway.policy.restrictions`);
+* how much it hid, for the audit line: ``hidden`` (listed objects), ``hidden_columns``
+  (distinct ``(database, table, column)`` removed) and ``restricting`` (the ids of the policies
+  that filtered or masked what the request answered).
 
 Decisions are cached for the request (a reply names the same tables again and again). Names
 are matched case-insensitively, as Ranger does. Built with ``engine`` None (no policy on the
@@ -24,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gateway.policy.engine import Decision, PolicyEngine, Resource
 from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS
+from gateway.policy.restrictions import TableRestrictions, table_restrictions
 
 #: A table's column predicate: whether a column (by name) stays.
 Keep = Callable[[str], bool]
@@ -33,7 +37,7 @@ class CatalogView:
     """What ``user`` (member of ``groups``) sees of the catalog under ``engine`` (None: no
     policy, everything visible), for one request."""
 
-    __slots__ = ("engine", "user", "groups", "hidden", "hidden_columns", "_visible", "_keeps")
+    __slots__ = ("engine", "user", "groups", "hidden", "hidden_columns", "restricting", "_visible", "_keeps")
 
     def __init__(self, engine: PolicyEngine | None, user: str, groups: Iterable[str] = frozenset()):
         self.engine, self.user = engine, user
@@ -42,6 +46,8 @@ class CatalogView:
         self.hidden = 0
         #: (database, table, column), lower-cased, removed from this request's replies.
         self.hidden_columns: set[tuple[str, str, str]] = set()
+        #: Ids of the row-filter and data-mask policies that applied to this request's answers.
+        self.restricting: set[int] = set()
         self._visible: dict[tuple[str, str | None], bool] = {}
         self._keeps: dict[tuple[str, str], Keep | None] = {}
 
@@ -83,6 +89,15 @@ class CatalogView:
         if seen is None:
             seen = self._visible[key] = self.engine.visible(self.user, self.groups, *key)
         return seen
+
+    def restrictions(self, database: str, table: str, columns: Sequence[str] | None = None,
+                     column_types: dict[str, str] | None = None) -> TableRestrictions:
+        """The row filter and masks that apply to the user on ``database.table``
+        (:func:`~gateway.policy.restrictions.table_restrictions`; ``columns`` None: the columns
+        the mask policies name); their policy ids are added to ``restricting``. Never raises."""
+        found = table_restrictions(self.engine, self.user, self.groups, database, table, columns, column_types)
+        self.restricting.update(found.policy_ids)
+        return found
 
     # --- listings ---------------------------------------------------------------------------
 

@@ -20,7 +20,23 @@ policies:
     resources:
       url: {values: ["s3://lake/etl"], recursive: true}
     allow: [{users: [etl], accesses: [read, write]}]
+  - id: 20
+    name: mask card numbers                # Ranger data-mask policy (policyType 1)
+    resources: {database: [sales], table: [customers], column: [card]}
+    data_mask:                             # in order: the first item naming the user decides
+      - {users: [auditor], mask: MASK_NONE}
+      - {groups: [public], mask: MASK_SHOW_LAST_4}    # a mask type of Ranger's Hive service def
+      - {groups: [ops], mask: CUSTOM, value_expr: "concat('x', substr({col}, -2))"}
+  - id: 21
+    name: analysts see EMEA orders         # Ranger row-filter policy (policyType 2)
+    resources: {database: [sales], table: [orders]}
+    row_filter:
+      - {groups: [analysts], filter: "region = 'EMEA'"}
 ```
+
+A data-mask policy names database, table and column, a row-filter policy database and table,
+each without wildcards (Hive's ``dataMaskDef``/``rowFilterDef``); their items take
+``accesses`` ``[select]`` by default.
 
 Raises :class:`gateway.config.ConfigError` naming the file, the key and the reason.
 """
@@ -32,16 +48,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gateway.config import _read_yaml, _validate
+from gateway.config import ConfigError, _read_yaml, _validate
 from gateway.policy.model import (
+    HIVE_MASK_TYPES,
+    POLICY_ACCESS,
+    POLICY_DATAMASK,
+    POLICY_ROWFILTER,
     PRIORITY_NORMAL,
     PRIORITY_OVERRIDE,
+    DataMaskItem,
     Policy,
     PolicyItem,
     PolicySet,
     ResourceSpec,
+    RowFilterItem,
     expand_accesses,
 )
+from gateway.policy.restrictions import Unsupported, check_policy
+
+#: Ranger JSON's key names (what check_policy reports) -> this file's.
+_KEYS = (("dataMaskPolicyItems", "data_mask"), ("rowFilterPolicyItems", "row_filter"),
+         (".dataMaskInfo.dataMaskType", ".mask"), (".dataMaskInfo.valueExpr", ".value_expr"),
+         (".rowFilterInfo.filterExpr", ".filter"), (".values", ""))
 
 
 class _Model(BaseModel):
@@ -63,10 +91,10 @@ class _Resource(_Values):
     excludes: bool = False
 
 
-class _Item(_Model):
+class _Who(_Model):
     users: list[str] = []
     groups: list[str] = []
-    accesses: list[str] = Field(min_length=1)
+    accesses: list[str] = ["select"]
 
     @field_validator("accesses")
     @classmethod
@@ -75,13 +103,35 @@ class _Item(_Model):
         return accesses
 
     @model_validator(mode="after")
-    def _someone(self) -> "_Item":
+    def _someone(self) -> "_Who":
         if not self.users and not self.groups:
             raise ValueError("names no users and no groups (use groups: [public] for everyone)")
         return self
 
-    def build(self) -> PolicyItem:
+    def who(self) -> PolicyItem:
         return PolicyItem(expand_accesses(self.accesses), frozenset(self.users), frozenset(self.groups))
+
+
+class _Item(_Who):
+    accesses: list[str] = Field(min_length=1)
+
+    def build(self) -> PolicyItem:
+        return self.who()
+
+
+class _MaskItem(_Who):
+    mask: str
+    value_expr: str | None = None
+
+    def build(self) -> DataMaskItem:
+        return DataMaskItem(self.who(), self.mask, self.value_expr)
+
+
+class _FilterItem(_Who):
+    filter: str
+
+    def build(self) -> RowFilterItem:
+        return RowFilterItem(self.who(), self.filter)
 
 
 class _Url(_Values):
@@ -118,6 +168,16 @@ class _Policy(_Model):
     allow_exceptions: list[_Item] = []
     deny: list[_Item] = []
     deny_exceptions: list[_Item] = []
+    data_mask: list[_MaskItem] = []
+    row_filter: list[_FilterItem] = []
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "_Policy":
+        kinds = [k for k in ("data_mask", "row_filter") if getattr(self, k)]
+        access = any((self.allow, self.allow_exceptions, self.deny, self.deny_exceptions, self.deny_all_else))
+        if len(kinds) > 1 or (kinds and access):
+            raise ValueError("a policy is an access, a data_mask or a row_filter policy, not several")
+        return self
 
     def build(self) -> Policy:
         r = self.resources
@@ -134,6 +194,9 @@ class _Policy(_Model):
             priority=PRIORITY_OVERRIDE if self.priority == "override" else PRIORITY_NORMAL,
             deny_all_else=self.deny_all_else,
             enabled=self.enabled,
+            policy_type=POLICY_DATAMASK if self.data_mask else POLICY_ROWFILTER if self.row_filter else POLICY_ACCESS,
+            data_mask=tuple(i.build() for i in self.data_mask),
+            row_filter=tuple(i.build() for i in self.row_filter),
         )
 
 
@@ -154,4 +217,15 @@ class _PolicyFile(_Model):
 def load_yaml_policies(path: Path) -> PolicySet:
     """Read and validate a YAML policy file. Raises :class:`~gateway.config.ConfigError`."""
     parsed = _validate(_PolicyFile, _read_yaml(path), path)
-    return PolicySet(tuple(p.build() for p in parsed.policies), str(path))
+    built = tuple(p.build() for p in parsed.policies)
+    for i, policy in enumerate(built):
+        if policy.policy_type == POLICY_ACCESS or not policy.enabled:  # a disabled one is never evaluated
+            continue
+        try:
+            check_policy(policy, HIVE_MASK_TYPES)
+        except Unsupported as exc:
+            key = exc.key
+            for theirs, ours in _KEYS:
+                key = key.replace(theirs, ours)
+            raise ConfigError(path, f"policies[{i}].{key}", f"policy {policy.id}: {exc.reason}") from None
+    return PolicySet(built, str(path))

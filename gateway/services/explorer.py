@@ -7,7 +7,10 @@ shows exactly what the user may see there, and its calls appear in metrics and t
 like any other client's.
 
 URLs (the gateway routes exact service paths, so files are chosen by the query string):
-``GET /gateway/{topology}/{path}`` is the page; ``GET …?asset=<name>`` one of its files.
+``GET /gateway/{topology}/{path}`` is the page; ``GET …?asset=<name>`` one of its files;
+``GET …?restrictions=<database>/<table>`` the row filter and column masks (Ranger's row-filter
+and data-mask policies of the Thrift service's ``policy_file``) that apply to the caller on that
+table, as JSON (:func:`restrictions_answer`), which the table page shows.
 Anything but GET is 405; an unknown asset name is 404 (names are looked up in a dictionary
 read at build time, so no request ever reaches the filesystem). Every request is
 authenticated first, as the topology does (a 401 carries every provider's challenge, so the
@@ -26,6 +29,8 @@ from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gateway.explorer import METHODS, Asset, load_assets, schema_descriptor
+from gateway.policy import PolicyEngine, load_policy_file
+from gateway.policy.restrictions import table_restrictions
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed, NotFound
 from gateway.services.base import ServiceContext
@@ -110,9 +115,11 @@ class ExplorerService:
     Options: ClassVar[type[BaseModel] | None] = ExplorerOptions
     upstream = None  # the page calls HMS through the thrift service, never through this one
 
-    def __init__(self, ctx: ServiceContext, assets: dict[str, Asset]):
+    def __init__(self, ctx: ServiceContext, assets: dict[str, Asset], policy: PolicyEngine | None = None):
         self.chain = ctx.chain
         self.assets = assets
+        #: The Thrift service's catalog policy (None: it has none), for the restrictions answer.
+        self.policy = policy
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ExplorerService":
@@ -136,7 +143,8 @@ class ExplorerService:
             json.dumps(schema_descriptor(ctx.schema, METHODS), separators=(",", ":")).encode(),
             "application/json",
         )
-        return cls(ctx, assets)
+        thrift = ctx.siblings[options.thrift_service]
+        return cls(ctx, assets, load_policy_file(thrift.policy_file) if thrift.policy_file is not None else None)
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
         """The page or one asset; raises MethodNotAllowed (405), the chain's outcomes (401,
@@ -145,6 +153,8 @@ class ExplorerService:
         if request.method != hdrs.METH_GET:
             raise MethodNotAllowed("only GET is allowed", {hdrs.ALLOW: hdrs.METH_GET})
         await self.chain.on_request(exchange)
+        if "restrictions" in request.query:
+            return self._restrictions(exchange, request.query["restrictions"]), "ok"
         name = request.query.get("asset", PAGE)
         asset = self.assets.get(name)
         if asset is None:
@@ -155,8 +165,33 @@ class ExplorerService:
             response.charset = "utf-8"
         return response, "ok"
 
+    def _restrictions(self, exchange: Exchange, named: str) -> web.Response:
+        database, _, table = named.partition("/")
+        if not database or not table:
+            raise NotFound("restrictions=<database>/<table>")
+        identity = exchange.identity
+        assert identity is not None  # the chain asserted it
+        body = restrictions_answer(self.policy, identity.user, identity.groups, database, table)
+        return web.json_response(body, headers=SECURITY_HEADERS)
+
     async def start(self) -> None:
         """Nothing runs in the background."""
 
     async def close(self) -> None:
         """Nothing to release."""
+
+
+def restrictions_answer(policy: PolicyEngine | None, user: str, groups, database: str, table: str) -> dict:
+    """``{"policy": bool, "row-filter": {"expression", "policy-id"} | null, "masks": [{"column",
+    "mask-type", "expression", "policy-id"}], "complete": bool}``: what the Thrift service's policy
+    filters and masks for ``user`` on ``database.table`` (masks of the columns the policies name;
+    ``complete`` False when one names columns by exclusion)."""
+    found = table_restrictions(policy, user, groups, database, table)
+    return {
+        "policy": policy is not None,
+        "row-filter": None if found.row_filter is None else {"expression": found.row_filter,
+                                                              "policy-id": found.row_filter_policy},
+        "masks": [{"column": c, "mask-type": m.mask_type, "expression": m.expression, "policy-id": m.policy_id}
+                  for c, m in found.masks.items()],
+        "complete": found.complete,
+    }

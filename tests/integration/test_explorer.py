@@ -151,7 +151,21 @@ def gw_policy(hms, module_gateway_factory):
     topology = _topology(hms.uri)
     topology["services"][0]["policy_file"] = POLICY_PATH
     topology["providers"] = {"authentication": [htpasswd_provider()], "identity_assertion": ANALYSTS}
-    return module_gateway_factory({"catalog": topology}, {"alice": PASSWORD}, files={POLICY_FILE: CATALOG_POLICY})
+    return module_gateway_factory({"catalog": topology}, {"alice": PASSWORD},
+                                  files={POLICY_FILE: CATALOG_POLICY + RESTRICTIONS})
+
+
+#: Issue 39: a row filter and a mask for analysts on sales.orders, which the table page shows.
+RESTRICTIONS = """\
+  - id: 7
+    name: analysts see big orders
+    resources: {database: [sales], table: [orders]}
+    row_filter: [{groups: [analysts], filter: "amount > 100"}]
+  - id: 8
+    name: analysts see amounts hashed
+    resources: {database: [sales], table: [orders], column: [amount]}
+    data_mask: [{groups: [analysts], mask: MASK_HASH}]
+"""
 
 
 @pytest.fixture(scope="module")
@@ -300,6 +314,8 @@ def test_what_the_catalog_policy_hides_is_simply_absent(gw_policy, hms, browser)
         shown = [r[0] for r in _rows(page, "columns")]
         assert shown == [c for c in hms_columns if c != "customer"]
         assert "customer" not in page.locator("#view").inner_text()
+        expect(page.locator("#row-filter")).to_have_text("Rows you see: amount > 100 (policy 7)")
+        assert _rows(page, "masks") == [["amount", "MASK_HASH", "mask_hash(amount)", "8"]]
         page.goto(_url(gw_policy, "catalog", "db/hmshttptestdatabase"))
         expect(page.locator("#error")).not_to_be_empty()
         assert page.locator("#tables").count() == 0

@@ -55,6 +55,14 @@ policies:
     allow:
       - users: [bob]
         accesses: [select]
+  - id: 14
+    name: analysts see big orders only
+    resources: {database: [sales], table: [orders]}
+    row_filter: [{groups: [analysts], filter: "amount > 100"}]
+  - id: 15
+    name: analysts see customers of orders hashed
+    resources: {database: [sales], table: [orders], column: [customer]}
+    data_mask: [{groups: [analysts], mask: MASK_HASH}]
 """
 
 
@@ -151,6 +159,31 @@ def test_boto3_get_unfiltered_table_metadata_for_a_trusted_engine(gateway):
     assert error_of(lambda: glue(gateway, "trino", query="?doAs=bob").get_unfiltered_table_metadata(
         CatalogId=CATALOG_ID, DatabaseName="sales", Name="customers",
         SupportedPermissionTypes=["COLUMN_PERMISSION"]))[:2] == ("EntityNotFoundException", 400)
+
+
+def test_boto3_gets_a_row_filter_and_a_mask_leaves_the_column_out(gateway):
+    """Issue 39: Ranger's row filter for alice on sales.orders comes in CellFilters; the masked
+    column is left out of AuthorizedColumns (Lake Formation has no masks: fail closed); an engine
+    offering only COLUMN_PERMISSION gets PermissionTypeMismatchException, as the seed says."""
+    trino_as_alice = glue(gateway, "trino", query="?doAs=alice")
+    out = trino_as_alice.get_unfiltered_table_metadata(
+        CatalogId=CATALOG_ID, DatabaseName="sales", Name="orders",
+        SupportedPermissionTypes=["COLUMN_PERMISSION", "CELL_FILTER_PERMISSION"])
+    assert columns(out["Table"]) == ["order_id", "customer", "amount", "order_date"]
+    assert out["AuthorizedColumns"] == ["order_id", "amount", "order_date"]
+    assert out["CellFilters"] == [{"ColumnName": c, "RowFilterExpression": "amount > 100"}
+                                  for c in ["order_id", "amount", "order_date"]]
+    code, status, message = error_of(lambda: trino_as_alice.get_unfiltered_table_metadata(
+        CatalogId=CATALOG_ID, DatabaseName="sales", Name="orders", SupportedPermissionTypes=["COLUMN_PERMISSION"]))
+    assert (code, status) == ("PermissionTypeMismatchException", 400)
+    assert "row filter (policy 14)" in message and "CELL_FILTER_PERMISSION" in message
+    deadline = time.monotonic() + 10  # audit lines are written in batches
+    while not (found := [json.loads(line) for line in gateway.log().splitlines()
+                         if line.startswith("{") and '"method":"GetUnfilteredTableMetadata"' in line
+                         and '"table":"orders"' in line and '"outcome":"allowed"' in line]):
+        assert time.monotonic() < deadline, "no audit line"
+        time.sleep(0.1)
+    assert found[0]["policy_restricted"] == [14, 15]
 
 
 def test_pagination_with_boto3s_paginators(gateway, direct):

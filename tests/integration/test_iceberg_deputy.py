@@ -181,27 +181,38 @@ def test_a_chosen_location_needs_the_url_permission(gw, world):
 
 # --- 3. purge deletes only what the table owns ---------------------------------------------------
 
-def test_purge_skips_files_the_table_does_not_own(gw, world, untouched):
+def test_a_commit_pointing_at_another_tables_files_is_refused(gw, world, untouched):
+    """Issue 39: a snapshot whose manifest list is bob's, a statistics or partition-statistics
+    file outside the table (a canary): each refused with 403 before anything is written, so the
+    table never points at another table's files (a purge skipped them; a read would not). The
+    purge of unit tests (test_iceberg_locations) still skips such files of a table placed by
+    other means."""
     bob_table = world["bob"].load_table("sec_b.trips")
     bob_rows = sorted(bob_table.scan().to_arrow()["id"].to_pylist())
     canary = (world["canaries"] / "keep.txt").as_uri()
     world["alice"].create_table("sec_a.purged", schema=SCHEMA)
+    own = world["wh"] / "sec_a.db" / "purged"
+    written = sorted(own.rglob("*.metadata.json"))
     snapshot = {"snapshot-id": 7, "sequence-number": 1, "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
                 "manifest-list": bob_table.current_snapshot().manifest_list, "summary": {"operation": "append"}}
-    answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/purged", _commit(
-        {"action": "add-snapshot", "snapshot": snapshot},
-        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch", "snapshot-id": 7},
-        {"action": "set-statistics", "snapshot-id": 7, "statistics": {
-            "snapshot-id": 7, "statistics-path": canary, "file-size-in-bytes": 6, "file-footer-size-in-bytes": 1,
-            "blob-metadata": []}}))
-    assert answer.status_code == 200, answer.text
-    own = world["wh"] / "sec_a.db" / "purged"
-    assert any(own.rglob("*.metadata.json"))
+    own_snapshot = {**snapshot, "manifest-list": (own / "metadata" / "snap-7.avro").as_uri()}
+    for updates, named in (
+            (({"action": "add-snapshot", "snapshot": snapshot},), "add-snapshot manifest-list"),
+            (({"action": "add-snapshot", "snapshot": own_snapshot},
+              {"action": "set-statistics", "snapshot-id": 7, "statistics": {
+                  "snapshot-id": 7, "statistics-path": canary, "file-size-in-bytes": 6,
+                  "file-footer-size-in-bytes": 1, "blob-metadata": []}}), "set-statistics statistics-path"),
+            (({"action": "add-snapshot", "snapshot": own_snapshot},
+              {"action": "set-partition-statistics", "partition-statistics": {
+                  "snapshot-id": 7, "statistics-path": canary, "file-size-in-bytes": 6}}),
+             "set-partition-statistics statistics-path")):
+        error = error_of(_as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/purged", _commit(*updates)), 403)
+        assert error["message"].startswith(named) and "is not below the table location" in error["message"]
+    assert sorted(own.rglob("*.metadata.json")) == written  # nothing was written
+    assert world["alice"].load_table("sec_a.purged").current_snapshot() is None
     assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/purged?purgeRequested=true").status_code == 204
-    assert not any(own.rglob("*.metadata.json"))  # its own files went
+    assert not any(own.rglob("*.metadata.json"))
     assert sorted(world["bob"].load_table("sec_b.trips").scan().to_arrow()["id"].to_pylist()) == bob_rows
-    log = gw.log()
-    assert "skips" in log and bob_table.current_snapshot().manifest_list in log and canary in log
 
 
 def test_purge_and_commits_do_not_follow_a_symbolic_link_out_of_the_table(gw, world, untouched):
@@ -211,23 +222,23 @@ def test_purge_and_commits_do_not_follow_a_symbolic_link_out_of_the_table(gw, wo
     ``<own>/meta2/...`` (its ``write.metadata.path``), a link to bob's metadata, would reach bob's files with the
     gateway's authority: the purge skips the file, the commit is refused, bob's folder is unchanged."""
     bob_data = next(p for p in (world["bob_dir"] / "trips" / "data").rglob("*.parquet"))
-    world["alice"].create_table("sec_a.linked", schema=SCHEMA)
+    linked = world["alice"].create_table("sec_a.linked", schema=SCHEMA)
+    linked.append(pa.table({"id": pa.array([1], pa.int64())}))  # a real snapshot, manifest list and all
     own = world["wh"] / "sec_a.db" / "linked"
     (own / "data").mkdir(exist_ok=True)
     (own / "data" / "link").symlink_to(bob_data.parent, target_is_directory=True)
-    stats = {"snapshot-id": 1, "statistics-path": (own / "data" / "link" / bob_data.name).as_uri(),
+    snapshot_id = world["alice"].load_table("sec_a.linked").current_snapshot().snapshot_id
+    stats = {"snapshot-id": snapshot_id, "statistics-path": (own / "data" / "link" / bob_data.name).as_uri(),
              "file-size-in-bytes": 1, "file-footer-size-in-bytes": 1, "blob-metadata": []}
-    snapshot = {"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": int(time.time() * 1000), "schema-id": 0,
-                "manifest-list": (own / "metadata" / "snap-1.avro").as_uri(), "summary": {"operation": "append"}}
     answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/linked", _commit(
-        {"action": "add-snapshot", "snapshot": snapshot},
-        {"action": "set-statistics", "snapshot-id": 1, "statistics": stats}))
+        {"action": "set-statistics", "snapshot-id": snapshot_id, "statistics": stats}))
     assert answer.status_code == 200, answer.text
     (own / "meta2").symlink_to(world["bob_dir"] / "trips" / "metadata", target_is_directory=True)
     error_of(_as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/linked", _commit(
         {"action": "set-properties", "updates": {"write.metadata.path": (own / "meta2").as_uri()}})), 403)
     assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/linked?purgeRequested=true").status_code == 204
-    assert bob_data.is_file() and "skips" in gw.log()
+    assert bob_data.is_file()
+    assert f"purge of sec_a.linked skips {stats['statistics-path']}" in gw.log()
 
 
 def test_a_namespace_folder_linked_elsewhere_gets_no_files(gw, world, untouched):

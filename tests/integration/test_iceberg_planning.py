@@ -42,6 +42,10 @@ POLICY = ETL_ALL_POLICY + """\
     name: nobody else reads the secret
     resources: {database: [plans], table: [guarded], column: [secret]}
     deny: [{users: [analyst, reader], accesses: [select]}]
+  - id: 4
+    name: readers see category a of pdel only
+    resources: {database: [plans], table: [pdel]}
+    row_filter: [{users: [analyst, reader], filter: "cat = 'a'"}]
 """
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "cat", StringType(), required=False),
                 NestedField(3, "secret", StringType(), required=False))
@@ -277,6 +281,19 @@ def test_plans_are_refused_as_loads_are(gw, tables):
     error_of(nobody, 401, "NotAuthorizedException")
     with pytest.raises(ForbiddenError):
         _catalog(gw, "server", "reader").load_table("plans.guarded")
+
+
+def test_a_filtered_table_is_planned_only_for_a_trusted_engine(gw, tables):
+    """Issue 39: reader has a row filter on plans.pdel: the plan is refused as the load is, with
+    the same reason; analyst, a trusted engine, plans it and reads the filter from the load."""
+    reader = partial(call, gw, auth=("reader", "reader-password"))
+    analyst = partial(call, gw, auth=("analyst", "analyst-password"))
+    load = error_of(reader("GET", f"{TABLE}/pdel"), 403, "ForbiddenException")
+    assert "row filter \"cat = 'a'\" (policy 4)" in load["message"]
+    assert error_of(reader("POST", f"{TABLE}/pdel/plan", {}), 403, "ForbiddenException")["message"] == load["message"]
+    assert analyst("POST", f"{TABLE}/pdel/plan", {}).status_code == 200
+    loaded = analyst("GET", f"{TABLE}/pdel").json()
+    assert (loaded["config"]["row-filter"], loaded["config"]["row-filter-policy-id"]) == ("cat = 'a'", "4")
 
 
 def test_a_table_whose_files_lie_outside_its_location_is_not_planned(client, server, gw, module_hms, tables):

@@ -191,6 +191,7 @@ def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytes
 
 USER, PASSWORD = "etl", "etl-password"
 READER, READER_PASSWORD = "analyst", "analyst-password"
+ENGINE, ENGINE_PASSWORD = "trino", "trino-password"  # a trusted engine of the service
 POLICY = ETL_ALL_POLICY + f"""\
   - id: 3
     name: etl names locations in the bucket
@@ -199,7 +200,15 @@ POLICY = ETL_ALL_POLICY + f"""\
   - id: 2
     name: analyst reads lake
     resources: {{database: [lake], table: ["*"], column: ["*"]}}
-    allow: [{{users: [analyst], accesses: [select]}}]
+    allow: [{{users: [analyst, trino], accesses: [select]}}]
+  - id: 4
+    name: analyst and trino see EU rows of lake.filtered
+    resources: {{database: [lake], table: [filtered]}}
+    row_filter: [{{users: [analyst, trino], filter: "name = 'EU'"}}]
+  - id: 5
+    name: trino sees only the last 4 characters of names
+    resources: {{database: [lake], table: [filtered], column: [name]}}
+    data_mask: [{{users: [trino], mask: MASK_SHOW_LAST_4}}]
 """
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False))
 
@@ -229,12 +238,13 @@ def s3_hms(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHMS]:
 def gw(s3: RunningS3, s3_hms: RunningHMS, module_gateway_factory) -> RunningGateway:
     service = {"path": "iceberg", "kind": "iceberg-rest", "upstream": {"urls": [s3_hms.uri]},
                "policy_file": in_workdir("policy.yaml"),
-               "options": {"lock_check_min_wait_seconds": 0.02, "allowed_locations": [f"s3://{BUCKET}/"], "s3": {
+               "options": {"lock_check_min_wait_seconds": 0.02, "allowed_locations": [f"s3://{BUCKET}/"],
+                           "trusted_engines": [ENGINE], "s3": {
                    "endpoint": s3.endpoint, "region": REGION, "credentials_file": in_workdir("s3.ini"),
                    "role_arn": s3.role_arn, "credentials_expiry_seconds": 900}}}
     key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
     return module_gateway_factory(services=[service], files={"policy.yaml": POLICY, "s3.ini": key},
-                                  users={USER: PASSWORD, READER: READER_PASSWORD},
+                                  users={USER: PASSWORD, READER: READER_PASSWORD, ENGINE: ENGINE_PASSWORD},
                                   audit={"path": "audit.jsonl"})
 
 
@@ -343,6 +353,46 @@ def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, 
                       {"method": "GET", "region": REGION, "headers": {"Host": ["x"]},
                        "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"})
     assert allowed[0] == 200 and allowed[1]["uri"].endswith("/lake/trips/metadata/x")
+
+
+SCAN_REPORT = {"report-type": "scan-report", "table-name": "lake.filtered", "snapshot-id": 1, "filter": True,
+               "schema-id": 0, "projected-field-ids": [1], "projected-field-names": ["id"],
+               "metrics": {"total-planning-duration": {"count": 1, "time-unit": "nanoseconds", "total-duration": 5}}}
+
+
+def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, trips):
+    """Issue 39: analyst has a row filter on lake.filtered: PyIceberg's load is 403 saying why,
+    and neither the credentials endpoint, the signer nor a scan report answers her; trino, a
+    trusted engine, loads it with vended credentials and the filter and mask in ``config``."""
+    from pyiceberg.exceptions import ForbiddenError
+
+    _catalog(gw, USER, PASSWORD).create_table("lake.filtered", schema=SCHEMA).append(_rows(0, 2))
+    with pytest.raises(ForbiddenError, match=r"row filter \"name = 'EU'\" \(policy 4\).*analyst is not one"):
+        _catalog(gw, READER, READER_PASSWORD, "vended-credentials").load_table("lake.filtered")
+    base = "/v1/namespaces/lake/tables/filtered"
+    for method, path, body in (
+            ("GET", base, None),
+            ("GET", f"{base}/credentials", None),
+            ("POST", f"{base}/s3-sign", {"method": "GET", "region": REGION, "headers": {},
+                                          "uri": f"{s3.endpoint}/{BUCKET}/lake/filtered/metadata/x"}),
+            ("POST", f"{base}/metrics", SCAN_REPORT)):
+        for delegation in ("vended-credentials", "remote-signing"):
+            status, answer = _answer(gw, method, path, READER, READER_PASSWORD, body, delegation)
+            assert status == 403, (path, answer)
+            assert "row filter" in answer["error"]["message"] and "storage-credentials" not in answer
+    engine = _catalog(gw, ENGINE, ENGINE_PASSWORD, "vended-credentials").load_table("lake.filtered")
+    config = engine.io.properties
+    assert config["row-filter"] == "name = 'EU'" and config["row-filter-policy-id"] == "4"
+    assert json.loads(config["column-masks"]) == {"name": {
+        "mask-type": "MASK_SHOW_LAST_4", "expression": "mask_show_last_n(name, 4, 'x', 'x', 'x', -1, '1')",
+        "policy-id": 5}}
+    assert config["s3.session-token"]  # a trusted engine's storage access, to enforce them itself
+    assert sorted(engine.scan().to_arrow()["id"].to_pylist()) == [0, 1]
+    deadline = time.monotonic() + 10  # audit lines are written in batches (every 0.1 s)
+    while not any(line.get("policy_restricted") == [4, 5] and line["effective_user"] == ENGINE for line in
+                  (json.loads(text) for text in (gw.workdir / "audit.jsonl").read_text().splitlines())):
+        assert time.monotonic() < deadline, "no audit line of trino's load naming policies 4 and 5"
+        time.sleep(0.1)
 
 
 def test_a_revoked_grant_is_refused_at_the_next_refresh(gw, trips):

@@ -14,7 +14,8 @@ from gateway.observability.audit import AuditEvent
 
 
 _KEYS = ("topology", "service", "user", "effective_user", "impersonator", "method", "database", "table")
-_POLICY_KEYS = ("policy_decision", "policy_access", "policy_id", "policy_hidden", "policy_columns_hidden")
+_POLICY_KEYS = ("policy_decision", "policy_access", "policy_id", "policy_hidden", "policy_columns_hidden",
+                "policy_restricted")
 
 
 def _dumps_of(event: AuditEvent, detail: str, status: int, line: str) -> str:
@@ -47,6 +48,10 @@ def _dumps_of(event: AuditEvent, detail: str, status: int, line: str) -> str:
      "policy_columns_hidden": 0},
     {"policy_decision": "allowed", "policy_access": "_any", "policy_id": 12, "policy_hidden": 3,
      "policy_columns_hidden": None, "user": "\u00e9"},
+    {"policy_decision": "allowed", "policy_access": "select", "policy_id": 3, "policy_hidden": 0,
+     "policy_columns_hidden": 0, "policy_restricted": (102, 201)},
+    {"policy_decision": "allowed", "policy_access": "select", "policy_id": 3, "policy_hidden": 0,
+     "policy_columns_hidden": 0, "policy_restricted": ()},
 ])
 @pytest.mark.parametrize("detail, status", [("ok", 200), ("forbidden", 403), ("bad_request", 400)])
 def test_line_is_json_dumps_of_the_record(fields, detail, status):

@@ -38,7 +38,7 @@ ENGINE = PolicyEngine([Policy(7, "alice reads sales", (ResourceSpec(("sales",)),
 ALICE = Identity("alice", Principal("alice", "basic"), frozenset())
 #: The policy fields of every kind's line, and their values for this listing.
 EXPECTED = {"policy_decision": "allowed", "policy_access": "_any", "policy_id": None,
-            "policy_hidden": 1, "policy_columns_hidden": 0}
+            "policy_hidden": 1, "policy_columns_hidden": 0, "policy_restricted": []}
 
 
 def policy_fields(event: AuditEvent) -> dict:

@@ -228,3 +228,35 @@ def test_iceberg_metadata_keeps_64_bit_snapshot_ids_exact_and_writes_types_as_te
     assert out["quoted"] == expected
     assert out["revived"] in (None, expected)
     assert out["type"] == "struct<a: list<long>, m: map<string, decimal(9,2)>>"
+
+
+async def test_restrictions_answer_the_callers_row_filter_and_masks(tmp_path):
+    """Issue 39: ``?restrictions=<db>/<table>`` answers what the Thrift service's policy filters
+    and masks for the asserted identity; a malformed name is 404."""
+    from gateway.providers.identity import Identity
+
+    policy = tmp_path / "catalog.yaml"
+    policy.write_text("""policies:
+  - {id: 7, resources: {database: [sales], table: [orders]}, row_filter: [{groups: [analysts], filter: "amount > 1"}]}
+  - {id: 8, resources: {database: [sales], table: [orders], column: [card]},
+     data_mask: [{users: [ana], mask: MASK_NULL}]}
+""")
+    siblings = _siblings()
+    siblings["hmshttpthrift/api/hms"] = ServiceConfig(path="hmshttpthrift/api/hms", policy_file=policy,
+                                                      options={"methods": list(METHODS)})
+    service = _service(siblings=siblings)
+
+    async def get(target: str, user: str, groups=frozenset()):
+        exchange = SimpleNamespace(request=make_mocked_request("GET", target),
+                                   identity=Identity(user=user, principal=None, groups=groups))
+        response, outcome = await service.handle(exchange)
+        return json.loads(response.body)
+
+    ana = await get("/gateway/sandbox/explorer?restrictions=sales/orders", "ana", frozenset({"analysts"}))
+    assert ana == {"policy": True, "row-filter": {"expression": "amount > 1", "policy-id": 7},
+                   "masks": [{"column": "card", "mask-type": "MASK_NULL", "expression": "NULL", "policy-id": 8}],
+                   "complete": True}
+    bob = await get("/gateway/sandbox/explorer?restrictions=sales/orders", "bob")
+    assert bob["row-filter"] is None and bob["masks"] == []
+    with pytest.raises(NotFound):
+        await get("/gateway/sandbox/explorer?restrictions=sales", "ana")

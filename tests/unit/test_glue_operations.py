@@ -158,6 +158,37 @@ async def test_grants_the_engine_cannot_express_are_a_permission_type_mismatch(p
     assert (await catalog(trino, policy).get_unfiltered_table_metadata(request))["AuthorizedColumns"] == ["id", "since"]
 
 
+@pytest.mark.parametrize("supported,mismatch", [
+    (["COLUMN_PERMISSION"], True),
+    (["COLUMN_PERMISSION", "CELL_FILTER_PERMISSION"], False),
+    (["NESTED_PERMISSION"], False),  # each type includes the ones before it (the seed)
+    (["NESTED_CELL_PERMISSION"], False),
+])
+async def test_a_row_filter_needs_cell_filter_permission_and_a_mask_leaves_its_column_out(tmp_path, supported,
+                                                                                        mismatch):
+    path = tmp_path / "catalog.yaml"
+    path.write_text(POLICY + """  - id: 4
+    name: analysts see EU orders
+    resources: {database: [sales], table: [orders]}
+    row_filter: [{groups: [analysts], filter: "region = 'EU'"}]
+  - id: 5
+    name: order ids nulled
+    resources: {database: [sales], table: [orders], column: [id]}
+    data_mask: [{groups: [analysts], mask: MASK_NULL}]
+""")
+    glue = catalog(Caller("alice", frozenset({"analysts"}), "trino"), load_policy_file(path))
+    request = {"CatalogId": "123456789012", "DatabaseName": "sales", "Name": "orders",
+               "SupportedPermissionTypes": supported}
+    if mismatch:
+        with pytest.raises(PermissionTypeMismatch, match=r"row filter \(policy 4\)"):
+            await glue.get_unfiltered_table_metadata(request)
+        return
+    out = await glue.get_unfiltered_table_metadata(request)
+    assert out["AuthorizedColumns"] == ["since"]  # id is masked: left out, fail closed
+    assert out["CellFilters"] == [{"ColumnName": "since", "RowFilterExpression": "region = 'EU'"}]
+    assert glue.view.restricting == {4, 5}
+
+
 async def test_requested_permissions_the_caller_lacks_are_access_denied(policy):
     trino = Caller("alice", frozenset({"analysts"}), "trino")
     request = {"CatalogId": "123456789012", "DatabaseName": "sales", "Name": "customers",

@@ -25,6 +25,7 @@ from gateway.iceberg.locations import (
     check_in_place,
     check_moved,
     check_properties,
+    check_references,
     check_table,
     inside,
     parse,
@@ -376,3 +377,63 @@ def test_a_fifo_or_a_device_is_never_read_as_metadata(tmp_path: Path):
         out.truncate(files_module.MAX_METADATA_BYTES + 1)  # sparse: costs no disk
     with pytest.raises(ValueError, match="larger than"):
         asyncio.run(reader.read(big.as_uri()))
+
+
+
+# --- files a commit adds (issue 39) ---------------------------------------------------------------
+
+def _updated(*updates: dict):
+    """A table at ``WH/a/t`` after PyIceberg applies ``updates`` (the REST spec's JSON)."""
+    from pyiceberg.table.update import TableUpdate
+    from pydantic import TypeAdapter
+    from pyiceberg.table.update import update_table_metadata
+
+    base = new_table_metadata(Schema(NestedField(1, "id", LongType(), required=False)),
+                              UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, f"{WH}/a/t")
+    parsed = [TypeAdapter(TableUpdate).validate_python(u) for u in updates]
+    return base, update_table_metadata(base, tuple(parsed))
+
+
+def _snapshot(manifest_list: str) -> dict:
+    return {"action": "add-snapshot", "snapshot": {
+        "snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1, "schema-id": 0,
+        "manifest-list": manifest_list, "summary": {"operation": "append"}}}
+
+
+def _statistics(path: str) -> dict:
+    return {"action": "set-statistics", "snapshot-id": 1, "statistics": {
+        "snapshot-id": 1, "statistics-path": path, "file-size-in-bytes": 1, "file-footer-size-in-bytes": 1,
+        "blob-metadata": []}}
+
+
+def _partition_statistics(path: str) -> dict:
+    return {"action": "set-partition-statistics", "partition-statistics": {
+        "snapshot-id": 1, "statistics-path": path, "file-size-in-bytes": 1}}
+
+
+@pytest.mark.parametrize("update,named", [
+    (_snapshot, "add-snapshot manifest-list"),
+    (_statistics, "set-statistics statistics-path"),
+    (_partition_statistics, "set-partition-statistics statistics-path"),
+])
+def test_a_commit_naming_another_tables_file_is_refused(update, named):
+    own = [_snapshot(f"{WH}/a/t/metadata/snap-1.avro")] if update is not _snapshot else []
+    base, new = _updated(*own, update(f"{WH}/a/t/metadata/x.avro"))
+    check_references(base, new)  # below the table: fine
+    for elsewhere in (f"{WH}/a/u/metadata/x.avro", f"{WH}/a/t2/x.avro", "s3://other/t/x.avro", f"{WH}/a"):
+        base, new = _updated(*own, update(elsewhere))
+        with pytest.raises(errors.Forbidden) as refused:
+            check_references(base, new)
+        assert refused.value.message.startswith(f"{named} {elsewhere} is not below the table location")
+    base, new = _updated(*own, update(f"{WH}/a/t/../u/x.avro"))
+    with pytest.raises(errors.BadRequest):
+        check_references(base, new)
+
+
+def test_files_the_table_already_refers_to_are_not_judged_again():
+    # a table registered or committed before the rule keeps working: only what a commit adds counts
+    base, new = _updated(_snapshot(f"{WH}/a/u/snap.avro"))
+    check_references(None, base)  # no snapshot yet
+    with pytest.raises(errors.Forbidden):
+        check_references(base, new)
+    check_references(new, new)

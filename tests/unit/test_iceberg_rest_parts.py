@@ -165,6 +165,11 @@ class FakeView:
     def all_columns(self, database, table):
         return True
 
+    def restrictions(self, database, table, columns=None, column_types=None):
+        from gateway.policy.restrictions import TableRestrictions
+
+        return TableRestrictions()  # no row filter, no mask
+
 
 class FakeHMS:
     """The MetastoreClient calls the commit protocol makes, recorded in ``calls``."""

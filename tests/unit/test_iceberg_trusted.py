@@ -77,8 +77,6 @@ def test_without_trusted_engines_nobody_loads_a_restricted_table():
 async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for_an_untrusted_user():
     # A commit answers the whole metadata, as a load does: without this check a user allowed to
     # update the table would read its full schema from the commit's answer.
-    from gateway.iceberg.routes import answer
-    from gateway.iceberg.paths import Route
     from gateway.policy.model import expand_accesses as accesses
 
     engine = PolicyEngine([
@@ -86,6 +84,14 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
         Policy(3, "analysts update sales", (ResourceSpec(("sales",)), ResourceSpec(("*",)), ResourceSpec(("*",))),
                allow=(PolicyItem(accesses(["update", "alter"]), groups=frozenset({"analysts"})),)),
     ])
+    assert await _commit_refused_before_hms(engine, "orders", "ana may not read every column of sales.orders") == []
+
+
+async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: str) -> list[str]:
+    """ana's commit of a property to ``sales.<table>``: 403 matching ``match``; the HMS calls made."""
+    from gateway.iceberg.paths import Route
+    from gateway.iceberg.routes import answer
+
     calls: list[str] = []
 
     class Refusing:
@@ -98,6 +104,69 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
     asking = Catalog(Refusing(), CatalogView(engine, "ana", {"analysts"}), files=None,
                      service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
-    with pytest.raises(errors.Forbidden, match="ana may not read every column of sales.orders"):
-        await answer(asking, Route("updateTable", "sales", "orders"), None, body)
-    assert calls == []
+    with pytest.raises(errors.Forbidden, match=match):
+        await answer(asking, Route("updateTable", "sales", table), None, body)
+    return calls
+
+
+# --- row filters and masks (issue 39) --------------------------------------------------------
+
+from gateway.policy.model import DataMaskItem, POLICY_DATAMASK, POLICY_ROWFILTER, RowFilterItem  # noqa: E402
+
+ANALYSTS = PolicyItem(frozenset({"select"}), groups=frozenset({"analysts"}))
+FILTERED_POLICIES = [
+    *POLICIES,
+    Policy(4, "EU rows", (ResourceSpec(("sales",)), ResourceSpec(("eu",))), policy_type=POLICY_ROWFILTER,
+           row_filter=(RowFilterItem(ANALYSTS, "region = 'EU'"),)),
+    Policy(5, "names hashed", (ResourceSpec(("sales",)), ResourceSpec(("eu",)), ResourceSpec(("name",))),
+           policy_type=POLICY_DATAMASK, data_mask=(DataMaskItem(ANALYSTS, "MASK_HASH"),)),
+    Policy(6, "shuffled", (ResourceSpec(("sales",)), ResourceSpec(("odd",)), ResourceSpec(("name",))),
+           policy_type=POLICY_DATAMASK, data_mask=(DataMaskItem(ANALYSTS, "SHUFFLE"),)),
+]
+FILTERED = PolicyEngine(FILTERED_POLICIES)
+
+
+def filtered_catalog(user: str, impersonator: str | None = None) -> Catalog:
+    identity = Identity(user=user, principal=None, groups=frozenset({"analysts"}), impersonator=impersonator)
+    return Catalog(SimpleNamespace(identity=identity), CatalogView(FILTERED, user, {"analysts"}), files=None,
+                   service=IcebergService(trusted_engines=frozenset({"trino"})), user=user)
+
+
+def test_a_filtered_table_is_refused_to_an_untrusted_caller_saying_why():
+    with pytest.raises(errors.Forbidden) as refused:
+        trusted.filtered(filtered_catalog("ana"), "sales", "eu")
+    message = refused.value.message
+    assert "row filter \"region = 'EU'\" (policy 4)" in message and "mask MASK_HASH on name (policy 5)" in message
+    assert "trusted engine" in message and "ana is not one" in message
+    assert not trusted.filtered(filtered_catalog("ana"), "sales", "orders").applies
+
+
+def test_a_trusted_engine_gets_the_filter_and_masks_in_config():
+    asking = filtered_catalog("ana", impersonator="trino")
+    found = trusted.filtered(asking, "sales", "eu")
+    assert trusted.restrictions_config(found) == {
+        "row-filter": "region = 'EU'", "row-filter-policy-id": "4",
+        "column-masks": '{"name":{"expression":"mask_hash(name)","mask-type":"MASK_HASH","policy-id":5}}'}
+    assert asking.view.restricting == {4, 5}  # for the audit line
+
+
+def test_a_mask_without_an_expression_fails_closed_even_for_a_trusted_engine():
+    from gateway.policy.model import HIVE_MASK_TYPES, MaskType, PolicySet
+
+    # a type of a file's own service definition without a transformer (Ranger's test service def has SHUFFLE)
+    types = {**HIVE_MASK_TYPES, "SHUFFLE": MaskType("SHUFFLE", "Shuffle")}
+    engine = PolicyEngine(PolicySet((*POLICIES, *[p for p in FILTERED_POLICIES if p.id == 6]), mask_types=types))
+    identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}), impersonator="trino")
+    asking = Catalog(SimpleNamespace(identity=identity), CatalogView(engine, "ana", {"analysts"}), files=None,
+                     service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
+    with pytest.raises(errors.Forbidden, match="no expression this catalog can state"):
+        trusted.filtered(asking, "sales", "odd")
+
+
+async def test_a_commit_to_a_filtered_table_is_refused_before_hms_for_an_untrusted_user():
+    engine = PolicyEngine([
+        *[p for p in FILTERED_POLICIES if p.id == 4],
+        Policy(3, "analysts change sales", (ResourceSpec(("sales",)), ResourceSpec(("*",)), ResourceSpec(("*",))),
+               allow=(PolicyItem(expand_accesses(["select", "update", "alter"]), groups=frozenset({"analysts"})),)),
+    ])
+    assert await _commit_refused_before_hms(engine, "eu", "row filter") == []

@@ -119,3 +119,33 @@ def test_policy_check_on_the_shipped_config_says_no_policy_applies(capsys):
     err = capsys.readouterr().err
     assert "default.yaml: services: no service of this topology has a policy_file" in err
     assert "--service" not in err
+
+
+RESTRICTED = POLICIES + """
+  - id: 23
+    name: analysts see EU orders
+    resources: {database: [sales], table: [orders]}
+    row_filter: [{users: [boss], filter: ""}, {groups: [analysts], filter: "region = 'EU'"}]
+  - id: 24
+    name: card numbers masked
+    resources: {database: [sales], table: [orders], column: [card]}
+    data_mask: [{groups: [analysts], mask: MASK_SHOW_LAST_4}]
+"""
+
+
+@pytest.mark.parametrize("args,lines", [
+    (["--user", "bea", "--groups", "analysts", "--database", "sales", "--table", "orders", "--column", "card",
+      "--access", "select"],
+     ["allowed policy=21 (analysts read sales)",
+      "row-filter policy=23 (analysts see EU orders): region = 'EU'",
+      "mask policy=24 (card numbers masked): MASK_SHOW_LAST_4 -> mask_show_last_n(card, 4, 'x', 'x', 'x', -1, '1')"]),
+    (["--user", "boss", "--groups", "analysts", "--database", "sales", "--table", "orders", "--access", "select"],
+     ["allowed policy=21 (analysts read sales)", "row-filter policy=23 (analysts see EU orders): none (exempt)"]),
+    (["--user", "bea", "--groups", "analysts", "--database", "sales", "--table", "items", "--access", "select"],
+     ["allowed policy=21 (analysts read sales)"]),
+])
+def test_check_shows_the_row_filter_and_mask_with_their_policy_ids(tmp_path: Path, capsys, args, lines):
+    gateway = setup(tmp_path, ONE)
+    (tmp_path / "policies" / "catalog.yaml").write_text(RESTRICTED)
+    assert main(check(gateway, *args)) == 0
+    assert capsys.readouterr().out.splitlines() == lines

@@ -78,8 +78,9 @@ def write(path: Path, data) -> Path:
 def test_ranger_json_loaded_unchanged(tmp_path: Path, shape):
     path = write(tmp_path / "ranger.json", shape)
     loaded = load_policies(path)
-    assert [p.id for p in loaded.policies] == [11, 12, 13, 16]  # 13: a url policy (locations)
-    assert sorted(loaded.skipped) == [14, 15]
+    # 13: a url policy (locations); 15: a data-mask policy (issue 39)
+    assert [p.id for p in loaded.policies] == [11, 12, 13, 15, 16]
+    assert sorted(loaded.skipped) == [14]
     engine = load_policy_file(path)
     check = lambda user, groups, *r, access="select": (  # noqa: E731
         (d := engine.evaluate(user, groups, Resource(*r), access)).allowed, d.policy_id)
@@ -88,6 +89,8 @@ def test_ranger_json_loaded_unchanged(tmp_path: Path, shape):
     assert check("etl", [], "sales", "orders", access="drop") == (True, 11)
     assert check("ann", ["hr"], "hr", "staff") == (False, -1)  # policy 16 is disabled
     assert engine.visible_tables("ann", ["analysts"], "sales", ["orders", "payroll"]) == ["orders"]
+    mask = engine.data_mask("ann", ["analysts"], "sales", "customers", "ssn")
+    assert (mask.mask_type, mask.policy_id) == ("MASK_HASH", 15)
 
 
 YAML = """

@@ -69,3 +69,40 @@ async def test_a_grant_revoked_in_the_policy_file_alone_is_applied_at_the_next_p
         assert not _ana_may_read(router)  # the previous version keeps serving
     finally:
         await router.close()
+
+
+FILTERED = GRANT + """  - {id: 2, name: ana sees EU rows, resources: {database: [sales], table: [orders]},
+     row_filter: [{users: [ana], filter: "region = 'EU'"}]}
+"""
+BAD_FILTER = GRANT + """  - {id: 2, name: ana sees her rows, resources: {database: [sales], table: [orders]},
+     row_filter: [{users: [ana], filter: "dept = '${{USER.dept}}'"}]}
+"""
+
+
+async def test_a_bad_row_filter_at_reload_keeps_the_previous_filter(tmp_path, caplog):
+    """Issue 39: a row-filter policy the gateway does not evaluate is refused at reload, naming
+    the file, the policy and the key; the previous filter keeps applying."""
+    workdir = _workdir(tmp_path)
+    (tmp_path / "catalog.yaml").write_text(FILTERED)
+    config = load_gateway_config(workdir)
+    build = functools.partial(build_topology, gateway=config, schema=load_schema())
+    topologies = load_topologies(config.topologies_dir)
+    router = Router({name: build(t) for name, t in topologies.items()})
+    reloader = TopologyReloader(config.topologies_dir, router, topologies, build)
+
+    def ana_filter() -> str | None:
+        _, service = router.resolve("lake", "glue")
+        return service.handler.policy.row_filter("ana", (), "sales", "orders").filter_expr
+
+    try:
+        assert ana_filter() == "region = 'EU'"
+        caplog.set_level(logging.ERROR, logger="gateway.reload")
+        _rewrite(tmp_path / "catalog.yaml", BAD_FILTER)
+        assert not await reloader.reload()
+        logged = [r.getMessage() for r in caplog.records if "previous version kept" in r.getMessage()]
+        assert len(logged) == 1
+        assert "catalog.yaml" in logged[0] and "policies[1].row_filter[0].filter" in logged[0]
+        assert "policy 2" in logged[0]
+        assert ana_filter() == "region = 'EU'"  # the previous version keeps serving
+    finally:
+        await router.close()

@@ -7,6 +7,8 @@
  * #/db/<db>/table/<t>/partitions/<page> partitions, names first, details per page on demand.
  * An Iceberg table (parameter table_type=ICEBERG) is also loaded through the topology's
  * iceberg-rest service when there is one (Iceberg REST loadTable, same credentials).
+ * A table's page also shows the row filter and column masks (Ranger's row-filter and data-mask
+ * policies of the Thrift service's policy) that apply to the user, from ?restrictions=<db>/<t>.
  */
 (function () {
   "use strict";
@@ -125,6 +127,28 @@
   const escapePath = (s) => (s === "" ? "__HIVE_DEFAULT_PARTITION__"
     : s.replace(ESCAPED, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")));
   const partName = (keys, values) => keys.map((k, i) => `${escapePath(k.name)}=${escapePath(values[i])}`).join("/");
+
+  // ---- Row filter and masks: what the catalog policy filters and masks for the user ----
+
+  async function loadRestrictions(db, name) {
+    const url = `?restrictions=${encodeURIComponent(db)}/${encodeURIComponent(name)}`;
+    const response = await fetch(url, { credentials: "same-origin", headers: { "Accept": "application/json" } });
+    if (!response.ok) throw new HttpError(response.status, await response.text());
+    return response.json();
+  }
+
+  function restrictionsSection(r) {
+    const filter = r["row-filter"];
+    return section("Row filter and masks that apply to you", "restrictions-heading",
+      el("p", { id: "row-filter", text: filter
+        ? `Rows you see: ${filter.expression} (policy ${filter["policy-id"]})` : "No row filter applies to you." }),
+      r.masks.length
+        ? table("Masked columns", ["Column", "Mask", "Hive expression", "Policy"],
+          r.masks.map((m) => [m.column, m["mask-type"], m.expression === null ? "" : m.expression, String(m["policy-id"])]),
+          { id: "masks" })
+        : null,
+      r.complete ? null : el("p", { class: "warning", text: "A mask applies to columns named by exclusion." }));
+  }
 
   // ---- Iceberg tables: the REST catalog's loadTable, shown as text ----
 
@@ -261,6 +285,12 @@
         ? table("Columns as stored in the metastore", ["Name", "Type", "Comment"],
           (sd.cols || []).map((c) => [c.name, c.type, c.comment]), { id: "hms-columns" })
         : null));
+    try {
+      const r = await loadRestrictions(db, name);
+      if (r.policy && (r["row-filter"] || r.masks.length || !r.complete)) out.push(restrictionsSection(r));
+    } catch (e) { // fail visibly: the user must not think nothing applies
+      out.push(el("p", { class: "warning", id: "restrictions-error", text: `Row filter and masks not shown: ${e.message}` }));
+    }
     if (partitionColumns.length) {
       out.push(section("Partition keys", "partition-keys-heading",
         table("Partition keys", ["Name", "Type", "Comment"], partitionColumns.map((c) => [c.name, c.type, c.comment]),
