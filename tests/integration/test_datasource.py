@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -58,8 +59,29 @@ def spark(tmp_path_factory):
         .getOrCreate()
     )
     register(session)
-    yield session
+    try:
+        yield session
+    finally:
+        _stop_spark(session)
+
+
+def _stop_spark(session) -> None:
+    """Stop the session and its JVM: ``stop()`` alone leaves PySpark's JVM running until this
+    interpreter exits (the JVM ends when the pipe to its stdin breaks)."""
+    from pyspark import SparkContext
+
     session.stop()
+    gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+    if gateway is None:
+        return
+    gateway.shutdown()
+    process = gateway.proc
+    process.stdin.close()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def options(gw: RunningGateway, topology: str = "batched", **extra) -> dict:

@@ -117,7 +117,7 @@ def start_gateway(
     listener: dict | None = None,
     files: Mapping[str, str] | None = None,
     env: Mapping[str, str | None] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
     program: Sequence[str] = (sys.executable, "-m", "gateway.cli"),
 ) -> RunningGateway:
     """Start ``hms-gateway serve`` with ``topologies`` (name → topology mapping) and wait until
@@ -178,10 +178,11 @@ def _serve(workdir: Path, ca_file: Path, program: Sequence[str], env: Mapping[st
         if not gw.port:
             try:
                 ports = json.loads(ports_file.read_text())
-                gw.port, gw.management_port = ports["gateway"], ports["management"]
             except (OSError, ValueError):
                 time.sleep(0.05)
                 continue
+            gw.port, gw.management_port = ports["gateway"], ports["management"]
+            _keep_ports(workdir / "gateway.yaml", gw.port, gw.management_port)
         try:
             with urllib.request.urlopen(gw.management_url + "/healthz", timeout=1) as r:
                 if r.status == 200:
@@ -193,16 +194,22 @@ def _serve(workdir: Path, ca_file: Path, program: Sequence[str], env: Mapping[st
     raise RuntimeError(f"gateway did not start within {timeout} s:\n{gw.log()}")
 
 
+def _keep_ports(path: Path, port: int, management_port: int) -> None:
+    """Write the ports the gateway got into its gateway file (which said 0): a restart from the
+    file (:func:`restart`, or a test's own ``serve --config``) comes back on the same ones."""
+    config = yaml.safe_load(path.read_text())
+    config["listeners"]["gateway"]["port"] = port
+    config["listeners"]["management"]["port"] = management_port
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(config))
+    tmp.replace(path)
+
+
 def restart(gw: RunningGateway, timeout: float = 60.0) -> RunningGateway:
-    """Stop the gateway and start it again with the same configuration and ports (clients and
+    """Stop the gateway and start it again from its gateway file, on the same ports (clients and
     proxies keep its address). A port taken by another process in between is waited for a few
     seconds, then :class:`PortInUse` names the port and its holder."""
     gw.stop()
-    path = gw.workdir / "gateway.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["listeners"]["gateway"]["port"] = gw.port
-    config["listeners"]["management"]["port"] = gw.management_port
-    path.write_text(yaml.safe_dump(config))
     for attempt in range(20):
         try:
             return _serve(gw.workdir, gw.ca_file, (sys.executable, "-m", "gateway.cli"), None, timeout)
@@ -236,7 +243,7 @@ class GatewayFactory:
         listener: dict | None = None,
         files: Mapping[str, str] | None = None,
         env: Mapping[str, str | None] | None = None,
-        timeout: float = 30.0,
+        timeout: float = 60.0,
         **gateway_extra,
     ) -> RunningGateway:
         """:func:`start_gateway` with ``topologies``, or with ``services`` as topology
