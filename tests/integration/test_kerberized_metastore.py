@@ -41,6 +41,7 @@ USERS = {"admin": "admin-password", "etl": "etl-password"}
 GLUE_KEYS = {"etl": ("AKIAETL00000000001", "etl-secret-key")}
 CATALOG_ID = "123456789012"
 THRIFT_PATH = "hmshttpthrift/api/hms"
+PRIVATE_PATH = "private/api/hms"
 DB = "kerberized_etl"
 METHODS = sorted({"get_all_databases", "get_database", "create_database", "get_all_tables", "get_table",
                   "show_locks", *EXPLORER_METHODS})
@@ -59,8 +60,8 @@ def gw(secure, tmp_path_factory, module_gateway_factory):
     credentials.write_text("".join(f"[{user}]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n"
                                    for user, (key, secret) in GLUE_KEYS.items()))
 
-    def upstream(protection: str) -> dict:
-        return {"urls": [secure.url], "sasl": secure.gateway_sasl(protection)}
+    def upstream(protection: str = "authentication", **more) -> dict:
+        return {"urls": [secure.url], "sasl": secure.gateway_sasl(protection, **more)}
 
     topology = {
         "providers": {"authentication": [
@@ -69,11 +70,13 @@ def gw(secure, tmp_path_factory, module_gateway_factory):
             htpasswd_provider(),
         ]},
         "services": [
-            {"kind": "hms-thrift", "path": THRIFT_PATH, "upstream": upstream("privacy"),
+            {"kind": "hms-thrift", "path": THRIFT_PATH, "upstream": upstream(), "options": {"methods": METHODS}},
+            # privacy is for the gateway's own GSSAPI connections: every call as the gateway
+            {"kind": "hms-thrift", "path": PRIVATE_PATH, "upstream": upstream("privacy", impersonation="none"),
              "options": {"methods": METHODS}},
             {"kind": "iceberg-rest", "path": "iceberg", "upstream": upstream("authentication"),
              "options": {"lock_check_min_wait_seconds": 0.02}},
-            {"kind": "glue", "path": "glue", "upstream": upstream("integrity"), "options": {"catalog_id": CATALOG_ID}},
+            {"kind": "glue", "path": "glue", "upstream": upstream(), "options": {"catalog_id": CATALOG_ID}},
             {"kind": "event-stream", "path": "events", "upstream": upstream("authentication"),
              "options": {"poll_interval_seconds": 0.2, "heartbeat_seconds": 5}},
             {"kind": "explorer", "path": "explorer", "options": {"thrift_service": THRIFT_PATH}},
@@ -82,10 +85,10 @@ def gw(secure, tmp_path_factory, module_gateway_factory):
     return module_gateway_factory({"default": topology}, USERS, workdir=workdir, env=secure.env, timeout=60)
 
 
-def thrift_client(gw, user: str):
+def thrift_client(gw, user: str, path: str = THRIFT_PATH):
     """Apache Thrift's THttpClient + TJSONProtocol + generated code, as ``user`` (Basic)."""
     service, _ = hive_metastore_modules()
-    transport = THttpClient.THttpClient(gw.url("default", THRIFT_PATH), ssl_context=gw.ssl_context())
+    transport = THttpClient.THttpClient(gw.url("default", path), ssl_context=gw.ssl_context())
     token = base64.b64encode(f"{user}:{USERS[user]}".encode()).decode()
     transport.setCustomHeaders({"Authorization": f"Basic {token}"})
     return service.Client(TJSONProtocol.TJSONProtocol(transport)), transport
@@ -139,6 +142,26 @@ def test_thrift_tjson_calls_reach_hms_as_the_end_user(gw, secure, etl_database):
     # the end users' calls never ran as the gateway's own principal
     assert not audited(secure, GATEWAY_PRINCIPAL, f"create_database: Database(name:{DB}")
     assert not audited(secure, GATEWAY_PRINCIPAL, f"get_database: {DB}")
+
+
+def test_privacy_runs_every_call_as_the_gateway(gw, secure, etl_database):
+    """``protection: privacy`` (auth-conf, every frame wrapped) with ``impersonation: none``: the
+    call is answered and HMS sees the gateway's principal, not the user."""
+    call = f"get_all_tables: db={DB}"
+
+    def count(user: str) -> int:
+        return sum(ugi == user and call in command for ugi, command in secure.audit())
+
+    before = {user: count(user) for user in ("admin", GATEWAY_PRINCIPAL)}
+    client, transport = thrift_client(gw, "admin", PRIVATE_PATH)
+    transport.open()
+    try:
+        assert client.get_database(DB).description == "made by etl through the gateway"
+        client.get_all_tables(DB)
+    finally:
+        transport.close()
+    wait_for(lambda: count(GATEWAY_PRINCIPAL) > before[GATEWAY_PRINCIPAL], timeout=20)
+    assert count("admin") == before["admin"]
 
 
 def test_iceberg_rest_commit_under_an_hms_lock_runs_as_the_end_user(gw, secure):

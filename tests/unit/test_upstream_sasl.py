@@ -374,6 +374,11 @@ def test_sasl_settings_are_validated():
         SaslConfig.model_validate({**sasl, "principal": "a b@R"})
     with pytest.raises(ValidationError):
         SaslConfig.model_validate({**sasl, "protection": "auth-conf"})  # Hadoop's names only
+    # the users' DIGEST-MD5 connections have no integrity or privacy layer: never a silent downgrade
+    for protection in ("integrity", "privacy"):
+        with pytest.raises(ValidationError, match=f"protection {protection} with impersonation delegation-token"):
+            SaslConfig.model_validate({**sasl, "protection": protection})
+        assert SaslConfig.model_validate({**sasl, "protection": protection, "impersonation": "none"}).protection == protection
 
 
 def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protection():
