@@ -325,9 +325,11 @@ def run_interrupted(snippet: Snippet, gw, seconds: float) -> list[tuple[str, str
     seconds, then gets Ctrl-C's SIGINT, as a reader stops it; (stdout, stderr) of each."""
     results = []
     for command in shell_commands(snippet):
+        # Ctrl-C's default action even when this run inherited SIGINT ignored (a suite started in
+        # the background: the shell ignores SIGINT for its background jobs, and exec keeps that)
         proc = subprocess.Popen(["bash", "-o", "pipefail", "-c", localize(command.command, gw)], cwd=gw.workdir,
                                 env=run_env(gw), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             stdout, stderr = proc.communicate(timeout=seconds)
         except subprocess.TimeoutExpired:
