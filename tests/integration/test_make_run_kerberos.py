@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.demo.engines import duckdb_program, pyiceberg_program
 from gateway.demo.hms import probe_get_all_databases
 from gateway.demo.iceberg import read_back_snippet
 from gateway.demo.launcher import iceberg_url
@@ -69,19 +70,37 @@ def test_the_banner_says_the_metastore_is_kerberized_and_where_its_log_is(demo: 
     assert "sasl:" in topology and "hmsgw/localhost@GATEWAY.TEST" in topology
 
 
-def test_the_printed_program_reads_the_table(demo: Demo, tmp_path: Path):
-    program = demo.program()
-    assert program == read_back_snippet(iceberg_url(demo.gateway_port), "certs/ca.crt")
-    script = tmp_path / "read_back.py"
+def run_as_printed(demo: Demo, program: str, directory: Path) -> None:
+    """Run ``program`` from the demo's root as a user would (no CA bundle or PYTHONPATH from the
+    environment) and compare its output with its ``# →`` lines."""
+    script = directory / "program.py"
     script.write_text(program)
     env = {k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
     proc = subprocess.run([sys.executable, str(script)], cwd=demo.root, env={**env, "PYTHONPATH": ""},
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     printed = [line.split("# → ", 1)[1] for line in program.splitlines() if line.startswith("# → ")]
     assert proc.stdout.splitlines() == printed
+
+
+def test_the_printed_program_reads_the_table(demo: Demo, tmp_path: Path):
+    program = demo.program()
+    assert program == read_back_snippet(iceberg_url(demo.gateway_port), "certs/ca.crt")
+    run_as_printed(demo, program, tmp_path)
     # the table was written by etl, and HMS ran etl's calls as etl
     assert any(ugi == "etl" and cmd.startswith("create_table: Table(tableName:trips") for ugi, cmd in audit(demo))
+
+
+def test_the_banners_pyiceberg_and_duckdb_programs_read_the_table_as_printed(demo: Demo, tmp_path: Path):
+    """The engines' section (OAuth2 client credentials etl / etl-password, a gateway token):
+    each program as the banner prints it, against the Kerberized metastore."""
+    uri = iceberg_url(demo.gateway_port)
+    pyiceberg = demo.banner_program("PyIceberg (a program", "DuckDB 1.4")
+    assert pyiceberg == pyiceberg_program(uri, "certs/ca.crt")
+    run_as_printed(demo, pyiceberg, tmp_path)
+    duckdb = demo.banner_program("DuckDB 1.4 (a program", "Spark 3.5")
+    assert duckdb == duckdb_program(uri, "certs/ca.crt")
+    run_as_printed(demo, duckdb, tmp_path)
 
 
 def test_the_readme_curl_call_runs_as_admin_in_hms(demo: Demo):

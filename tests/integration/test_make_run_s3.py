@@ -127,18 +127,10 @@ def test_the_gateways_key_is_printed_and_logged_nowhere(demo: Demo):
     assert "options.s3" not in (REPO / "config" / "topologies" / "default.yaml").read_text()  # config/ stays file
 
 
-def _banner_program(demo: Demo, heading: str, next_heading: str) -> str:
-    """The program under the banner line starting with ``heading`` (indented by four spaces
-    more than it), up to the line starting with ``next_heading``."""
-    start = next(i for i, line in enumerate(demo.lines) if line.strip().startswith(heading)) + 1
-    end = next(i for i, line in enumerate(demo.lines) if i > start and line.strip().startswith(next_heading))
-    return textwrap.dedent("\n".join(demo.lines[start:end])).strip("\n") + "\n"
-
-
 def test_the_banners_duckdb_program_reads_the_s3_table_as_printed(demo: Demo, tmp_path: Path):
     """On S3 the banner's DuckDB program asks for vended credentials: with the file demo's
     ACCESS_DELEGATION_MODE 'none' DuckDB went to https://warehouse.s3.amazonaws.com and failed."""
-    program = _banner_program(demo, "DuckDB 1.4 (a program", "Spark 3.5")
+    program = demo.banner_program("DuckDB 1.4 (a program", "Spark 3.5")
     assert "ACCESS_DELEGATION_MODE 'vended_credentials'" in program
     script = tmp_path / "duckdb_program.py"
     script.write_text(program)

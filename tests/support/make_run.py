@@ -55,6 +55,13 @@ class Demo:
             body.append(line)
         return textwrap.dedent("\n".join(body)).strip("\n") + "\n"
 
+    def banner_program(self, heading: str, next_heading: str) -> str:
+        """The program under the banner line starting with ``heading`` (indented by four spaces
+        more than it), up to the line starting with ``next_heading``."""
+        start = next(i for i, line in enumerate(self.lines) if line.strip().startswith(heading)) + 1
+        end = next(i for i, line in enumerate(self.lines) if i > start and line.strip().startswith(next_heading))
+        return textwrap.dedent("\n".join(self.lines[start:end])).strip("\n") + "\n"
+
 
 def copy_config(root: Path, gateway_port: int, management_port: int, hms_port: int) -> Path:
     """config/ under ``root`` as it is in the repository, but for the ports."""
