@@ -15,7 +15,8 @@ without one fails :func:`test_every_block_is_classified`. Then, by kind:
   session), Python, and JavaScript (an ES module run by Node.js, with tests/node's
   ``node_modules`` and ``NODE_EXTRA_CA_CERTS`` the CA), run as printed against one real gateway
   serving the demo's own configuration (config/gateway.yaml and config/topologies, with free
-  ports) in front of the session's real HMS, which holds the demo catalog, from a directory laid
+  ports) in front of a real HMS of this module's own, seeded as ``make run`` seeds the demo's
+  (the session's metastore holds what other modules wrote: the change feed's history shows it), from a directory laid
   out as the repository after ``make run`` (``certs/ca.crt``, ``var/demo/aws-credentials``). The
   environment holds nothing a block needs: a program gets what the ``export`` lines of the shell
   blocks before it in its section set. ``localhost:8443`` and ``9464`` in a block become the
@@ -202,6 +203,19 @@ def lay_out_as_the_repository(workdir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
+def hms(tmp_path_factory):
+    """This module's metastore, seeded by the demo's PySpark pipeline as ``make run``'s is: the
+    blocks print what the demo holds, and no table, database or event of another module's."""
+    from tests.support.hms import start_hms
+
+    running = start_hms(tmp_path_factory.mktemp("hms-docs"), catalog=True)
+    try:
+        yield running
+    finally:
+        running.server.stop()
+
+
+@pytest.fixture(scope="module")
 def demo_gateway(hms, tmp_path_factory):
     """config/gateway.yaml and config/topologies/*.yaml as `make run` serves them, on free ports,
     in front of the session HMS (which holds the demo catalog). Its directory stands for the
@@ -231,7 +245,8 @@ DEMO_DATABASES = {"default", "hmshttptestdatabase", "lakehouse", "sales"}
 
 @pytest.fixture
 def foreign_databases(hms, demo_gateway) -> frozenset[str]:
-    """Databases other tests created in the session metastore: left out of printed listings."""
+    """Databases other tests created in the metastore (none but the blocks' own, now that the
+    module has its own): left out of printed listings."""
     from tests.support.thrift_gen import hive_metastore_client
 
     client, transport = hive_metastore_client(hms.host, hms.port)
