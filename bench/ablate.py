@@ -53,7 +53,8 @@ def switch_off(features: set[str]) -> None:
             exchange.principal, exchange.event.user = principal, principal.name
         authentication.Authentication.on_request = authenticated
     if "steps" in features:
-        from gateway.pipeline.steps import exposure, identity_assertion, ownership, service_acl, ugi_claim
+        from gateway.hms_thrift.steps import exposure, ownership, ugi_claim
+        from gateway.pipeline.steps import identity_assertion, service_acl
         from gateway.providers.identity import Identity
 
         def identity(self, exchange):

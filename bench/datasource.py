@@ -44,7 +44,7 @@ from thriftpy2.rpc import make_client  # noqa: E402
 from thriftpy2.transport import TBufferedTransportFactory  # noqa: E402
 
 from gateway.client import BasicAuth, connect, hive_metastore_idl  # noqa: E402
-from gateway.services.thrift_rpc import SPEC_METHODS  # noqa: E402
+from gateway.hms_thrift.kind import SPEC_METHODS  # noqa: E402
 from gateway.datasource.crawl import plan, rows  # noqa: E402
 from bench.clients import PASSWORD, USER  # noqa: E402
 from bench.harness import Bench  # noqa: E402

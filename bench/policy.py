@@ -36,9 +36,9 @@ from bench.clients import USER, Gateway, hold, interleaved, tjson_message  # noq
 from bench.harness import Bench  # noqa: E402
 from gateway.demo import metastore_client  # noqa: E402
 from gateway.observability.audit import AuditEvent  # noqa: E402
-from gateway.pipeline.exchange import Exchange  # noqa: E402
-from gateway.pipeline.reply import Reply  # noqa: E402
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy  # noqa: E402
+from gateway.hms_thrift.exchange import ThriftExchange  # noqa: E402
+from gateway.hms_thrift.reply import ThriftReply  # noqa: E402
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy  # noqa: E402
 from gateway.policy import CatalogView, PolicyEngine, load_policy_file  # noqa: E402
 from gateway.policy.columns import filter_partition  # noqa: E402
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses  # noqa: E402
@@ -108,9 +108,9 @@ def listing_cost(policies: list[Policy], database: str, n: int) -> tuple[float, 
     async def run() -> None:
         nonlocal kept, cpu
         for _ in range(n):
-            exchange = Exchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
+            exchange = ThriftExchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
                                 identity=identity, header=header, call=call)
-            reply = Reply(message, schema)
+            reply = ThriftReply(message, schema)
             c0, t0 = time.process_time(), time.perf_counter()
             await step.on_reply(exchange, reply)
             samples.append(time.perf_counter() - t0)
@@ -136,15 +136,15 @@ def column_filter_cpu(message: bytes, policy_file: Path, n: int) -> tuple[float,
     async def run() -> None:
         nonlocal removed
         for _ in range(n):
-            exchange = Exchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
+            exchange = ThriftExchange(None, AuditEvent("bench", None),  # type: ignore[arg-type]
                                 identity=identity, header=header, call=call)
-            reply = Reply(message, schema)
+            reply = ThriftReply(message, schema)
             t0 = time.process_time()
             await step.on_reply(exchange, reply)
             step_ms.append(time.process_time() - t0)
             removed = len(message) - len(reply.message)
             t0 = time.process_time()
-            reply = Reply(message, schema)
+            reply = ThriftReply(message, schema)
             view = CatalogView(engine, identity.user, identity.groups)
             for part in reply.result.success:
                 filter_partition(view, part)

@@ -86,7 +86,9 @@ class GatewayHandler:
         if not service.limiter.try_acquire():
             raise Overloaded("too many requests in flight", {hdrs.RETRY_AFTER: "1"})
         try:
-            return await service.handler.handle(Exchange(request, event))
+            # a kind may carry more per request (hms-thrift: the call), in its own exchange type
+            exchange_type = getattr(service.handler, "exchange_type", Exchange)
+            return await service.handler.handle(exchange_type(request, event))
         finally:
             service.limiter.release()
 

@@ -1,5 +1,5 @@
 """The metadata cache of one ``hms-thrift`` service: what its handler asks before and after
-the upstream call (:mod:`gateway.services.thrift_rpc`).
+the upstream call (:mod:`gateway.hms_thrift.kind`).
 
 It holds HMS's strict-binary replies to the reads of :data:`gateway.cache.methods.CACHED`,
 keyed by method and argument bytes (the seqid left out; with ``per_user``, the user and groups
@@ -27,7 +27,7 @@ from gateway.cache.writes import activate, invalidate
 from gateway.config import ConfigError
 from gateway.events.poller import NotificationPoller
 from gateway.observability import metrics
-from gateway.pipeline.exchange import Exchange, call_args
+from gateway.hms_thrift.exchange import ThriftExchange, call_args
 from gateway.providers.authentication.base import add_response_header
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import read_message_header
@@ -172,7 +172,7 @@ class MetadataCache:
         self._gauges()
         return kept
 
-    def lookup(self, exchange: Exchange) -> Lookup | None:
+    def lookup(self, exchange: ThriftExchange) -> Lookup | None:
         """:meth:`consult` for a proxied call: the :class:`Lookup` of a cached read (with its
         reply on a hit), or None when the call is forwarded without the cache (``Cache-Status``
         and the audit event say why). Sets ``Cache-Status`` for every outcome but a miss (see
@@ -195,7 +195,7 @@ class MetadataCache:
             add_response_header(exchange.request, CACHE_STATUS, status_value("hit"))
         return found
 
-    def stored(self, exchange: Exchange, lookup: Lookup, reply: bytes) -> None:
+    def stored(self, exchange: ThriftExchange, lookup: Lookup, reply: bytes) -> None:
         """After a miss: keep HMS's ``reply`` when it succeeded, and say so (``Cache-Status``,
         the audit event)."""
         kept = self.keep(lookup, reply)
@@ -203,12 +203,12 @@ class MetadataCache:
         add_response_header(exchange.request, CACHE_STATUS,
                             status_value(lookup.result, kept))
 
-    def forwarded(self, exchange: Exchange, lookup: Lookup) -> None:
+    def forwarded(self, exchange: ThriftExchange, lookup: Lookup) -> None:
         """After a miss whose upstream call failed: say so (nothing kept)."""
         exchange.event.cache = lookup.result
         add_response_header(exchange.request, CACHE_STATUS, status_value(lookup.result))
 
-    def _forward(self, exchange: Exchange, why: str) -> None:
+    def _forward(self, exchange: ThriftExchange, why: str) -> None:
         exchange.event.cache = why
         add_response_header(exchange.request, CACHE_STATUS, status_value(why))
         return None

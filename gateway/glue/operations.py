@@ -3,7 +3,7 @@
 Each operation takes the request's JSON object (members as in botocore's
 ``glue/2017-03-31/service-2.json``) and returns the response's; errors are
 :mod:`gateway.glue.errors` classes. Policy semantics are the Thrift API's
-(:mod:`gateway.pipeline.steps.catalog_policy`), asked of one :class:`~gateway.policy.view.CatalogView`
+(:mod:`gateway.hms_thrift.steps.catalog_policy`), asked of one :class:`~gateway.policy.view.CatalogView`
 per request: a database or table is listed and answered when the caller has some access on it or
 below it (Ranger's ``_any``); one the caller may not see is ``EntityNotFoundException``, worded as
 for a missing one; a column is shown when the caller has ``select`` on it. Without a policy

@@ -28,9 +28,9 @@ from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.observability import metrics
 from gateway.pipeline.body import check_length, read_body
-from gateway.pipeline.exchange import Exchange
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.outcomes import Answered, MethodNotAllowed, status_of
-from gateway.pipeline.reply import Reply
+from gateway.hms_thrift.reply import ThriftReply
 from gateway.pipeline.step import Chain
 from gateway.services.base import MetastoreBacked, ServiceContext
 from gateway.thrift.binary import ONEWAY
@@ -125,6 +125,8 @@ class ThriftRpcService(MetastoreBacked):
     roles = ("authentication", "identity-assertion", "authorization", "method-exposure",
              "ugi-claim", "catalog-policy", "ownership-assertion")
     Options = ThriftRpcOptions
+    #: Its requests carry the Thrift call (the gateway handler builds this type).
+    exchange_type = ThriftExchange
 
     def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
                  schema: ServiceSchema, limits: Limits, cache: MetadataCache | None = None):
@@ -149,7 +151,7 @@ class ThriftRpcService(MetastoreBacked):
     def _response_bytes(self):
         return metrics.child(metrics.RESPONSE_BYTES, self.topology, self.path)
 
-    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+    async def handle(self, exchange: ThriftExchange) -> tuple[web.StreamResponse, str]:
         """The response to one request and its outcome label. Raises pipeline outcomes."""
         request = exchange.request
         if request.method != hdrs.METH_POST:
@@ -162,7 +164,7 @@ class ThriftRpcService(MetastoreBacked):
         finally:
             self._request_bytes.inc(len(body))  # counted off the request's path
 
-    async def _serve_call(self, exchange: Exchange, body: bytes) -> tuple[web.StreamResponse, str]:
+    async def _serve_call(self, exchange: ThriftExchange, body: bytes) -> tuple[web.StreamResponse, str]:
         request, event = exchange.request, exchange.event
         try:
             codec = detect_codec(body, request.content_type)
@@ -183,7 +185,7 @@ class ThriftRpcService(MetastoreBacked):
             return web.Response(body=reply, content_type=codec.content_type), status_of(answer)[1]
         return await self._dispatch(exchange)
 
-    async def _dispatch(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+    async def _dispatch(self, exchange: ThriftExchange) -> tuple[web.StreamResponse, str]:
         header, codec, event = exchange.header, exchange.codec, exchange.event
         assert header is not None and codec is not None
         oneway = header.type == ONEWAY  # the codec checked it against the IDL
@@ -232,7 +234,7 @@ class ThriftRpcService(MetastoreBacked):
             return sink.response, reply_outcome(reply)
         try:
             if reply_steps:
-                seen = Reply(reply, self.schema)
+                seen = ThriftReply(reply, self.schema)
                 await self.chain.on_reply(exchange, seen, reply_steps)
                 reply = seen.message
             body = codec.encode_reply(reply, self.schema, header.seqid)
@@ -243,7 +245,7 @@ class ThriftRpcService(MetastoreBacked):
         self._response_bytes.inc(len(body))
         return _response(body, codec.content_type), reply_outcome(reply)
 
-    def _sink(self, exchange: Exchange) -> ReplySink:
+    def _sink(self, exchange: ThriftExchange) -> ReplySink:
         """A sink that streams the reply in the client's protocol, TJSON translated as it
         arrives or binary passed through (:mod:`gateway.upstream.streaming`)."""
         request, seqid = exchange.request, exchange.header.seqid  # type: ignore[union-attr]

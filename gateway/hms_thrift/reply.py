@@ -1,8 +1,8 @@
 """A whole upstream reply as a reply-side step sees it.
 
-A step reads :attr:`Reply.result` (the method's result struct decoded by thriftpy2 from the
+A step reads :attr:`ThriftReply.result` (the method's result struct decoded by thriftpy2 from the
 IDL: ``success`` for field 0, one attribute per declared exception) and may change it and call
-:meth:`Reply.replace`, which encodes it back (a list-bucketed table's skew map, which thriftpy2
+:meth:`ThriftReply.replace`, which encodes it back (a list-bucketed table's skew map, which thriftpy2
 cannot hold, is carried through as HMS's bytes: :mod:`gateway.thrift.objects`); the
 service kind then writes ``message`` in the client's protocol. Decoding happens only when a step asks, and only for methods some step
 declared in ``reply_methods``.
@@ -16,7 +16,7 @@ from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema
 
 
-class Reply:
+class ThriftReply:
     """``message``: one strict-binary REPLY or EXCEPTION (the client's seqid), ``header`` its header."""
 
     __slots__ = ("message", "header", "_schema", "_result", "_kept")

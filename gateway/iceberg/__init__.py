@@ -1,5 +1,5 @@
 """The Iceberg REST Catalog over the Hive Metastore (issue 22), served by the ``iceberg-rest``
-service kind (:mod:`gateway.services.iceberg_rest`).
+service kind (:mod:`gateway.iceberg.kind`).
 
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every

@@ -1,6 +1,6 @@
 """What every Iceberg REST operation shares for one request: the caller's HMS client (calls as
 the authenticated user, ``set_ugi``), the caller's catalog view (policy), metadata files, the
-service's state (:class:`~gateway.iceberg.service.IcebergService`); and the lookups that turn HMS's answers and the policy into the spec's
+service's state (:class:`~gateway.iceberg.service_state.IcebergService`); and the lookups that turn HMS's answers and the policy into the spec's
 errors.
 
 Policy (Ranger's Hive model, :class:`~gateway.policy.view.CatalogView`): what the user cannot
@@ -18,7 +18,7 @@ from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg_view, metadata_location
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.service import IcebergService
+from gateway.iceberg.service_state import IcebergService
 from gateway.policy.view import CatalogView
 from gateway.upstream.errors import UpstreamError
 

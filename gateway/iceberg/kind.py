@@ -54,7 +54,7 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.plan_store import PlanningOptions
-from gateway.iceberg.service import LOCK_HEARTBEAT_SECONDS, IcebergService
+from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, IcebergService
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor

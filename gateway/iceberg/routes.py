@@ -15,7 +15,7 @@ model answers no body. Every handler has one signature::
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
 caller, policy view, metadata files, ``catalog.service`` the serving service's
-:class:`~gateway.iceberg.service.IcebergService`), ``route`` the matched
+:class:`~gateway.iceberg.service_state.IcebergService`), ``route`` the matched
 :class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
 query and headers, ``ask`` the body read as the row's request model (None for a row without
 one). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an

@@ -30,7 +30,7 @@ is ``UNSIGNED-PAYLOAD`` unless the client declared its SHA-256.
 
 Decisions are counted (``hms_gateway_s3_signings_total{decision}``); refusals are audited one
 line each; allowed signings write one audit line per user, table and access per
-:data:`~gateway.iceberg.service.SUMMARY_SECONDS`, whose reason counts the signings it stands for.
+:data:`~gateway.iceberg.service_state.SUMMARY_SECONDS`, whose reason counts the signings it stands for.
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 from multidict import CIMultiDict
@@ -11,12 +10,6 @@ from multidict import CIMultiDict
 from gateway.observability.audit import REQUEST_ID_HEADER, AuditEvent
 from gateway.providers.authentication.base import RESPONSE_HEADERS, Principal
 from gateway.providers.identity import Identity
-from gateway.thrift.binary import MessageHeader
-from gateway.thrift.objects import decode_args
-
-if TYPE_CHECKING:
-    from gateway.thrift.codec import Codec
-    from gateway.thrift.schema import MethodSchema
 
 
 def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[str]:
@@ -32,37 +25,24 @@ def response_headers(request: web.BaseRequest, request_id: str) -> CIMultiDict[s
 
 @dataclass(slots=True, eq=False)
 class Exchange:
-    """What is known about one request: set by the gateway handler (``request``, ``event``:
-    the audit event, which names the topology and service), then by steps (``principal``,
-    ``identity``) and the service kind (``codec``, ``header``, ``call``).
+    """What is known about one request, whatever its kind: set by the gateway handler
+    (``request``, ``event``: the audit event, which names the topology and service), then by
+    the request-side steps (``principal``, ``identity``). ``view`` is the caller's
+    :class:`~gateway.policy.view.CatalogView` for this request, built once by the kind or step
+    that judges catalog access, so its per-request decisions serve every later hook.
 
-    ``call`` is the strict-binary message that goes upstream; request-side steps may replace it.
-    ``args`` is ``call``'s arguments as thriftpy2 objects, decoded once by the first step that
-    needs them (catalog policy) and kept for the request's later hooks; None until then, and
-    set back to None by a step that replaces ``call``. ``view`` is the caller's
-    :class:`~gateway.policy.view.CatalogView` for this request, built once by the catalog policy
-    step, so its per-request decisions serve every later hook.
+    A kind whose requests carry more (the Thrift call:
+    :class:`gateway.hms_thrift.exchange.ThriftExchange`) names its subclass as its
+    ``exchange_type``; the gateway handler builds that one.
     """
 
     request: web.BaseRequest
     event: AuditEvent
     principal: Principal | None = None
     identity: Identity | None = None
-    codec: "Codec | None" = None
-    header: MessageHeader | None = None
-    call: bytes = b""
-    args: object | None = None
     view: object | None = None
 
     def response_headers(self) -> CIMultiDict[str]:
         """:func:`response_headers` of this request."""
         return response_headers(self.request, self.event.request_id)
 
-
-def call_args(exchange: Exchange, method: "MethodSchema"):
-    """The arguments of ``exchange.call`` (thriftpy2 ``<method>_args``), decoded once per
-    request and kept on ``exchange.args`` for every step and the metadata cache. Raises
-    ``ProtocolError`` when they do not decode."""
-    if exchange.args is None:
-        exchange.args = decode_args(exchange.call, method)
-    return exchange.args

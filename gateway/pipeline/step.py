@@ -6,11 +6,13 @@ for a coroutine per step (docs/performance.md, issue 14):
 
 * ``on_request(exchange)``: HTTP level, before the body is read (authentication, identity
   assertion, service ACL);
-* ``on_call(exchange)``: after the body is decoded into ``exchange.header`` and
-  ``exchange.call`` (method exposure, ownership assertion, catalog policy);
+* ``on_call(exchange)``: after a kind that calls per method has decoded the call (the
+  ``hms-thrift`` kind: ``exchange.header`` and ``exchange.call`` of its
+  :class:`~gateway.hms_thrift.exchange.ThriftExchange`; method exposure, ownership assertion,
+  catalog policy);
 * ``on_reply(exchange, reply)``: for the methods named in ``reply_methods`` only, with the
-  whole reply (:class:`gateway.pipeline.reply.Reply`) to read or change. Every other method's
-  reply streams to the client untouched (the C translator's path).
+  whole reply (``hms-thrift``: :class:`gateway.hms_thrift.reply.ThriftReply`) to read or
+  change. Every other method's reply streams to the client untouched (the C translator's path).
 
 A hook ends the request by raising an :class:`gateway.pipeline.outcomes.Outcome` (or
 ``ProtocolError``, ``Throttled``); the status comes from the one table in that module.
@@ -29,7 +31,6 @@ from gateway.thrift.schema import ServiceSchema
 
 if TYPE_CHECKING:
     from gateway.pipeline.exchange import Exchange
-    from gateway.pipeline.reply import Reply
     from gateway.policy import PolicyEngine
 
 _T = TypeVar("_T")
@@ -97,7 +98,7 @@ class Step:
     async def on_call(self, exchange: "Exchange") -> None:
         """After the call is decoded. Raise an ``Outcome`` to end the request."""
 
-    async def on_reply(self, exchange: "Exchange", reply: "Reply") -> None:
+    async def on_reply(self, exchange: "Exchange", reply: Any) -> None:
         """With the whole reply of a method in :attr:`reply_methods`."""
 
     def wants_reply(self, exchange: "Exchange") -> bool:
@@ -154,7 +155,7 @@ class Chain:
             return steps
         return tuple(s for s in steps if s.wants_reply(exchange))
 
-    async def on_reply(self, exchange: "Exchange", reply: "Reply",
+    async def on_reply(self, exchange: "Exchange", reply: Any,
                        steps: tuple[Step, ...] | None = None) -> None:
         for step in self._reply.get(reply.header.name, ()) if steps is None else steps:
             result = step.on_reply(exchange, reply)

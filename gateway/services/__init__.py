@@ -17,11 +17,11 @@ from gateway.registry import resolve
 
 #: ``kind`` in a topology's service → ``"module:Class"`` of its handler.
 KINDS: dict[str, str] = {
-    "hms-thrift": "gateway.services.thrift_rpc:ThriftRpcService",
-    "glue": "gateway.services.glue:GlueService",
-    "explorer": "gateway.services.explorer:ExplorerService",
-    "event-stream": "gateway.services.event_stream:EventStreamService",
-    "iceberg-rest": "gateway.services.iceberg_rest:IcebergRestService",
+    "hms-thrift": "gateway.hms_thrift.kind:ThriftRpcService",
+    "glue": "gateway.glue.kind:GlueService",
+    "explorer": "gateway.explorer.kind:ExplorerService",
+    "event-stream": "gateway.events.kind:EventStreamService",
+    "iceberg-rest": "gateway.iceberg.kind:IcebergRestService",
 }
 
 

@@ -135,6 +135,10 @@ class ServiceKind(Protocol):
     Options: ClassVar[type[BaseModel] | None]
     #: The HMS pools it calls (probed by ``/readyz``), or None for kinds that call none.
     upstream: Upstream | None
+    #: Optional: the :class:`~gateway.pipeline.exchange.Exchange` subclass its requests travel
+    #: in (``hms-thrift``: :class:`~gateway.hms_thrift.exchange.ThriftExchange`); the gateway
+    #: handler builds a plain ``Exchange`` for a kind that declares none.
+    exchange_type: ClassVar[type]
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ServiceKind": ...

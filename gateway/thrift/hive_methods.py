@@ -2,7 +2,7 @@
 database, table and column, and what each method needs (the job Apache Ranger's Hive agent does
 in ``RangerHiveAuthorizer``, which maps each Hive operation to its resources and access type) for
 the methods of the Hive 2.3 IDL, and which methods only read (:func:`is_read_only`). The
-catalog-policy step (:mod:`gateway.pipeline.steps.catalog_policy`) enforces these tables
+catalog-policy step (:mod:`gateway.hms_thrift.steps.catalog_policy`) enforces these tables
 (docs/security.md lists them), the metadata cache reuses them (:mod:`gateway.cache.methods`),
 and the upstream layer retries only what :func:`is_read_only` allows.
 
@@ -86,7 +86,7 @@ OBJECT_LISTINGS: dict[str, tuple[str, str, str | None]] = {
 COLUMN_REPLIES = frozenset(m for m, r in READS.items() if r.columns) | {"get_table_objects_by_name"}
 
 #: Replies that are a ``list<Partition>`` (column filtering by splicing bytes:
-#: :mod:`gateway.pipeline.partition_splice`).
+#: :mod:`gateway.hms_thrift.partition_splice`).
 PARTITION_LISTS = frozenset({
     "get_partitions", "get_partitions_with_auth", "get_partitions_ps", "get_partitions_ps_with_auth",
     "get_partitions_by_filter", "get_partitions_by_names"})

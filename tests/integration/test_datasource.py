@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gateway.client import BasicAuth, events, hive_metastore_idl
-from gateway.services.thrift_rpc import SPEC_METHODS
+from gateway.hms_thrift.kind import SPEC_METHODS
 from gateway.demo.metastore_client import partition_name
 from tests.support.thriftpy_client import direct_thriftpy_client
 from tests.support.gateway import RunningGateway, service

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Error as PlaywrightError, Page, expect, sync_playwright
 
-from gateway.services.thrift_rpc import SPEC_METHODS
+from gateway.hms_thrift.kind import SPEC_METHODS
 from gateway.demo import metastore_client
 from gateway.explorer import METHODS
 from tests.support.big_table import BIG_DB, BIG_PARTITIONS, BIG_TABLE

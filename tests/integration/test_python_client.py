@@ -23,7 +23,7 @@ from gateway.client import (
     KerberosAuth,
     connect,
 )
-from gateway.services.thrift_rpc import SPEC_METHODS
+from gateway.hms_thrift.kind import SPEC_METHODS
 from tests.support.tunnel import USERS as TUNNEL_USERS
 from tests.support.tunnel import token as tunnel_token
 from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider, service

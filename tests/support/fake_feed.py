@@ -11,7 +11,7 @@ __all__ = ["FeedHandler"]
 
 
 class FeedHandler(BaseHTTPRequestHandler):
-    """The long-poll contract of an ``event-stream`` service (gateway/services/event_stream.py):
+    """The long-poll contract of an ``event-stream`` service (gateway/events/kind.py):
     503 until ready, then pages of events, then a 410 resync."""
 
     protocol_version = "HTTP/1.1"

@@ -18,16 +18,17 @@ from gateway.config import Limits
 from gateway.events.feed import ChangeFeed
 from gateway.events.model import MetastoreEvent
 from gateway.observability.audit import AuditEvent
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity
-from gateway.services.event_stream import EventStreamOptions, EventStreamService
-from gateway.services.glue import GlueOptions, GlueService
-from gateway.services.iceberg_rest import IcebergRestOptions, IcebergRestService
+from gateway.events.kind import EventStreamOptions, EventStreamService
+from gateway.glue.kind import GlueOptions, GlueService
+from gateway.iceberg.kind import IcebergRestOptions, IcebergRestService
 from gateway.thrift import objects as thrift_objects
 from gateway.thrift.binary import encode_binary_call, read_message_header
 from tests.unit.test_glue_shapes import IDL, SCHEMA
@@ -95,10 +96,10 @@ async def test_iceberg_rest():
 async def test_hms_thrift():
     step = CatalogPolicy("t", "hms", ENGINE, SCHEMA)
     call = encode_binary_call("get_all_databases", 7, [])
-    exchange = Exchange(None, AuditEvent("r", None), identity=ALICE,  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None), identity=ALICE,  # type: ignore[arg-type]
                         header=read_message_header(call)[0], call=call)
     result = SCHEMA.methods["get_all_databases"].result_class(success=["hr", "sales"])
-    reply = Reply(thrift_objects.encode_reply("get_all_databases", 7, result), SCHEMA)
+    reply = ThriftReply(thrift_objects.encode_reply("get_all_databases", 7, result), SCHEMA)
     await step.on_call(exchange)
     await step.on_reply(exchange, reply)
     assert reply.result.success == ["sales"]

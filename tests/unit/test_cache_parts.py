@@ -18,7 +18,7 @@ from gateway.cache.store import OVERHEAD, Entry, ReplyStore
 from gateway.cache.writes import note_write
 from gateway.config import ConfigError
 from gateway.observability.audit import AuditEvent
-from gateway.pipeline.exchange import Exchange
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.providers.authentication.base import RESPONSE_HEADERS
 from gateway.providers.identity import Identity
 from gateway.thrift.binary import CALL, MessageHeader, read_message_header
@@ -59,9 +59,9 @@ class FakeHMS:
         return encode_reply(header.name, header.seqid, method.result_class(success=value))
 
 
-def exchange(method: str, user: str = "alice", groups=(), **args) -> Exchange:
+def exchange(method: str, user: str = "alice", groups=(), **args) -> ThriftExchange:
     call = encode_call(SCHEMA, method, args, seqid=7)
-    return Exchange(make_mocked_request("POST", "/"), AuditEvent("r", None),
+    return ThriftExchange(make_mocked_request("POST", "/"), AuditEvent("r", None),
                     identity=Identity(user, None, frozenset(groups)),
                     header=MessageHeader(method, CALL, 7), call=call)
 
@@ -71,7 +71,7 @@ def table_reply(name: str = "t") -> bytes:
     return encode_reply("get_table", 0, result)
 
 
-def status(ex: Exchange) -> str:
+def status(ex: ThriftExchange) -> str:
     return dict(ex.request[RESPONSE_HEADERS])["Cache-Status"]
 
 

@@ -11,7 +11,7 @@ from gateway.config import (
     load_topologies,
     load_topology_file,
 )
-from gateway.services.thrift_rpc import SPEC_METHODS, ThriftRpcOptions
+from gateway.hms_thrift.kind import SPEC_METHODS, ThriftRpcOptions
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -172,7 +172,7 @@ def test_the_service_body_filters_partition_summaries_per_user_and_types_selects
 
     from gateway.policy import load_policy_file
     from gateway.policy.view import CatalogView
-    from gateway.services.event_stream import EventStreamOptions, EventStreamService, _Query
+    from gateway.events.kind import EventStreamOptions, EventStreamService, _Query
     from tests.unit.test_events_stream import POLICY
 
     first, second = files

@@ -16,7 +16,7 @@ from gateway.events.model import MetastoreEvent
 from gateway.policy import load_policy_file
 from gateway.services.base import validate_options
 from gateway.policy.view import CatalogView
-from gateway.services.event_stream import BadQuery, EventStreamOptions, _filter_message, _keep, _Query, _visible
+from gateway.events.kind import BadQuery, EventStreamOptions, _filter_message, _keep, _Query, _visible
 
 POLICY = """
 policies:
@@ -164,7 +164,7 @@ async def sse_client(feed, heartbeat=30.0):
 
     from gateway.observability.audit import AuditEvent
     from gateway.pipeline.exchange import Exchange
-    from gateway.services.event_stream import EventStreamService
+    from gateway.events.kind import EventStreamService
 
     service = object.__new__(EventStreamService)
     service.options = EventStreamOptions(heartbeat_seconds=heartbeat)

@@ -1,4 +1,4 @@
-"""Service kind ``explorer`` (gateway/services/explorer.py) with a fake step chain: what it
+"""Service kind ``explorer`` (gateway/explorer/kind.py) with a fake step chain: what it
 serves, its headers, 405/404, no path traversal, authentication before anything, options.
 The browser side is tested in tests/integration/test_explorer.py and test_explorer_tjson.py."""
 
@@ -17,7 +17,7 @@ from gateway.explorer import METHODS, load_assets
 from gateway.pipeline.outcomes import MethodNotAllowed, NotFound, Unauthenticated
 from gateway.services import service_kind
 from gateway.services.base import ServiceContext, validate_options
-from gateway.services.explorer import ExplorerOptions, ExplorerService
+from gateway.explorer.kind import ExplorerOptions, ExplorerService
 from gateway.thrift.schema import load_schema
 
 SPARK_JS = Path(__file__).resolve().parents[2] / "gateway" / "explorer" / "static" / "spark.js"

@@ -11,7 +11,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from gateway.events.feed import EVENT_TYPES, ChangeFeed, Resync
 from gateway.events.model import MetastoreEvent
-from gateway.services.event_stream import BadQuery, _Query
+from gateway.events.kind import BadQuery, _Query
 
 
 def event(i: int, kind: str, db: str = "sales", table: str | None = "t") -> MetastoreEvent:

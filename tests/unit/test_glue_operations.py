@@ -13,7 +13,7 @@ from gateway.glue.errors import AccessDenied, EntityNotFound, InvalidInput, Perm
 from gateway.upstream.metastore import MetaException, NoSuchObjectException
 from gateway.glue.operations import Caller, GlueCatalog
 from gateway.policy import load_policy_file
-from gateway.services.glue import GlueService
+from gateway.glue.kind import GlueService
 from gateway.topology import Topology, build_topology
 from tests.unit.test_glue_shapes import IDL, sample_partition, sample_table
 

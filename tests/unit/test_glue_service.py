@@ -20,7 +20,7 @@ from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.sigv4 import REFUSAL, SIGNED_BODY, Refusal
 from gateway.providers.authentication.throttle import Throttled
 from gateway.providers.identity import Identity
-from gateway.services.glue import GlueOptions, GlueService
+from gateway.glue.kind import GlueOptions, GlueService
 from gateway.thrift.binary import read_message_header
 from gateway.upstream.errors import UpstreamTimeout, UpstreamUnavailable
 from tests.unit.test_glue_shapes import IDL, SCHEMA

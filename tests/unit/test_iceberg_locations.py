@@ -16,7 +16,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service import IcebergService
+from gateway.iceberg.service_state import IcebergService
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,

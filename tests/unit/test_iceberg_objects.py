@@ -18,7 +18,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.objects import TABLE, VIEW
 from gateway.iceberg.routes import ROUTES, Route, answer, endpoint
-from gateway.iceberg.service import IcebergService
+from gateway.iceberg.service_state import IcebergService
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
 from gateway.upstream.metastore import idl_module

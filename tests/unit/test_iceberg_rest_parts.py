@@ -18,7 +18,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import commit, errors
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service import IcebergService
+from gateway.iceberg.service_state import IcebergService
 from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
@@ -461,7 +461,7 @@ async def _serve(path: str, *, error=None, refusal=None, method="GET"):
     from gateway.config import Limits
     from gateway.observability.audit import AuditEvent
     from gateway.pipeline.exchange import Exchange
-    from gateway.services.iceberg_rest import IcebergRestOptions, IcebergRestService
+    from gateway.iceberg.kind import IcebergRestOptions, IcebergRestService
     service = IcebergRestService("t", "ice", _Upstream(error), _Chain(refusal), load_schema(), None,
                                  Limits(), IcebergRestOptions())
     request = make_mocked_request(method, "/gateway/t/ice" + path)

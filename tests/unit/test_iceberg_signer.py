@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gateway.iceberg import errors
-from gateway.iceberg.service import Summaries
+from gateway.iceberg.service_state import Summaries
 from gateway.iceberg.signer import MAX_HEADERS, check_headers, check_url, headers_to_sign, signed
 from gateway.iceberg.storage import S3Options, split_location
 from gateway.iceberg.vending import TemporaryCredentials

@@ -15,7 +15,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service import IcebergService
+from gateway.iceberg.service_state import IcebergService
 from gateway.policy import CatalogView, PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.identity import Identity

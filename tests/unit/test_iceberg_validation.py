@@ -16,7 +16,7 @@ from gateway.iceberg import bodies, errors, hms_bounds
 from gateway.iceberg.errors import BadRequest
 from gateway.observability.audit import AuditEvent
 from gateway.pipeline.exchange import Exchange
-from gateway.services.iceberg_rest import IcebergRestOptions, IcebergRestService
+from gateway.iceberg.kind import IcebergRestOptions, IcebergRestService
 from gateway.thrift.schema import load_schema
 from tests.support.iceberg.hostile import World, _defects
 from gateway.upstream.metastore import idl_module

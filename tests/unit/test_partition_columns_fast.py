@@ -1,7 +1,7 @@
 """The partition-list column filter (``PartitionSplice``: a shape decode, one count, then one
 split of the shared column list, else per-partition edits, else the object path) gives, for
-every reply shape, the bytes and the hidden-column count of the object path: ``Reply.result``
-filtered as a ``CatalogView`` keeps them and encoded back by ``Reply.replace``."""
+every reply shape, the bytes and the hidden-column count of the object path: ``ThriftReply.result``
+filtered as a ``CatalogView`` keeps them and encoded back by ``ThriftReply.replace``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from gateway.observability.audit import AuditEvent
 from gateway.thrift import objects as thrift_objects
-from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.partition_splice import PartitionSplice
+from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.partition_splice import PartitionSplice
 from gateway.policy.columns import filter_partition
 from gateway.policy.view import CatalogView
 from gateway.providers.authentication.base import Principal
@@ -33,7 +33,7 @@ def message_of(parts: list) -> bytes:
 
 def object_path(message: bytes) -> tuple[bytes, int | None]:
     """What the step answered before splicing existed: decode, filter each partition, encode."""
-    reply = Reply(message, SCHEMA)
+    reply = ThriftReply(message, SCHEMA)
     result = reply.result
     view = CatalogView(ENGINE, ANN.user, ANN.groups)
     for part in result.success or ():
@@ -61,9 +61,9 @@ def spliced(message: bytes, monkeypatch) -> tuple[bytes, int | None, list[str]]:
     spy("_per_partition", lambda out: "per_partition")
     spy("filter", lambda out: "None" if out is None else "splice")
     call = encode_binary_call("get_partitions", 3, [(1, TType.STRING, "db"), (2, TType.STRING, "t"), (3, TType.I16, -1)])
-    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(call)[0], call=call)
-    reply = Reply(message, SCHEMA)
+    reply = ThriftReply(message, SCHEMA)
     asyncio.run(STEP.on_reply(exchange, reply))
     monkeypatch.undo()
     return reply.message, exchange.event.policy_columns_hidden, ways

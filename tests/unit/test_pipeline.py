@@ -18,7 +18,7 @@ from gateway.pipeline import outcomes
 from gateway.pipeline.step import Chain, Step
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.throttle import Throttled
-from gateway.services.thrift_rpc import ThriftRpcService
+from gateway.hms_thrift.kind import ThriftRpcService
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import load_schema
 from gateway.topology import Router, Service, Topology

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.observability.audit import AuditEvent
-from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
+from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy
 from gateway.thrift.objects import encode_reply
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
@@ -115,11 +115,11 @@ def test_a_database_the_user_cannot_see_lists_nothing_without_looking_at_names()
 def _reply_names(step: CatalogPolicy, method: str, call: bytes, items: list, user: str, groups) -> list:
     identity = Identity(user, Principal(user, "basic"), frozenset(groups))
     header, _ = read_message_header(call)
-    exchange = Exchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
                         identity=identity, header=header, call=call)
-    reply = Reply(list_of_strings_reply(method, 1, items), SCHEMA)
+    reply = ThriftReply(list_of_strings_reply(method, 1, items), SCHEMA)
     asyncio.run(step.on_reply(exchange, reply))
-    return Reply(reply.message, SCHEMA).result.success
+    return ThriftReply(reply.message, SCHEMA).result.success
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -128,7 +128,7 @@ def test_step_listing_keeps_what_visible_keeps(policy_list, user, groups, databa
     engine = PolicyEngine(policy_list)
     step = CatalogPolicy("t", "/hms", engine, SCHEMA)
     # as the reply decodes: UTF-8 names as str, anything else as bytes
-    decoded = Reply(list_of_strings_reply("get_all_tables", 1, listing), SCHEMA).result.success
+    decoded = ThriftReply(list_of_strings_reply("get_all_tables", 1, listing), SCHEMA).result.success
     shown = [n if isinstance(n, str) else n.decode("utf-8", "surrogateescape") for n in decoded]
     call = encode_binary_call("get_all_tables", 1, [(1, TType.STRING, database)])
     assert _reply_names(step, "get_all_tables", call, listing, user, groups) == [
@@ -152,14 +152,14 @@ def test_step_does_not_decode_a_listing_the_policies_decide_alike():
         header, _ = read_message_header(call)
         for message, shown in ((list_of_strings_reply("get_all_tables", 1, ["a", "b\xff"]), expected),
                                (failure, None)):
-            exchange = Exchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
+            exchange = ThriftExchange(None, AuditEvent("t", None),  # type: ignore[arg-type]
                                 identity=Identity("ann", Principal("ann", "basic"), frozenset()),
                                 header=header, call=call)
-            reply = Reply(message, SCHEMA)
+            reply = ThriftReply(message, SCHEMA)
             asyncio.run(step.on_reply(exchange, reply))
             if shown is None or database == "sales":
                 assert reply.message is message  # untouched
             if database == "sales" and shown is not None:
                 assert reply._result is None  # never decoded
-            assert Reply(reply.message, SCHEMA).result.success == shown
+            assert ThriftReply(reply.message, SCHEMA).result.success == shown
             assert exchange.event.policy_hidden == (None if shown is None else 2 - len(shown))

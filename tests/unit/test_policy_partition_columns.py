@@ -10,11 +10,11 @@ import pytest
 
 from gateway.observability.audit import AuditEvent
 from gateway.thrift import objects as thrift_objects
-from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.partition_splice import PartitionSplice
-from gateway.pipeline.steps import catalog_policy
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
+from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.partition_splice import PartitionSplice
+from gateway.hms_thrift.steps import catalog_policy
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec
 from gateway.providers.authentication.base import Principal
@@ -46,9 +46,9 @@ def filtered(parts: list, fast: bool, monkeypatch) -> tuple[bytes, int | None]:
         monkeypatch.setattr(catalog_policy, "PARTITION_LISTS", frozenset())
     message = thrift_objects.encode_reply("get_partitions", 3, SCHEMA.methods["get_partitions"].result_class(success=parts))
     call = encode_binary_call("get_partitions", 3, [(1, TType.STRING, "db"), (2, TType.STRING, "t"), (3, TType.I16, -1)])
-    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=Identity("ann", Principal("ann", "basic")), header=read_message_header(call)[0], call=call)
-    reply = Reply(message, SCHEMA)
+    reply = ThriftReply(message, SCHEMA)
     asyncio.run(STEP.on_reply(exchange, reply))
     monkeypatch.undo()
     return reply.message, exchange.event.policy_columns_hidden

@@ -12,9 +12,9 @@ import pytest
 
 from gateway.observability.audit import AuditEvent
 from gateway.thrift import objects as thrift_objects
-from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
+from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy
 from gateway.policy import PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec
 from gateway.providers.authentication.base import Principal
@@ -49,7 +49,7 @@ def test_the_idls_own_classes_cannot_hold_the_skew_map():
 def test_a_filtered_reply_keeps_every_skew_map_byte_for_byte():
     result_class = SCHEMA.methods["get_partitions"].result_class
     parts = [partition(0, MAPS), partition(1, {}), partition(2, None), partition(3, {("z",): "file:/w/t/p=3/z"})]
-    reply = Reply(thrift_objects.encode_reply("get_partitions", 5, result_class(success=parts)), SCHEMA)
+    reply = ThriftReply(thrift_objects.encode_reply("get_partitions", 5, result_class(success=parts)), SCHEMA)
     result = reply.result
     for part in result.success:
         part.sd.cols = part.sd.cols[:1]
@@ -75,9 +75,9 @@ def test_the_policy_step_removes_columns_of_a_skewed_table_and_keeps_its_map():
     table = T.Table("t", "db", "ann", 1, 0, 0, sd(MAPS), [], {"transient_lastDdlTime": "1"}, tableType="MANAGED_TABLE")
     result_class = SCHEMA.methods["get_table"].result_class
     call = encode_binary_call("get_table", 4, [(1, TType.STRING, "db"), (2, TType.STRING, "t")])
-    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=Identity("ann", Principal("ann", "basic")), header=read_message_header(call)[0], call=call)
-    reply = Reply(thrift_objects.encode_reply("get_table", 4, result_class(success=table)), SCHEMA)
+    reply = ThriftReply(thrift_objects.encode_reply("get_table", 4, result_class(success=table)), SCHEMA)
     asyncio.run(step.on_reply(exchange, reply))
 
     table.sd.cols = table.sd.cols[:1]

@@ -10,10 +10,10 @@ import pytest
 
 from gateway.observability.audit import AuditEvent
 from gateway.thrift import objects as thrift_objects
-from gateway.pipeline import exchange as exchange_module
-from gateway.pipeline.exchange import Exchange, call_args
-from gateway.pipeline.reply import Reply
-from gateway.pipeline.steps import catalog_policy
+from gateway.hms_thrift import exchange as exchange_module
+from gateway.hms_thrift.exchange import ThriftExchange, call_args
+from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.steps import catalog_policy
 from gateway.policy import CatalogView, PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.authentication.base import Principal
@@ -85,15 +85,15 @@ STEP = catalog_policy.CatalogPolicy("topo", "svc", ENGINE, SCHEMA)
 ANN = Identity("ann", Principal("ann", "basic"))
 
 
-def _request(name: str, fields: list, result) -> tuple[Exchange, Reply]:
+def _request(name: str, fields: list, result) -> tuple[ThriftExchange, ThriftReply]:
     call = encode_binary_call(name, 7, fields)
-    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(call)[0], call=call)
-    reply = Reply(thrift_objects.encode_reply(name, 7, result), SCHEMA)
+    reply = ThriftReply(thrift_objects.encode_reply(name, 7, result), SCHEMA)
     return exchange, reply
 
 
-async def _through_the_step(exchange: Exchange, reply: Reply) -> None:
+async def _through_the_step(exchange: ThriftExchange, reply: ThriftReply) -> None:
     """The step's hooks in the order the Thrift service calls them."""
     await STEP.on_call(exchange)
     if exchange.header.name in STEP.reply_methods and STEP.wants_reply(exchange):  # type: ignore[union-attr]
@@ -129,14 +129,14 @@ def test_each_request_decodes_its_arguments_once(monkeypatch):
 
 
 def test_a_step_that_replaces_the_call_drops_the_decoded_arguments():
-    from gateway.pipeline.steps.ownership import OwnershipAssertion
+    from gateway.hms_thrift.steps.ownership import OwnershipAssertion
     from gateway.providers.ownership import OwnerAssertion
 
     method = SCHEMA.methods["create_database"]
     message = bytearray(thrift_objects.encode_reply(
         "create_database", 2, method.args_class(database=T.Database("sales", "", "file:/w", {}))))
     message[3] = 1  # CALL
-    exchange = Exchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
+    exchange = ThriftExchange(None, AuditEvent("r", None),  # type: ignore[arg-type]
                         identity=ANN, header=read_message_header(bytes(message))[0], call=bytes(message))
     assert call_args(exchange, method).database.ownerName is None
     OwnershipAssertion(OwnerAssertion(SCHEMA)).on_call(exchange)

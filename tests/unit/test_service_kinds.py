@@ -8,7 +8,7 @@ import pytest
 from gateway.config import ConfigError, GatewayConfig, TLSConfig, load_topology_file
 from gateway.services import KINDS, service_kind
 from gateway.services.base import validate_options
-from gateway.services.thrift_rpc import ThriftRpcService
+from gateway.hms_thrift.kind import ThriftRpcService
 from gateway.topology import build_topology
 
 TOPOLOGY = """

@@ -13,12 +13,12 @@ from gateway.config import ConfigError, GatewayConfig, TLSConfig, load_topology_
 from gateway.pipeline.step import Step
 from gateway.pipeline.steps import STEPS, UnknownRole, build_chain, step_class
 from gateway.pipeline.steps.authentication import Authentication
-from gateway.pipeline.steps.catalog_policy import CatalogPolicy
-from gateway.pipeline.steps.exposure import MethodExposure
+from gateway.hms_thrift.steps.catalog_policy import CatalogPolicy
+from gateway.hms_thrift.steps.exposure import MethodExposure
 from gateway.pipeline.steps.identity_assertion import IdentityAssertion
-from gateway.pipeline.steps.ownership import OwnershipAssertion
+from gateway.hms_thrift.steps.ownership import OwnershipAssertion
 from gateway.pipeline.steps.service_acl import ServiceAcl
-from gateway.pipeline.steps.ugi_claim import UgiClaim
+from gateway.hms_thrift.steps.ugi_claim import UgiClaim
 from gateway.services import KINDS, service_kind
 from gateway.topology import build_topology
 
@@ -160,5 +160,5 @@ def test_the_documented_roles_are_the_registry():
     roles = _table("| role | module | hook | may end the request with |\n")
     assert list(roles) == list(STEPS)
     for role, module in roles.items():
-        path = re.search(r"`(pipeline/steps/\w+\.py)`", module).group(1)
+        path = re.search(r"`((?:pipeline|hms_thrift)/steps/\w+\.py)`", module).group(1)
         assert STEPS[role].partition(":")[0] == "gateway." + path[:-3].replace("/", ".")

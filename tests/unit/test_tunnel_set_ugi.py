@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from gateway.pipeline.outcomes import Answered, status_of
-from gateway.pipeline.steps.ugi_claim import UgiAnswered, UgiClaim, set_ugi_result
+from gateway.hms_thrift.steps.ugi_claim import UgiAnswered, UgiClaim, set_ugi_result
 from gateway.thrift.objects import decode_struct
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import Identity

@@ -12,7 +12,7 @@ method of the Hive 2.3 IDL that lists or names a database, table, partition, ind
 * columns the user may not ``select`` are removed from tables, partitions, indexes, field lists,
   column statistics, key constraints and the column-bearing table properties
   (:mod:`gateway.policy.columns`; a ``list<Partition>`` reply by splicing its bytes,
-  :mod:`gateway.pipeline.partition_splice`); partition keys stay (partition values and names carry them);
+  :mod:`gateway.hms_thrift.partition_splice`); partition keys stay (partition values and names carry them);
 * writes need the matching Ranger access; ``alter_table`` by a user who does not see every
   column is refused too (it would write the filtered schema back);
 * methods naming no catalog object (:data:`~gateway.thrift.hive_methods.NEUTRAL`) pass; any other method is refused while a
@@ -31,10 +31,10 @@ import logging
 import struct
 
 from gateway.observability import metrics
-from gateway.pipeline.exchange import Exchange, call_args
+from gateway.hms_thrift.exchange import ThriftExchange, call_args
 from gateway.pipeline.outcomes import Answered
-from gateway.pipeline.partition_splice import PartitionSplice
-from gateway.pipeline.reply import Reply
+from gateway.hms_thrift.partition_splice import PartitionSplice
+from gateway.hms_thrift.reply import ThriftReply
 from gateway.pipeline.step import Step, StepContext
 from gateway.thrift.objects import encode_reply
 from gateway.policy import Decision, PolicyEngine
@@ -83,23 +83,23 @@ class CatalogPolicy(Step):
             return None
         return cls(ctx.topology, ctx.config.path, ctx.policy, ctx.schema)
 
-    def _view(self, exchange: Exchange) -> CatalogView:
+    def _view(self, exchange: ThriftExchange) -> CatalogView:
         if exchange.view is None:  # once per request: its decisions are cached for the request
             identity = exchange.identity
             assert identity is not None, "identity assertion runs first"
             exchange.view = CatalogView(self.engine, identity.user, identity.groups)
         return exchange.view  # type: ignore[return-value]
 
-    def _args(self, exchange: Exchange):
+    def _args(self, exchange: ThriftExchange):
         assert exchange.header is not None
         return call_args(exchange, self.schema.methods[exchange.header.name])
 
     @staticmethod
-    def _audit(exchange: Exchange, view: CatalogView, decision: Decision, allowed: bool, access: str) -> None:
+    def _audit(exchange: ThriftExchange, view: CatalogView, decision: Decision, allowed: bool, access: str) -> None:
         """The audit line's policy fields, from the request's view (its counts so far)."""
         exchange.event.record_policy(view, "allowed" if allowed else "denied", access, decision.policy_id)
 
-    def wants_reply(self, exchange: Exchange) -> bool:
+    def wants_reply(self, exchange: ThriftExchange) -> bool:
         """Whether this request's reply needs :meth:`on_reply`, from the request alone: False
         for a read of a table whose every column the user may see (the reply then streams)."""
         header = exchange.header
@@ -111,7 +111,7 @@ class CatalogPolicy(Step):
         view = self._view(exchange)
         return not view.all_columns(argument(args, read.db) or "", argument(args, read.table) or "")
 
-    async def on_call(self, exchange: Exchange) -> None:
+    async def on_call(self, exchange: ThriftExchange) -> None:
         header = exchange.header
         assert header is not None
         name = header.name
@@ -165,7 +165,7 @@ class CatalogPolicy(Step):
             method, name, header.seqid, read.missing, database=database, table=table,
             index=argument(args, "index_name"), function=argument(args, "funcName")))
 
-    def _check_write(self, exchange: Exchange, method: MethodSchema, view: CatalogView) -> None:
+    def _check_write(self, exchange: ThriftExchange, method: MethodSchema, view: CatalogView) -> None:
         header = exchange.header
         assert header is not None
         write = WRITES[header.name]
@@ -190,7 +190,7 @@ class CatalogPolicy(Step):
         raise Answered(f"catalog policy: {write.access} on {name} denied to {view.user} ({decision.reason})",
                        exception_reply(method, header.name, header.seqid, "MetaException", message))
 
-    async def on_reply(self, exchange: Exchange, reply: Reply) -> None:
+    async def on_reply(self, exchange: ThriftExchange, reply: ThriftReply) -> None:
         if reply.is_exception:
             return
         name = reply.header.name
@@ -226,11 +226,11 @@ class CatalogPolicy(Step):
         if changed:
             reply.replace(result)
 
-    def _columns_hidden(self, exchange: Exchange, view: CatalogView) -> None:
+    def _columns_hidden(self, exchange: ThriftExchange, view: CatalogView) -> None:
         self._decisions["columns_hidden"].inc(len(view.hidden_columns))
         exchange.event.policy_columns_hidden = len(view.hidden_columns)
 
-    def _filter_names(self, exchange: Exchange, reply: Reply, view: CatalogView) -> None:
+    def _filter_names(self, exchange: ThriftExchange, reply: ThriftReply, view: CatalogView) -> None:
         """A name listing (``list<string>``) keeps the names the user may see, in order. When the
         policies decide alike for every name (:meth:`CatalogView.listing_verdict`), the reply is
         not decoded: kept as it is, or answered with an empty list. A name that is not UTF-8
@@ -262,7 +262,7 @@ class CatalogPolicy(Step):
         if self._hide(exchange, result, "success", names, shown):
             reply.replace(result)
 
-    def _filter_objects(self, exchange: Exchange, result, view: CatalogView) -> bool:
+    def _filter_objects(self, exchange: ThriftExchange, result, view: CatalogView) -> bool:
         path, db_attr, table_attr = OBJECT_LISTINGS[exchange.header.name]  # type: ignore[union-attr]
         holder_path, _, attr = path.rpartition(".")
         holder = argument(result, holder_path) if holder_path else result
@@ -275,14 +275,14 @@ class CatalogPolicy(Step):
             shown = [i for i in items if view.visible(getattr(i, db_attr) or "", getattr(i, table_attr) or "")]
         return self._hide(exchange, holder, attr, items, shown)
 
-    def _hide(self, exchange: Exchange, holder, attr: str, items: list, shown: list) -> bool:
+    def _hide(self, exchange: ThriftExchange, holder, attr: str, items: list, shown: list) -> bool:
         """Replace the listing ``items`` (``holder.attr``) by ``shown``, counting what was hidden."""
         if not self._count_hidden(exchange, len(items), len(items) - len(shown)):
             return False
         setattr(holder, attr, shown)
         return True
 
-    def _count_hidden(self, exchange: Exchange, total: int, hidden: int) -> bool:
+    def _count_hidden(self, exchange: ThriftExchange, total: int, hidden: int) -> bool:
         """Record on the audit event and the metrics that a listing of ``total`` items loses
         ``hidden``; whether it loses any."""
         exchange.event.record_policy(self._view(exchange), "allowed")

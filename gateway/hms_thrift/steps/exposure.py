@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from gateway.pipeline.exchange import Exchange
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.outcomes import NotExposed
 from gateway.pipeline.step import Step, StepContext
 from gateway.thrift.translate import UNKNOWN_METHOD
@@ -28,7 +28,7 @@ class MethodExposure(Step):
         """From the kind's options' ``methods`` (a kind asking for this role has that option)."""
         return cls(ctx.topology, ctx.config.path, frozenset(ctx.options.methods))
 
-    def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: ThriftExchange) -> None:
         header, codec = exchange.header, exchange.codec
         assert header is not None and codec is not None
         if header.name in self.methods:

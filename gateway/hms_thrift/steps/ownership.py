@@ -5,7 +5,7 @@ wrote)."""
 from __future__ import annotations
 
 
-from gateway.pipeline.exchange import Exchange
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.step import Step, StepContext
 from gateway.providers.ownership import OwnerAssertion
 
@@ -23,7 +23,7 @@ class OwnershipAssertion(Step):
         """One per topology: the owner rules depend only on the IDL."""
         return ctx.per_topology(cls.name, lambda: cls(OwnerAssertion(ctx.schema)))
 
-    def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: ThriftExchange) -> None:
         assert exchange.header is not None and exchange.identity is not None
         call = self.assertion.apply(exchange.call, exchange.header.name, exchange.identity.user)
         if call is not exchange.call:

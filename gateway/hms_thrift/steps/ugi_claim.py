@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 
-from gateway.pipeline.exchange import Exchange
+from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.outcomes import Served
 from gateway.pipeline.step import Step, StepContext
 from gateway.thrift.objects import encode_reply
@@ -51,7 +51,7 @@ class UgiClaim(Step):
     def build(cls, ctx: StepContext) -> "UgiClaim":
         return cls(ctx.topology, ctx.config.path, ctx.schema)
 
-    def on_call(self, exchange: Exchange) -> None:
+    def on_call(self, exchange: ThriftExchange) -> None:
         header = exchange.header
         assert header is not None
         if header.name != SET_UGI or self.method is None:

@@ -24,10 +24,10 @@ STEPS: dict[str, str] = {
     "authentication": "gateway.pipeline.steps.authentication:Authentication",
     "identity-assertion": "gateway.pipeline.steps.identity_assertion:IdentityAssertion",
     "authorization": "gateway.pipeline.steps.service_acl:ServiceAcl",
-    "method-exposure": "gateway.pipeline.steps.exposure:MethodExposure",
-    "ugi-claim": "gateway.pipeline.steps.ugi_claim:UgiClaim",
-    "catalog-policy": "gateway.pipeline.steps.catalog_policy:CatalogPolicy",
-    "ownership-assertion": "gateway.pipeline.steps.ownership:OwnershipAssertion",
+    "method-exposure": "gateway.hms_thrift.steps.exposure:MethodExposure",
+    "ugi-claim": "gateway.hms_thrift.steps.ugi_claim:UgiClaim",
+    "catalog-policy": "gateway.hms_thrift.steps.catalog_policy:CatalogPolicy",
+    "ownership-assertion": "gateway.hms_thrift.steps.ownership:OwnershipAssertion",
 }
 
 
