@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gateway.cache.follower import NotificationFollower
 from gateway.cache.generations import generations
@@ -27,16 +28,16 @@ from gateway.cache.writes import activate, invalidate
 from gateway.config import ConfigError
 from gateway.events.poller import NotificationPoller
 from gateway.observability import metrics
-from gateway.hms_thrift.exchange import ThriftExchange, call_args
+from gateway.observability.audit import AuditEvent
 from gateway.providers.authentication.base import add_response_header
 from gateway.providers.identity import Identity
-from gateway.thrift.binary import read_message_header
+from gateway.thrift.binary import MessageHeader, read_message_header
 from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import ServiceSchema
+from gateway.thrift.schema import MethodSchema, ServiceSchema
 from gateway.thrift.walk import reply_succeeded
 from gateway.upstream.errors import UpstreamError
 
-__all__ = ["CACHE_STATUS", "Lookup", "MetadataCache", "status_value"]
+__all__ = ["CACHE_STATUS", "Lookup", "MetadataCache", "ProxiedCall", "status_value"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,21 @@ def status_value(result: str, stored: bool = False) -> str:
     if result == "hit":
         return f"{_NAME}; hit"
     return f"{_NAME}; fwd={result}" + ("; stored" if stored else "")
+
+
+class ProxiedCall(Protocol):
+    """What the cache reads of a client's call that the ``hms-thrift`` kind proxies (its
+    :class:`~gateway.hms_thrift.exchange.ThriftExchange`): the request (``Cache-Status``), the
+    audit event, the identity it acts as, the call's header and strict-binary message, and
+    ``arguments(method)``, its arguments decoded once per request."""
+
+    request: Any
+    event: AuditEvent
+    identity: Identity | None
+    header: MessageHeader | None
+    call: bytes
+
+    def arguments(self, method: MethodSchema) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -172,7 +188,7 @@ class MetadataCache:
         self._gauges()
         return kept
 
-    def lookup(self, exchange: ThriftExchange) -> Lookup | None:
+    def lookup(self, exchange: ProxiedCall) -> Lookup | None:
         """:meth:`consult` for a proxied call: the :class:`Lookup` of a cached read (with its
         reply on a hit), or None when the call is forwarded without the cache (``Cache-Status``
         and the audit event say why). Sets ``Cache-Status`` for every outcome but a miss (see
@@ -183,7 +199,7 @@ class MetadataCache:
         if method not in CACHED:
             return self._forward(exchange, "method")
         try:
-            args = call_args(exchange, self.schema.methods[method])
+            args = exchange.arguments(self.schema.methods[method])
             offset = read_message_header(exchange.call)[1]
         except ProtocolError:
             return self._forward(exchange, "bypass")
@@ -195,7 +211,7 @@ class MetadataCache:
             add_response_header(exchange.request, CACHE_STATUS, status_value("hit"))
         return found
 
-    def stored(self, exchange: ThriftExchange, lookup: Lookup, reply: bytes) -> None:
+    def stored(self, exchange: ProxiedCall, lookup: Lookup, reply: bytes) -> None:
         """After a miss: keep HMS's ``reply`` when it succeeded, and say so (``Cache-Status``,
         the audit event)."""
         kept = self.keep(lookup, reply)
@@ -203,12 +219,12 @@ class MetadataCache:
         add_response_header(exchange.request, CACHE_STATUS,
                             status_value(lookup.result, kept))
 
-    def forwarded(self, exchange: ThriftExchange, lookup: Lookup) -> None:
+    def forwarded(self, exchange: ProxiedCall, lookup: Lookup) -> None:
         """After a miss whose upstream call failed: say so (nothing kept)."""
         exchange.event.cache = lookup.result
         add_response_header(exchange.request, CACHE_STATUS, status_value(lookup.result))
 
-    def _forward(self, exchange: ThriftExchange, why: str) -> None:
+    def _forward(self, exchange: ProxiedCall, why: str) -> None:
         exchange.event.cache = why
         add_response_header(exchange.request, CACHE_STATUS, status_value(why))
         return None

@@ -2,7 +2,8 @@
 ``{"__type": "<ErrorCode>", "message": "<text>"}`` with ``Content-Type:
 application/x-amz-json-1.1`` (the protocol botocore's ``JSONParser`` reads: the code from
 ``__type``, the text from ``message``). Codes and statuses follow botocore's
-``glue/2017-03-31/service-2.json`` and AWS's common errors.
+``glue/2017-03-31/service-2.json`` and AWS's common errors. :class:`GlueErrors` is the
+``glue`` kind's one error map: how the HTTP frame writes refusals, failures and these errors.
 """
 
 from __future__ import annotations
@@ -10,7 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from thriftpy2.thrift import TException
+
+from gateway.pipeline import outcomes
+from gateway.pipeline.exchange import Exchange
+from gateway.providers.authentication.sigv4 import ALGORITHM, REFUSAL
+from gateway.providers.authentication.throttle import Throttled
+from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
 #: The protocol's media type (AWS JSON 1.1).
 CONTENT_TYPE = "application/x-amz-json-1.1"
@@ -74,3 +82,71 @@ Forbidden = _error("AccessDeniedException", 403, "Refused by identity assertion 
 Throttling = _error("ThrottlingException", 429, "Too many failed authentications from this address.")
 RequestTimeout = _error("RequestTimeoutException", 408, "A body not received in time.")
 RequestTooLarge = _error("RequestEntityTooLargeException", 413, "A body over the gateway's limit.")
+
+
+class GlueErrors:
+    """Glue's error model (:class:`~gateway.services.http_frame.ErrorModel`): AWS JSON 1.1
+    errors with ``x-amzn-RequestId``."""
+
+    error = GlueError
+
+    @staticmethod
+    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[GlueError, str] | None:
+        if isinstance(outcome, outcomes.Unauthenticated):
+            refusal = request.get(REFUSAL)
+            if refusal is not None:  # a SigV4 signature presented and refused: as AWS answers it
+                return GlueError.of(refusal.code, refusal.status, refusal.message), "unauthenticated"
+            headers = _headers(outcome.headers)
+            return MissingAuthenticationToken(_missing_message(request, headers), headers), "unauthenticated"
+        if isinstance(outcome, outcomes.Forbidden):
+            return Forbidden(outcome.reason), "forbidden"
+        if isinstance(outcome, Throttled):
+            return Throttling("Rate exceeded: too many failed authentications",
+                                     [(hdrs.RETRY_AFTER, str(outcome.retry_after))]), "throttled"
+        if isinstance(outcome, outcomes.TooLarge):
+            return RequestTooLarge(outcome.reason), "too_large"
+        if isinstance(outcome, outcomes.BodyTimeout):
+            return RequestTimeout(outcome.reason), "bad_request"
+        return None
+
+    @staticmethod
+    def label(error: GlueError) -> str:
+        if isinstance(error, (InvalidInput, Serialization, UnknownOperation)):
+            return "bad_request"
+        return "exception" if error.status < 500 else "upstream_unavailable"
+
+    @staticmethod
+    def upstream(failure: Exception, method: str | None) -> tuple[GlueError, str]:
+        if isinstance(failure, UpstreamTimeout):
+            return OperationTimeout(str(failure)), "upstream_timeout"
+        if isinstance(failure, UpstreamError):
+            return ServiceUnavailable(str(failure)), "upstream_unavailable"
+        if isinstance(failure, TException):  # HMS's exception, or TApplicationException
+            return InternalService(str(failure)[:1024]), "upstream_unavailable"
+        return InternalService("the metastore failed"), "upstream_unavailable"
+
+    @staticmethod
+    def internal(request_id: str) -> GlueError:
+        return GlueError.of("InternalServiceException", 500,
+                            f"internal error; the gateway's log has the details under request id {request_id}")
+
+    @staticmethod
+    def answer(error: GlueError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        return error.response(exchange.event.request_id), error.message
+
+
+def _headers(headers) -> list[tuple[str, str]]:
+    return list(headers.items()) if isinstance(headers, dict) else list(headers or ())
+
+
+def _missing_message(request: web.BaseRequest, headers: list[tuple[str, str]]) -> str:
+    """AWS's ``Missing Authentication Token``, with the schemes the topology accepts (its
+    challenges): a SigV4 signature sent to a topology without a ``sigv4`` provider is named
+    as such, rather than left looking like a wrong key."""
+    schemes = list(dict.fromkeys(value.split(" ", 1)[0] for name, value in headers
+                                 if name.lower() == hdrs.WWW_AUTHENTICATE.lower()))
+    accepted = ", ".join(schemes) or "none"
+    if request.headers.get(hdrs.AUTHORIZATION, "").startswith(ALGORITHM + " ") and ALGORITHM not in schemes:
+        return (f"Missing Authentication Token: this service does not accept AWS Signature Version 4 "
+                f"({ALGORITHM}; its topology has no sigv4 provider). It accepts: {accepted}.")
+    return f"Missing Authentication Token. This service accepts: {accepted}."

@@ -3,7 +3,7 @@ AWS JSON 1.1 protocol as Glue speaks it, so that boto3's glue client (``endpoint
 service) works unmodified.
 
 One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
-:class:`GlueErrors` as its error model): ``POST`` (else 405); the body read whole (413, 408) and left for the ``sigv4``
+:class:`~gateway.glue.errors.GlueErrors` as its error model): ``POST`` (else 405); the body read whole (413, 408) and left for the ``sigv4``
 provider, which signs over it; request-side steps (authentication, identity assertion, service
 ACL); ``X-Amz-Target: AWSGlue.<Operation>`` picks the operation (:mod:`gateway.glue.operations`,
 ``UnknownOperationException`` otherwise); the body is the operation's JSON object
@@ -39,26 +39,17 @@ from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.glue import errors
-from gateway.glue.errors import CONTENT_TYPE, GlueError
+from gateway.glue.errors import CONTENT_TYPE, GlueError, GlueErrors
 from gateway.glue.operations import Caller, GlueCatalog
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.outcomes import (
-    BodyTimeout,
-    Forbidden,
-    MethodNotAllowed,
-    TooLarge,
-    Unauthenticated,
-)
+from gateway.pipeline.outcomes import MethodNotAllowed
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
-from gateway.providers.authentication.sigv4 import ALGORITHM, REFUSAL
-from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
-from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 from gateway.upstream.failover import Upstream
-from gateway.upstream.metastore import MetastoreClient, TException
+from gateway.upstream.metastore import MetastoreClient
 
 log = logging.getLogger(__name__)
 
@@ -78,74 +69,6 @@ class GlueOptions(BaseModel):
     trusted_engines: list[str] = Field(default_factory=list)
     #: The metadata cache of this service's HMS reads (:mod:`gateway.cache`), off by default.
     cache: CacheOptions = Field(default_factory=CacheOptions)
-
-
-class GlueErrors:
-    """Glue's error model (:class:`~gateway.services.http_frame.ErrorModel`): AWS JSON 1.1
-    errors with ``x-amzn-RequestId``."""
-
-    error = GlueError
-
-    @staticmethod
-    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[GlueError, str] | None:
-        if isinstance(outcome, Unauthenticated):
-            refusal = request.get(REFUSAL)
-            if refusal is not None:  # a SigV4 signature presented and refused: as AWS answers it
-                return GlueError.of(refusal.code, refusal.status, refusal.message), "unauthenticated"
-            headers = _headers(outcome.headers)
-            return errors.MissingAuthenticationToken(_missing_message(request, headers), headers), "unauthenticated"
-        if isinstance(outcome, Forbidden):
-            return errors.Forbidden(outcome.reason), "forbidden"
-        if isinstance(outcome, Throttled):
-            return errors.Throttling("Rate exceeded: too many failed authentications",
-                                     [(hdrs.RETRY_AFTER, str(outcome.retry_after))]), "throttled"
-        if isinstance(outcome, TooLarge):
-            return errors.RequestTooLarge(outcome.reason), "too_large"
-        if isinstance(outcome, BodyTimeout):
-            return errors.RequestTimeout(outcome.reason), "bad_request"
-        return None
-
-    @staticmethod
-    def label(error: GlueError) -> str:
-        if isinstance(error, (errors.InvalidInput, errors.Serialization, errors.UnknownOperation)):
-            return "bad_request"
-        return "exception" if error.status < 500 else "upstream_unavailable"
-
-    @staticmethod
-    def upstream(failure: Exception, method: str | None) -> tuple[GlueError, str]:
-        if isinstance(failure, UpstreamTimeout):
-            return errors.OperationTimeout(str(failure)), "upstream_timeout"
-        if isinstance(failure, UpstreamError):
-            return errors.ServiceUnavailable(str(failure)), "upstream_unavailable"
-        if isinstance(failure, TException):  # HMS's exception, or TApplicationException
-            return errors.InternalService(str(failure)[:1024]), "upstream_unavailable"
-        return errors.InternalService("the metastore failed"), "upstream_unavailable"
-
-    @staticmethod
-    def internal(request_id: str) -> GlueError:
-        return GlueError.of("InternalServiceException", 500,
-                            f"internal error; the gateway's log has the details under request id {request_id}")
-
-    @staticmethod
-    def answer(error: GlueError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        return error.response(exchange.event.request_id), error.message
-
-
-def _headers(headers) -> list[tuple[str, str]]:
-    return list(headers.items()) if isinstance(headers, dict) else list(headers or ())
-
-
-def _missing_message(request: web.BaseRequest, headers: list[tuple[str, str]]) -> str:
-    """AWS's ``Missing Authentication Token``, with the schemes the topology accepts (its
-    challenges): a SigV4 signature sent to a topology without a ``sigv4`` provider is named
-    as such, rather than left looking like a wrong key."""
-    schemes = list(dict.fromkeys(value.split(" ", 1)[0] for name, value in headers
-                                 if name.lower() == hdrs.WWW_AUTHENTICATE.lower()))
-    accepted = ", ".join(schemes) or "none"
-    if request.headers.get(hdrs.AUTHORIZATION, "").startswith(ALGORITHM + " ") and ALGORITHM not in schemes:
-        return (f"Missing Authentication Token: this service does not accept AWS Signature Version 4 "
-                f"({ALGORITHM}; its topology has no sigv4 provider). It accepts: {accepted}.")
-    return f"Missing Authentication Token. This service accepts: {accepted}."
 
 
 class GlueService(HttpKind):

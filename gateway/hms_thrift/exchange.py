@@ -16,6 +16,15 @@ if TYPE_CHECKING:
     from gateway.thrift.schema import MethodSchema
 
 
+def call_args(exchange: "ThriftExchange", method: "MethodSchema"):
+    """The arguments of ``exchange.call`` (thriftpy2 ``<method>_args``), decoded once per
+    request and kept on ``exchange.args`` for every step and the metadata cache. Raises
+    ``ProtocolError`` when they do not decode."""
+    if exchange.args is None:
+        exchange.args = decode_args(exchange.call, method)
+    return exchange.args
+
+
 @dataclass(slots=True, eq=False)
 class ThriftExchange(Exchange):
     """An :class:`Exchange` with the call set by the ``hms-thrift`` kind: ``codec`` the
@@ -33,11 +42,5 @@ class ThriftExchange(Exchange):
     call: bytes = b""
     args: object | None = None
 
-
-def call_args(exchange: ThriftExchange, method: "MethodSchema"):
-    """The arguments of ``exchange.call`` (thriftpy2 ``<method>_args``), decoded once per
-    request and kept on ``exchange.args`` for every step and the metadata cache. Raises
-    ``ProtocolError`` when they do not decode."""
-    if exchange.args is None:
-        exchange.args = decode_args(exchange.call, method)
-    return exchange.args
+    #: :func:`call_args` of this exchange (what the metadata cache asks of a proxied call).
+    arguments = call_args

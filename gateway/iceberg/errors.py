@@ -1,4 +1,5 @@
-"""The Iceberg REST Catalog's error model: every non-2xx answer is
+"""The Iceberg REST Catalog's error model, the one map of the ``iceberg-rest`` kind (its
+errors and :class:`IcebergErrors`, how the HTTP frame writes them): every non-2xx answer is
 ``{"error": {"message": str, "type": str, "code": int}}`` (the spec's ``ErrorModel`` and
 ``IcebergErrorResponse``), ``type`` the exception name Iceberg's clients map back (Java's
 ``ErrorHandlers``, PyIceberg's ``_handle_non_200_response``).
@@ -8,9 +9,15 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from aiohttp import web
+from aiohttp import hdrs, web
+from thriftpy2.thrift import TException
+
+from gateway.pipeline import outcomes
+from gateway.pipeline.exchange import Exchange
+from gateway.providers.authentication.throttle import Throttled
+from gateway.upstream.errors import UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +106,60 @@ class CommitStateUnknown(IcebergError):
     def __init__(self, message: str, status: int = 502):
         super().__init__(message)
         self.status = status
+
+
+class IcebergErrors:
+    """The spec's error model (:class:`~gateway.services.http_frame.ErrorModel`),
+    ``IcebergErrorResponse``; the token endpoint's refusals in OAuth2's
+    (:attr:`gateway.iceberg.routes.Endpoint.error_model`, which ``error_model_of(operation)``
+    gives: None for the catalog's own model). Never a 500 for HMS or storage failing: 500, 502
+    and 504 on a commit mean "commit state unknown" to clients."""
+
+    error = IcebergError
+
+    def __init__(self, error_model_of: Callable[[str], Callable[[IcebergError], IcebergError] | None]):
+        self.error_model_of = error_model_of
+
+    @staticmethod
+    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[IcebergError, str] | None:
+        if isinstance(outcome, outcomes.Unauthenticated):
+            headers = outcome.headers.items() if isinstance(outcome.headers, dict) else outcome.headers
+            error: IcebergError = NotAuthorized("authentication required", headers or ())
+        elif isinstance(outcome, outcomes.Forbidden):
+            error = Forbidden(outcome.reason)
+        elif isinstance(outcome, Throttled):  # also an operation's own password check (the token endpoint)
+            error = TooManyRequests("too many failed authentications",
+                                    [(hdrs.RETRY_AFTER, str(outcome.retry_after))])
+        elif isinstance(outcome, outcomes.TooLarge):  # the spec lists no 413: an oversized body is a bad request
+            error = BadRequest(outcome.reason)
+        elif isinstance(outcome, outcomes.BodyTimeout):
+            error = RequestTimeout(outcome.reason)
+        else:
+            return None
+        return error, IcebergErrors.label(error)
+
+    @staticmethod
+    def label(error: IcebergError) -> str:
+        return {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 408: "bad_request",
+                413: "too_large", 415: "bad_request", 429: "throttled", 503: "upstream_unavailable",
+                502: "upstream_unavailable", 504: "upstream_timeout"}.get(error.status, "exception")
+
+    @staticmethod
+    def upstream(failure: Exception, method: str | None) -> tuple[IcebergError, str]:
+        if isinstance(failure, UpstreamError):
+            # the reason is safe to show (UpstreamError's contract): it names the settings to fix
+            # for a refused proxy user, a wrong service principal or QOP, an unreachable KDC
+            return ServiceUnavailable(f"the Hive Metastore is unavailable: {failure}"), "upstream_unavailable"
+        if isinstance(failure, TException):
+            return ServiceFailure(f"the Hive Metastore failed ({method})"), "upstream_unavailable"
+        return ServiceFailure("the storage of the metadata files failed"), "upstream_unavailable"
+
+    @staticmethod
+    def internal(request_id: str) -> IcebergError:
+        return internal(request_id)
+
+    def answer(self, error: IcebergError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        model = self.error_model_of(exchange.event.method) if exchange.event.method else None
+        if model is not None:
+            error = model(error)
+        return error.response(exchange.request.method == hdrs.METH_HEAD), error.message

@@ -3,7 +3,7 @@
 ``/gateway/{topology}/{service path}/v1/...`` (:mod:`gateway.iceberg`).
 
 One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
-:class:`IcebergErrors` as its error model): the body read whole (400 over the size limit, as the spec lists no 413; 408); the
+:class:`~gateway.iceberg.errors.IcebergErrors` as its error model): the body read whole (400 over the size limit, as the spec lists no 413; 408); the
 request-side steps (authentication, identity assertion, service ACL; the token endpoint
 authenticates its client itself, :mod:`gateway.iceberg.oauth`); the path below the service
 picks the operation (:data:`gateway.iceberg.routes.ROUTES`: 404 for a path the API lacks, 405 with
@@ -41,7 +41,6 @@ from urllib.parse import urlsplit
 
 from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from thriftpy2.thrift import TException
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.session import CacheSession, report as report_cache
@@ -49,7 +48,7 @@ from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.errors import IcebergError
+from gateway.iceberg.errors import IcebergErrors
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
@@ -61,15 +60,12 @@ from gateway.iceberg.vending import Vendor
 from gateway.iceberg.routes import Route, answer, endpoint, match
 from gateway.iceberg.warehouses import Warehouses, WarehouseView
 from gateway.pipeline.exchange import Exchange
-from gateway.pipeline.outcomes import BodyTimeout, Forbidden, TooLarge, Unauthenticated
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.policy.view import CatalogView
-from gateway.providers.authentication.throttle import Throttled
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
-from gateway.upstream.errors import UpstreamError
 from gateway.upstream.failover import Upstream
 from gateway.upstream.locks import Schedule
 from gateway.upstream.metastore import MetastoreClient
@@ -126,60 +122,6 @@ class IcebergRestOptions(BaseModel):
         return self
 
 
-class IcebergErrors:
-    """The spec's error model (:class:`~gateway.services.http_frame.ErrorModel`),
-    ``IcebergErrorResponse``; the token endpoint's refusals in OAuth2's
-    (:attr:`gateway.iceberg.routes.Endpoint.error_model`). Never a 500 for HMS or storage failing:
-    500, 502 and 504 on a commit mean "commit state unknown" to clients."""
-
-    error = IcebergError
-
-    @staticmethod
-    def refusal(outcome: Exception, request: web.BaseRequest) -> tuple[IcebergError, str] | None:
-        if isinstance(outcome, Unauthenticated):
-            headers = outcome.headers.items() if isinstance(outcome.headers, dict) else outcome.headers
-            error: IcebergError = errors.NotAuthorized("authentication required", headers or ())
-        elif isinstance(outcome, Forbidden):
-            error = errors.Forbidden(outcome.reason)
-        elif isinstance(outcome, Throttled):  # also an operation's own password check (the token endpoint)
-            error = errors.TooManyRequests("too many failed authentications",
-                                           [(hdrs.RETRY_AFTER, str(outcome.retry_after))])
-        elif isinstance(outcome, TooLarge):  # the spec lists no 413: an oversized body is a bad request
-            error = errors.BadRequest(outcome.reason)
-        elif isinstance(outcome, BodyTimeout):
-            error = errors.RequestTimeout(outcome.reason)
-        else:
-            return None
-        return error, IcebergErrors.label(error)
-
-    @staticmethod
-    def label(error: IcebergError) -> str:
-        return {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 408: "bad_request",
-                413: "too_large", 415: "bad_request", 429: "throttled", 503: "upstream_unavailable",
-                502: "upstream_unavailable", 504: "upstream_timeout"}.get(error.status, "exception")
-
-    @staticmethod
-    def upstream(failure: Exception, method: str | None) -> tuple[IcebergError, str]:
-        if isinstance(failure, UpstreamError):
-            # the reason is safe to show (UpstreamError's contract): it names the settings to fix
-            # for a refused proxy user, a wrong service principal or QOP, an unreachable KDC
-            return errors.ServiceUnavailable(f"the Hive Metastore is unavailable: {failure}"), "upstream_unavailable"
-        if isinstance(failure, TException):
-            return errors.ServiceFailure(f"the Hive Metastore failed ({method})"), "upstream_unavailable"
-        return errors.ServiceFailure("the storage of the metadata files failed"), "upstream_unavailable"
-
-    @staticmethod
-    def internal(request_id: str) -> IcebergError:
-        return errors.internal(request_id)
-
-    @staticmethod
-    def answer(error: IcebergError, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        model = endpoint(exchange.event.method).error_model if exchange.event.method else None
-        if model is not None:
-            error = model(error)
-        return error.response(exchange.request.method == hdrs.METH_HEAD), error.message
-
-
 class IcebergRestService(HttpKind):
     """Serves one ``iceberg-rest`` service: ``upstream`` its HMS list, ``chain`` its steps,
     ``policy`` its catalog policy (None: everything visible)."""
@@ -187,7 +129,7 @@ class IcebergRestService(HttpKind):
     kind = "iceberg-rest"
     roles = ("authentication", "identity-assertion", "authorization")
     Options = IcebergRestOptions
-    errors = IcebergErrors()
+    errors = IcebergErrors(lambda operation: endpoint(operation).error_model)
     #: The router hands this kind the paths below its own (``.../v1/...``).
     serves_subpaths = True
 
