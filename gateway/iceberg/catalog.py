@@ -1,6 +1,6 @@
 """What every Iceberg REST operation shares for one request: the caller's HMS client (calls as
 the authenticated user, ``set_ugi``), the caller's catalog view (policy), metadata files, the
-service's state (:class:`~gateway.iceberg.service_state.IcebergService`); and the lookups that turn HMS's answers and the policy into the spec's
+service's state (:class:`~gateway.iceberg.service_state.ServiceState`); and the lookups that turn HMS's answers and the policy into the spec's
 errors.
 
 Policy (Ranger's Hive model, :class:`~gateway.policy.view.CatalogView`): what the user cannot
@@ -18,7 +18,7 @@ from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.hive_tables import is_iceberg_view, metadata_location
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.policy.view import CatalogView
 from gateway.upstream.errors import UpstreamError
 
@@ -34,7 +34,7 @@ class Catalog:
     client: Any
     view: CatalogView
     files: MetadataFiles
-    service: IcebergService
+    service: ServiceState
     user: str
     #: (database, table) the request named, for the audit line.
     objects: tuple[str | None, str | None] = field(default=(None, None))
@@ -51,14 +51,14 @@ class Catalog:
 
     # --- policy -----------------------------------------------------------------------------
 
-    def require(self, access: str, db: str, table: str | None = None, kind: CatalogObject = TABLE) -> None:
-        """Raise 404 when the user cannot see the object (the namespace's, or ``kind``'s: a view
+    def require(self, access: str, db: str, table: str | None = None, object_type: CatalogObject = TABLE) -> None:
+        """Raise 404 when the user cannot see the object (the namespace's, or ``object_type``'s: a view
         is a table resource to the policy), 403 when ``access`` is denied."""
         self.decision = "denied"
         if not self.view.visible(db, table):
             if table is None:
                 raise errors.NoSuchNamespace(f"Namespace does not exist: {db}")
-            raise kind.not_found(db, table)
+            raise object_type.not_found(db, table)
         if access and not self.view.may(access, db, table):
             what = db if table is None else f"{db}.{table}"
             raise errors.Forbidden(f"{self.user} may not {access} {what}")
@@ -89,7 +89,7 @@ class Catalog:
             return
         raise conflict(f"{'View' if is_iceberg_view(found) else 'Table'} already exists: {db}.{table}")
 
-    async def rename(self, found, dst_db: str, dst: str, kind: CatalogObject = TABLE) -> None:
+    async def rename(self, found, dst_db: str, dst: str, object_type: CatalogObject = TABLE) -> None:
         """Rename ``found`` (the HMS ``Table`` of a table or view, the policy on both ends
         checked) to ``dst_db.dst``, as HMS's ``alter_table`` does for tables and views alike.
         Raises :class:`~errors.NoSuchNamespace` (the target's), :class:`~errors.AlreadyExists`
@@ -103,43 +103,43 @@ class Catalog:
             await self.client.call("alter_table", dbname=src_db, tbl_name=src, new_tbl=found)
         except (idl.InvalidOperationException, idl.MetaException) as exc:
             raise errors.AlreadyExists(errors.hms_refused(
-                exc, f"renaming {kind.label}{src_db}.{src} to {dst_db}.{dst}")) from None
+                exc, f"renaming {object_type.label}{src_db}.{src} to {dst_db}.{dst}")) from None
 
-    async def lookup(self, db: str, name: str, kind: CatalogObject = TABLE):
-        """The HMS ``Table`` of the Iceberg table (or view, ``kind``) ``db.name``. Raises the
-        kind's 404 (also for an object of the other kind or an HMS table of neither, saying so),
+    async def lookup(self, db: str, name: str, object_type: CatalogObject = TABLE):
+        """The HMS ``Table`` of the Iceberg table (or view, ``object_type``) ``db.name``. Raises the
+        object type's 404 (also for an object of the other type or an HMS table of neither, saying so),
         :class:`~errors.NoSuchNamespace`."""
         try:
             found = await self.client.get_table(db, name)
         except self.idl.NoSuchObjectException:
             await self.database(db)  # 404 for the namespace when that is what is missing
-            raise kind.not_found(db, name) from None
-        if kind.is_kind(found) and metadata_location(found) is not None:
+            raise object_type.not_found(db, name) from None
+        if object_type.matches(found) and metadata_location(found) is not None:
             return found
-        if kind.is_other(found):
-            raise kind.missing(f"{db}.{name} is an Iceberg {kind.other}, not a {kind.noun}")
-        raise kind.missing(kind.neither.format(db=db, name=name, tableType=found.tableType,
+        if object_type.matches_other(found):
+            raise object_type.missing(f"{db}.{name} is an Iceberg {object_type.other}, not a {object_type.noun}")
+        raise object_type.missing(object_type.neither.format(db=db, name=name, tableType=found.tableType,
                                                table_type=(found.parameters or {}).get("table_type")))
 
-    async def metadata(self, hive_table, kind: CatalogObject = TABLE) -> tuple[str, Any]:
-        """``(metadata_location, metadata)`` of an Iceberg HMS table or view (``kind``: PyIceberg's
+    async def metadata(self, hive_table, object_type: CatalogObject = TABLE) -> tuple[str, Any]:
+        """``(metadata_location, metadata)`` of an Iceberg HMS table or view (``object_type``: PyIceberg's
         ``TableMetadata`` or ``ViewMetadata``). Raises :class:`~errors.ServiceFailure` when the
         file cannot be read."""
         location = metadata_location(hive_table)
         assert location is not None
         try:
-            return location, await kind.read(self.files, location)
+            return location, await object_type.read(self.files, location)
         except Exception as exc:  # FileIO and PyIceberg raise many kinds; none is the client's fault
-            what = f"{kind.label}{hive_table.dbName}.{hive_table.tableName}"
+            what = f"{object_type.label}{hive_table.dbName}.{hive_table.tableName}"
             log.warning("cannot read the metadata file %s of %s: %s", location, what, file_fault(exc))
             raise errors.ServiceFailure(f"cannot read the metadata file of {what}") from None
 
-    async def drop(self, db: str, name: str, kind: CatalogObject = TABLE) -> None:
-        """HMS's ``drop_table`` of ``db.name`` (its files stay). Raises the kind's 404."""
+    async def drop(self, db: str, name: str, object_type: CatalogObject = TABLE) -> None:
+        """HMS's ``drop_table`` of ``db.name`` (its files stay). Raises the object type's 404."""
         try:
             await self.client.call("drop_table", dbname=db, name=name, deleteData=False)
         except self.idl.NoSuchObjectException:
-            raise kind.not_found(db, name) from None
+            raise object_type.not_found(db, name) from None
 
     async def create(self, db: str, name: str, table, location: str | None, *, what: str = "Table",
                      conflict: type[errors.IcebergError] = errors.AlreadyExists, unknown=None) -> None:

@@ -107,33 +107,33 @@ async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     return Reply(body=await commit_object(catalog, TABLE, db, name, ask))
 
 
-def same_object(ask, kind: CatalogObject, db: str, name: str) -> None:
+def same_object(ask, object_type: CatalogObject, db: str, name: str) -> None:
     """Raises :class:`~errors.BadRequest` when a commit's body names another object than its path."""
     if ask.identifier is not None and (ask.identifier.namespace != [db] or ask.identifier.name != name):
-        raise errors.BadRequest(f"the body's identifier is not the {kind.noun} of the path")
+        raise errors.BadRequest(f"the body's identifier is not the {object_type.noun} of the path")
 
 
-async def commit_object(catalog: Catalog, kind: CatalogObject, db: str, name: str, ask):
-    """The commit of ``ask`` (its ``requirements`` and ``updates``) to the table or view (``kind``)
+async def commit_object(catalog: Catalog, object_type: CatalogObject, db: str, name: str, ask):
+    """The commit of ``ask`` (its ``requirements`` and ``updates``) to the table or view (``object_type``)
     ``db.name``, the policy already checked; its load result (the base's when nothing changes:
     no new file, Java's no-op commit). Checked before the lock too, as Iceberg's own REST
     handlers do: a writer whose base is already stale gets its 409 (or 404, 400) at once
     instead of after its turn at the lock; under the lock (:func:`locked`) re-read and checked
     again unless the base has not moved, the new file written, the HMS table altered
-    (:func:`alter_committed`). Raises the kind's 404, :class:`~errors.CommitFailed`,
+    (:func:`alter_committed`). Raises the object type's 404, :class:`~errors.CommitFailed`,
     :class:`~errors.BadRequest`, :class:`~errors.Forbidden` (a location),
     :class:`~errors.CommitStateUnknown`, :class:`~errors.ServiceUnavailable`."""
-    subject = kind.subject(db, name)
+    subject = object_type.subject(db, name)
 
     async def prepared(hive):
         """(base location, base, new metadata or None) of the object as ``hive`` names it."""
-        base_location, base = await catalog.metadata(hive, kind)
-        new = kind.apply(ask, base_location, base, subject)
+        base_location, base = await catalog.metadata(hive, object_type)
+        new = object_type.apply(ask, base_location, base, subject)
         if new is not None:
-            await check_moved(catalog, db, name, base, new, what=kind.noun)
+            await check_moved(catalog, db, name, base, new, what=object_type.noun)
         return base_location, base, new
 
-    checked = await prepared(await catalog.lookup(db, name, kind))
+    checked = await prepared(await catalog.lookup(db, name, object_type))
     read = time.monotonic()
 
     async def still_current() -> None:
@@ -143,23 +143,23 @@ async def commit_object(catalog: Catalog, kind: CatalogObject, db: str, name: st
         nonlocal checked
         hive = table_queue.altered_since(db, name, read)
         if hive is None:
-            hive = await catalog.lookup(db, name, kind)
+            hive = await catalog.lookup(db, name, object_type)
         if metadata_location(hive) != checked[0]:
             checked = await prepared(hive)
 
     async with locked(catalog, db, name, ready=still_current):
-        hive = await catalog.lookup(db, name, kind)
+        hive = await catalog.lookup(db, name, object_type)
         base_location, base, new = checked if metadata_location(hive) == checked[0] else await prepared(hive)
         if new is None:
-            return kind.result(base_location, base)
-        new_location = kind.next_location(new, base_location)
-        await kind.write(catalog.files, new, new_location)
-        table = kind.committed(catalog.idl, hive, base, base_location, new, new_location,
+            return object_type.result(base_location, base)
+        new_location = object_type.next_location(new, base_location)
+        await object_type.write(catalog.files, new, new_location)
+        table = object_type.committed(catalog.idl, hive, base, base_location, new, new_location,
                                catalog.service.hive2_compatible)
         sent = time.monotonic()
-        await alter_committed(catalog, db, name, table, base_location, new_location, kind.label)
+        await alter_committed(catalog, db, name, table, base_location, new_location, object_type.label)
         table_queue.altered(db, name, table, sent)
-    return kind.result(new_location, new)
+    return object_type.result(new_location, new)
 
 
 @asynccontextmanager

@@ -53,7 +53,7 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.plan_store import PlanningOptions
-from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, IcebergService
+from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
@@ -144,7 +144,7 @@ class IcebergRestService(HttpKind):
         self.prefix = f"/gateway/{topology}/{path}"
         # The gateway's own S3 key for metadata files; explicit file_io properties win.
         self.files = MetadataFiles({**(storage.file_io() if storage else {}), **options.file_io})
-        self.service = IcebergService(
+        self.service = ServiceState(
             topology=topology, path=path, prefix=self.prefix, hive2_compatible=options.hive2_compatible,
             lock=Schedule(check_min=options.lock_check_min_wait_seconds,
                           check_max=options.lock_check_max_wait_seconds, wait=options.lock_wait_seconds,

@@ -1,7 +1,7 @@
-"""Tables and views as one kind of catalog object: :class:`CatalogObject` says what makes an HMS
+"""Tables and views as one type of catalog object: :class:`CatalogObject` says what makes an HMS
 table one or the other, and :data:`TABLE` and :data:`VIEW` are its two instances. Java's
 ``HiveCatalog`` stores both alike (``HiveTableOperations``, ``HiveViewOperations``): an HMS
-table whose ``table_type`` parameter names the kind (``ICEBERG``; ``ICEBERG-VIEW`` on a
+table whose ``table_type`` parameter names the type (``ICEBERG``; ``ICEBERG-VIEW`` on a
 ``VIRTUAL_VIEW``) and whose ``metadata_location`` is the current metadata file
 (:mod:`gateway.iceberg.hive_tables`). What differs is described here, once:
 
@@ -19,7 +19,7 @@ the one commit under HMS's lock :func:`gateway.iceberg.commit.commit_object`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,7 @@ from pyiceberg.table.update import update_table_metadata
 
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import CLIENT_FAULTS, ListTables, ListViews
-from gateway.iceberg.files import next_metadata_location, next_view_metadata_location
+from gateway.iceberg.files import MetadataFiles, next_metadata_location, next_view_metadata_location
 from gateway.iceberg.hive_tables import (
     committed_table, committed_view_table, is_iceberg, is_iceberg_view, new_table, new_view_table,
 )
@@ -98,23 +98,24 @@ def _next_view_location(metadata, base_location: str | None) -> str:
 
 @dataclass(frozen=True)
 class CatalogObject:
-    """What one kind of catalog object is (see the module docstring)."""
+    """What one type of catalog object is (see the module docstring)."""
 
     #: ``table`` or ``view``, in messages and in what the policy checks are about.
     noun: str
-    #: The kind's 404.
+    #: The object type's 404.
     missing: type[errors.IcebergError]
-    #: Whether an HMS ``Table`` is of this kind (its ``metadata_location`` aside), of the other.
-    is_kind: Callable[[Any], bool]
-    is_other: Callable[[Any], bool]
+    #: Whether an HMS ``Table`` is of this type (its ``metadata_location`` aside), of the other.
+    matches: Callable[[Any], bool]
+    matches_other: Callable[[Any], bool]
     other: str
     #: The message of an HMS table that is neither (fields ``db``, ``name``, ``tableType``, ``table_type``).
     neither: str
     #: The :class:`~gateway.iceberg.files.MetadataFiles` methods that read and write its metadata
-    #: files; the name of the next one after a commit (:mod:`gateway.iceberg.files`; raises
-    #: :class:`~errors.BadRequest` for a name the properties make impossible).
-    reader: str
-    writer: str
+    #: files (unbound: called with the request's files); the name of the next one after a commit
+    #: (:mod:`gateway.iceberg.files`; raises :class:`~errors.BadRequest` for a name the
+    #: properties make impossible).
+    reader: Callable[[MetadataFiles, str], Awaitable[Any]]
+    writer: Callable[[MetadataFiles, Any, str], Awaitable[None]]
     next_location: Callable[[Any, str | None], str]
     #: ``(request, base location, base, subject) → new metadata``, None when nothing changes;
     #: raises :class:`~errors.CommitFailed` (a requirement) or :class:`~errors.BadRequest`.
@@ -150,25 +151,25 @@ class CatalogObject:
             fields["storage-credentials"] = credentials
         return self.result_model(**fields)
 
-    async def read(self, files, location: str):
+    async def read(self, files: MetadataFiles, location: str):
         """The metadata file at ``location``."""
-        return await getattr(files, self.reader)(location)
+        return await self.reader(files, location)
 
-    async def write(self, files, metadata, location: str) -> None:
-        await getattr(files, self.writer)(metadata, location)
+    async def write(self, files: MetadataFiles, metadata, location: str) -> None:
+        await self.writer(files, metadata, location)
 
 
 TABLE = CatalogObject(
-    noun="table", missing=errors.NoSuchTable, is_kind=is_iceberg, is_other=is_iceberg_view, other="view",
+    noun="table", missing=errors.NoSuchTable, matches=is_iceberg, matches_other=is_iceberg_view, other="view",
     neither="Table {db}.{name} is not an Iceberg table (table_type {table_type!r})",
-    reader="read", writer="write", next_location=next_metadata_location,
+    reader=MetadataFiles.read, writer=MetadataFiles.write, next_location=next_metadata_location,
     apply=_table_commit, created=new_table, committed=committed_table, result_model=LoadTableResult,
     list_operation="listTables", list_model=ListTables,
 )
 VIEW = CatalogObject(
-    noun="view", missing=errors.NoSuchView, is_kind=is_iceberg_view, is_other=is_iceberg, other="table",
+    noun="view", missing=errors.NoSuchView, matches=is_iceberg_view, matches_other=is_iceberg, other="table",
     neither="{db}.{name} is not an Iceberg view (tableType {tableType!r}, table_type {table_type!r})",
-    reader="read_view", writer="write_view", next_location=_next_view_location,
+    reader=MetadataFiles.read_view, writer=MetadataFiles.write_view, next_location=_next_view_location,
     apply=_view_commit, created=new_view_table, committed=committed_view_table, result_model=ViewResponse,
     list_operation="listViews", list_model=ListViews,
 )

@@ -1,5 +1,5 @@
 """How a request's path below an ``iceberg-rest`` service picks a row of the route table
-(:data:`gateway.iceberg.routes.ROUTES`, the spec's ``paths``): :class:`Router`, and the
+(:data:`gateway.iceberg.routes.ROUTES`, the spec's ``paths``): :class:`PathMatcher`, and the
 :class:`Route` a handler is given. A catalog route is also served below a ``{prefix}``,
 ``/v1/{prefix}/namespaces/...``: the name of one of the service's warehouses
 (:mod:`gateway.iceberg.warehouses`), which ``GET /v1/config?warehouse=...`` answers as the
@@ -104,7 +104,7 @@ def _decode(segment: str) -> str:
         raise BadRequest("a path segment is not UTF-8 after percent-decoding") from None
 
 
-class Router:
+class PathMatcher:
     """Matches requests against ``rows``: ``(method, path template, operationId)`` triples."""
 
     def __init__(self, rows: Iterable[tuple[str, str, str]]):
@@ -117,7 +117,7 @@ class Router:
 
         Raises :class:`NotFound` for a path the API does not have, :class:`MethodNotAllowed`
         (with ``Allow``) for a method the path does not take, :class:`BadRequest` for bad names,
-        a 404 of the object's kind for a read in a nested namespace."""
+        a 404 of the object's type for a read in a nested namespace."""
         segments = path.split("/")[1:]
         warehouse = None
         if len(segments) > 2 and segments[0] == "v1" and segments[1] in warehouses:

@@ -74,8 +74,8 @@ async def register_view(catalog: Catalog, route: Route, request: web.BaseRequest
     return await _register(catalog, route, ask.name, ask.metadata_location, VIEW)
 
 
-async def _register(catalog: Catalog, route: Route, name: str, location: str, kind: CatalogObject) -> Reply:
-    what = kind.noun
+async def _register(catalog: Catalog, route: Route, name: str, location: str, object_type: CatalogObject) -> Reply:
+    what = object_type.noun
     db = route.db()
     name = hms_name(name, what)
     catalog.named(db, name)
@@ -91,10 +91,10 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
     if any(linked(location, home) for home in homes):  # a client's link on a local warehouse
         raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
-    if kind is TABLE:
+    if object_type is TABLE:
         trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
-        metadata = await kind.read(catalog.files, location)
+        metadata = await object_type.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,
             RecursionError, KeyError, TypeError, OSError) as exc:
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "
@@ -106,5 +106,5 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ki
                                f"{metadata.location[:300]} it names")
     check_properties(metadata.location, metadata.properties, f"{what} {db}.{name}")
     check_references(None, metadata, what)
-    await stored(catalog, db, name, metadata, location, kind, written=True)
-    return Reply(body=kind.result(location, metadata))
+    await stored(catalog, db, name, metadata, location, object_type, written=True)
+    return Reply(body=object_type.result(location, metadata))

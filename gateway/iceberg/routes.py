@@ -15,7 +15,7 @@ model answers no body. Every handler has one signature::
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
 caller, policy view, metadata files, ``catalog.service`` the serving service's
-:class:`~gateway.iceberg.service_state.IcebergService`), ``route`` the matched
+:class:`~gateway.iceberg.service_state.ServiceState`), ``route`` the matched
 :class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
 query and headers, ``ask`` the body read as the row's request model (None for a row without
 one). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
@@ -47,7 +47,7 @@ from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, Rename
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.objects import LoadTableResult
-from gateway.iceberg.paths import Route, Router
+from gateway.iceberg.paths import PathMatcher, Route
 from gateway.iceberg.plan_models import FetchedPlanningResult, FetchScanTasksRequest, PlanningResult
 from gateway.iceberg.plan_models import PlanTableScanRequest, ScanTaskList
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
@@ -156,13 +156,13 @@ ENDPOINTS: tuple[str, ...] = tuple(
     f"{row.method} {row.path.replace('/v1/', '/v1/{prefix}/', 1)}" for row in ROUTES if row.listed
 )
 
-_ROUTER = Router((row.method, row.path, row.operation) for row in ROUTES)
+_MATCHER = PathMatcher((row.method, row.path, row.operation) for row in ROUTES)
 
 
 def match(method: str, path: str, warehouses: Collection[str] = ()) -> Route:
-    """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.Router.match`, which
+    """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.PathMatcher.match`, which
     names the errors raised)."""
-    return _ROUTER.match(method, path, warehouses)
+    return _MATCHER.match(method, path, warehouses)
 
 
 async def answer(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:

@@ -1,4 +1,4 @@
-"""The ``iceberg-rest`` service as its handlers see it: :class:`IcebergService`, one typed,
+"""The ``iceberg-rest`` service as its handlers see it: :class:`ServiceState`, one typed,
 frozen record of the service-wide state every request may use (names, options, storage,
 vending, the token issuer's authentication step), built once per service when its topology is
 built and reached by handlers as ``catalog.service``
@@ -47,7 +47,7 @@ class Summaries:
 
 
 @dataclass(frozen=True, eq=False)
-class IcebergService:
+class ServiceState:
     """What the handlers use of the serving service (from the kind's options unless said);
     identity-hashed: per-service caches key on it (:func:`gateway.iceberg.locations.warehouse`)."""
 

@@ -5,7 +5,7 @@ commit with ``assert-create`` that creates a staged table, are :mod:`gateway.ice
 listed, and naming it is 404 saying so.
 
 Listing, exists, drop and rename are written once for tables and views (:func:`listing`,
-:func:`exists`, :func:`drop`, :func:`rename`, given the kind: :mod:`gateway.iceberg.objects`).
+:func:`exists`, :func:`drop`, :func:`rename`, given the object type: :mod:`gateway.iceberg.objects`).
 """
 
 from __future__ import annotations
@@ -53,20 +53,20 @@ async def list_tables(catalog: Catalog, route: Route, request: web.BaseRequest, 
     return await listing(catalog, route.db(), request.query, TABLE)
 
 
-async def listing(catalog: Catalog, db: str, query, kind: CatalogObject) -> Reply:
+async def listing(catalog: Catalog, db: str, query, object_type: CatalogObject) -> Reply:
     """The spec's ``ListTablesResponse`` (``ListViewsResponse``) of ``db``'s Iceberg tables (or
-    views, ``kind``), paged. Names the user may not see are dropped before their objects are
+    views, ``object_type``), paged. Names the user may not see are dropped before their objects are
     read. Raises ``NoSuchNamespace``, ``Forbidden``, ``BadRequest`` (paging)."""
-    operation = kind.list_operation
+    operation = object_type.list_operation
     paged([], operation, [db], query)  # a bad pageSize or pageToken is refused before HMS is asked
     catalog.require("", db)
     await catalog.database(db)
     names = catalog.view.visible_tables(db, await catalog.client.call("get_all_tables", db_name=db))
     tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
-    kept = {t.tableName for t in tables if kind.is_kind(t)}
+    kept = {t.tableName for t in tables if object_type.matches(t)}
     chosen, token = paged([n for n in names if n in kept], operation, [db], query)
     # The spec's PageToken is nullable: null says this is the last page (or the whole listing).
-    return Reply(body=kind.list_model(**{"identifiers": [{"namespace": [db], "name": n} for n in chosen],
+    return Reply(body=object_type.list_model(**{"identifiers": [{"namespace": [db], "name": n} for n in chosen],
                                          "next-page-token": token}))
 
 
@@ -93,33 +93,33 @@ async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     return Reply(body=TABLE.result(metadata_location, metadata, config, credentials))
 
 
-async def placed(catalog: Catalog, db: str, ask, kind: CatalogObject) -> tuple[str, str]:
-    """``(name, location)`` of a new table or view (``kind``) that ``ask`` (its ``name``,
+async def placed(catalog: Catalog, db: str, ask, object_type: CatalogObject) -> tuple[str, str]:
+    """``(name, location)`` of a new table or view (``object_type``) that ``ask`` (its ``name``,
     ``location``, ``properties``) asks for in ``db``, checked: an HMS name, no property that
     loads code, ``create`` on the namespace, the name free of tables and views, the location
     (the namespace's default, or the one asked for) where the policy and the deputy rules let
     it lie (:func:`~gateway.iceberg.locations.check_table`). Raises ``BadRequest``,
     ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists``."""
-    name = hms_name(ask.name, kind.noun)
+    name = hms_name(ask.name, object_type.noun)
     catalog.named(db, name)
-    refuse_reserved(ask.properties, f"{kind.noun} {db}.{name}")
+    refuse_reserved(ask.properties, f"{object_type.noun} {db}.{name}")
     catalog.require("create", db)
     database = await catalog.database(db)
     await catalog.absent(db, name)
     location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
-    await check_table(catalog, db, name, location, database, what=kind.noun)
+    await check_table(catalog, db, name, location, database, what=object_type.noun)
     return name, location
 
 
-async def stored(catalog: Catalog, db: str, name: str, metadata, location: str, kind: CatalogObject,
+async def stored(catalog: Catalog, db: str, name: str, metadata, location: str, object_type: CatalogObject,
                  *, written: bool = False) -> None:
-    """Write the first metadata file ``location`` of a new table or view (``kind``; unless
+    """Write the first metadata file ``location`` of a new table or view (``object_type``; unless
     ``written``: a registered file, not the gateway's, never written nor deleted) and create its
     HMS table (:meth:`~gateway.iceberg.catalog.Catalog.create`, which raises)."""
     if not written:
-        await kind.write(catalog.files, metadata, location)
-    table = kind.created(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
-    await catalog.create(db, name, table, None if written else location, what=kind.noun.capitalize())
+        await object_type.write(catalog.files, metadata, location)
+    table = object_type.created(catalog.idl, db, name, catalog.user, metadata, location, catalog.service.hive2_compatible)
+    await catalog.create(db, name, table, None if written else location, what=object_type.noun.capitalize())
 
 
 async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
@@ -158,12 +158,12 @@ async def table_exists(catalog: Catalog, route: Route, request: web.BaseRequest,
     return await exists(catalog, route, TABLE)
 
 
-async def exists(catalog: Catalog, route: Route, kind: CatalogObject) -> Reply:
-    """204 when the route's table (or view, ``kind``) exists and the user sees it, else the
-    kind's 404."""
+async def exists(catalog: Catalog, route: Route, object_type: CatalogObject) -> Reply:
+    """204 when the route's table (or view, ``object_type``) exists and the user sees it, else the
+    object type's 404."""
     db, name = route.db_table()
-    catalog.require("", db, name, kind)
-    await catalog.lookup(db, name, kind)
+    catalog.require("", db, name, object_type)
+    await catalog.lookup(db, name, object_type)
     return Reply(status=204)
 
 
@@ -174,19 +174,19 @@ async def drop_table(catalog: Catalog, route: Route, request: web.BaseRequest, a
     return await drop(catalog, route, TABLE, purge=purge == "true")
 
 
-async def drop(catalog: Catalog, route: Route, kind: CatalogObject, purge: bool = False) -> Reply:
-    """204 when the route's table (or view, ``kind``) is dropped from HMS (policy: ``drop``);
+async def drop(catalog: Catalog, route: Route, object_type: CatalogObject, purge: bool = False) -> Reply:
+    """204 when the route's table (or view, ``object_type``) is dropped from HMS (policy: ``drop``);
     with ``purge`` (tables only) its files are deleted after, when it lies where the gateway
     may delete (:func:`~gateway.iceberg.locations.check_purge`, else 403 before anything is
     dropped); without, they stay (as Java's ``HiveCatalog.dropView`` leaves a view's). Raises
-    the kind's 404, ``Forbidden``."""
+    the object type's 404, ``Forbidden``."""
     db, name = route.db_table()
-    catalog.require("drop", db, name, kind)
-    hive = await catalog.lookup(db, name, kind)
-    location, metadata = await catalog.metadata(hive, kind) if purge else (None, None)
+    catalog.require("drop", db, name, object_type)
+    hive = await catalog.lookup(db, name, object_type)
+    location, metadata = await catalog.metadata(hive, object_type) if purge else (None, None)
     if metadata is not None:
         await check_purge(catalog, db, name, metadata)
-    await catalog.drop(db, name, kind)
+    await catalog.drop(db, name, object_type)
     if metadata is not None and location is not None:
         try:
             await catalog.files.purge(metadata, location, f"{db}.{name}")
@@ -201,15 +201,15 @@ async def rename_table(catalog: Catalog, route: Route, request: web.BaseRequest,
     return await rename(catalog, ask, TABLE)
 
 
-async def rename(catalog: Catalog, ask: RenameTable, kind: CatalogObject) -> Reply:
-    """204 when the table (or view, ``kind``) ``ask.source`` is renamed to ``ask.destination``
+async def rename(catalog: Catalog, ask: RenameTable, object_type: CatalogObject) -> Reply:
+    """204 when the table (or view, ``object_type``) ``ask.source`` is renamed to ``ask.destination``
     (also across namespaces; policy: ``alter`` on it, ``create`` on the target namespace).
-    Raises the kind's 404, ``NoSuchNamespace`` (the target's), ``AlreadyExists`` (a table or
+    Raises the object type's 404, ``NoSuchNamespace`` (the target's), ``AlreadyExists`` (a table or
     view has the new name), ``Forbidden``, ``BadRequest`` (names)."""
-    src_db, src = namespace_name(ask.source.namespace), hms_name(ask.source.name, kind.noun)
-    dst_db, dst = namespace_name(ask.destination.namespace), hms_name(ask.destination.name, kind.noun)
+    src_db, src = namespace_name(ask.source.namespace), hms_name(ask.source.name, object_type.noun)
+    dst_db, dst = namespace_name(ask.destination.namespace), hms_name(ask.destination.name, object_type.noun)
     catalog.named(src_db, src)
-    catalog.require("alter", src_db, src, kind)
+    catalog.require("alter", src_db, src, object_type)
     catalog.require("create", dst_db)
-    await catalog.rename(await catalog.lookup(src_db, src, kind), dst_db, dst, kind)
+    await catalog.rename(await catalog.lookup(src_db, src, object_type), dst_db, dst, object_type)
     return Reply(status=204)

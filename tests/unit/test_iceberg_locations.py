@@ -16,7 +16,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,
@@ -130,7 +130,7 @@ def _catalog(user="alice", urls=(), allowed=()) -> tuple[Catalog, FakeHMS]:
                         allow=(PolicyItem(frozenset({"create", "select"}), frozenset({"alice", "bob"})),))
     engine = PolicyEngine([everything, *([_url_policy(urls)] if urls else [])])
     hms = FakeHMS()
-    service = IcebergService(allowed_locations=tuple(allowed))
+    service = ServiceState(allowed_locations=tuple(allowed))
     return Catalog(hms, CatalogView(engine, user), MetadataFiles(), service, user), hms
 
 

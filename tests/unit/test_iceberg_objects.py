@@ -18,7 +18,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.objects import TABLE, VIEW
 from gateway.iceberg.routes import ROUTES, Route, answer, endpoint
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
 from gateway.upstream.metastore import idl_module
@@ -59,7 +59,7 @@ class _Client:
 
 def _catalog(client=None, seen=True) -> Catalog:
     view = SimpleNamespace(visible=lambda db, table=None: seen, may=lambda *a: True)
-    return Catalog(client, view, None, IcebergService(), "ana")  # type: ignore[arg-type]
+    return Catalog(client, view, None, ServiceState(), "ana")  # type: ignore[arg-type]
 
 
 _VIEW_TABLE = dict(tableType="VIRTUAL_VIEW")
@@ -167,6 +167,6 @@ def test_every_row_with_a_body_names_its_request_model():
 
 def test_a_view_is_a_table_resource_to_the_policy():
     view = CatalogView(None, "ana", ())
-    catalog = Catalog(None, view, None, IcebergService(), "ana")  # type: ignore[arg-type]
+    catalog = Catalog(None, view, None, ServiceState(), "ana")  # type: ignore[arg-type]
     catalog.require("alter", "db", "t", VIEW)
     assert catalog.decision == "allowed"

@@ -18,7 +18,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import commit, errors
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
@@ -240,7 +240,7 @@ def world(tmp_path: Path):
 
     def catalog(view=None, **lock) -> Catalog:
         return Catalog(hms, view or FakeView(), files,
-                       IcebergService(lock=Schedule(**{"check_min": 0.001, "check_max": 0.002, "heartbeat": 240.0,
+                       ServiceState(lock=Schedule(**{"check_min": 0.001, "check_max": 0.002, "heartbeat": 240.0,
                                                        **lock})), "etl")
     return hms, catalog, first, tmp_path
 

@@ -17,7 +17,7 @@ from pyiceberg.types import LongType, NestedField
 
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
@@ -112,7 +112,7 @@ def world(tmp_path: Path):
         tables[(db, name)] = new_table(IDL, db, name, "etl", metadata, first[(db, name)], True)
     hms = FakeHMS(tables)
     hms.warehouse = tmp_path.as_uri()
-    catalog = Catalog(hms, View(), files, IcebergService(lock=Schedule(check_min=0.001, check_max=0.002, heartbeat=240.0)), "etl")
+    catalog = Catalog(hms, View(), files, ServiceState(lock=Schedule(check_min=0.001, check_max=0.002, heartbeat=240.0)), "etl")
     return hms, catalog, first, tmp_path
 
 

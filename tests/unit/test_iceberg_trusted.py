@@ -15,7 +15,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 
 from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog
-from gateway.iceberg.service_state import IcebergService
+from gateway.iceberg.service_state import ServiceState
 from gateway.policy import CatalogView, PolicyEngine
 from gateway.policy.model import Policy, PolicyItem, ResourceSpec, expand_accesses
 from gateway.providers.identity import Identity
@@ -37,7 +37,7 @@ METADATA = new_table_metadata(
 def catalog(user: str, impersonator: str | None = None, engines=("trino",)) -> Catalog:
     identity = Identity(user=user, principal=None, groups=frozenset({"analysts"}), impersonator=impersonator)
     return Catalog(SimpleNamespace(identity=identity), CatalogView(ENGINE, user, {"analysts"}), files=None,
-                   service=IcebergService(trusted_engines=frozenset(engines)), user=user)
+                   service=ServiceState(trusted_engines=frozenset(engines)), user=user)
 
 
 def test_a_table_without_denied_columns_is_not_restricted_for_anyone():
@@ -102,7 +102,7 @@ async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: st
             raise AssertionError(f"HMS was called: {name}")
 
     asking = Catalog(Refusing(), CatalogView(engine, "ana", {"analysts"}), files=None,
-                     service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
+                     service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
     with pytest.raises(errors.Forbidden, match=match):
         await answer(asking, Route("updateTable", "sales", table), None, body)
@@ -129,7 +129,7 @@ FILTERED = PolicyEngine(FILTERED_POLICIES)
 def filtered_catalog(user: str, impersonator: str | None = None) -> Catalog:
     identity = Identity(user=user, principal=None, groups=frozenset({"analysts"}), impersonator=impersonator)
     return Catalog(SimpleNamespace(identity=identity), CatalogView(FILTERED, user, {"analysts"}), files=None,
-                   service=IcebergService(trusted_engines=frozenset({"trino"})), user=user)
+                   service=ServiceState(trusted_engines=frozenset({"trino"})), user=user)
 
 
 def test_a_filtered_table_is_refused_to_an_untrusted_caller_saying_why():
@@ -158,7 +158,7 @@ def test_a_mask_without_an_expression_fails_closed_even_for_a_trusted_engine():
     engine = PolicyEngine(PolicySet((*POLICIES, *[p for p in FILTERED_POLICIES if p.id == 6]), mask_types=types))
     identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}), impersonator="trino")
     asking = Catalog(SimpleNamespace(identity=identity), CatalogView(engine, "ana", {"analysts"}), files=None,
-                     service=IcebergService(trusted_engines=frozenset({"trino"})), user="ana")
+                     service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
     with pytest.raises(errors.Forbidden, match="no expression this catalog can state"):
         trusted.filtered(asking, "sales", "odd")
 
