@@ -1,8 +1,8 @@
 """An embedded Apache Hive Metastore 2.3.10, run from the jars that the PyPI ``pyspark`` wheel ships.
 
 The launch follows the Hive 2.3 metastore admin guide (``hive-site.xml`` with a Derby
-``javax.jdo.option.ConnectionURL``, ``datanucleus.schema.autoCreateAll``) and is described in
-``/work/shared/NOTES.md`` §1. Layout under ``workdir``::
+``javax.jdo.option.ConnectionURL``, ``datanucleus.schema.autoCreateAll``; Java 17, the jars in
+``pyspark/jars/``, listening in about 20 s). Layout under ``workdir``::
 
     conf/hive-site.xml   written by start()
     metastore_db/        Derby database (kept between runs)

@@ -1,6 +1,6 @@
 """The Kerberized mode of the embedded Hive Metastore (``EmbeddedHMS(kerberos=HMSKerberos(...))``).
 
-What a secured cluster's metastore runs with (``/work/shared/NOTES.md`` §16, Hive 2.3
+What a secured cluster's metastore runs with (docs/operations.md, "Fronting a Kerberized metastore"; Hive 2.3
 ``HiveMetaStore.startMetaStore`` and ``HadoopThriftAuthBridge.Server``):
 
 - ``hive-site.xml``: ``hive.metastore.sasl.enabled=true``, ``hive.metastore.kerberos.principal``

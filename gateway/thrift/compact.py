@@ -1,7 +1,8 @@
 """TCompactProtocol ⇄ strict TBinaryProtocol, message by message, by wire types only.
 
-Follows Apache Thrift's compact protocol specification (``doc/specs/thrift-compact-protocol.md``)
-as its Java, C++ and Python implementations write it:
+Follows Apache Thrift's compact protocol specification
+(https://github.com/apache/thrift/blob/master/doc/specs/thrift-compact-protocol.md) as its Java,
+C++ and Python implementations write it:
 
 * message: byte ``0x82``, byte ``(type << 5) | 1``, seqid as an unsigned varint32, method name
   as varint length + UTF-8 bytes, then one struct;
