@@ -36,8 +36,8 @@ _WORD = struct.Struct("<Q")
 FILE_NAME = "cache-generations"
 
 
-def _bucket(kind: bytes, *names: str) -> int:
-    key = kind + b"\0" + b"\0".join(n.lower().encode("utf-8", "surrogatepass") for n in names)
+def _bucket(level: bytes, *names: str) -> int:
+    key = level + b"\0" + b"\0".join(n.lower().encode("utf-8", "surrogatepass") for n in names)
     return 2 + zlib.crc32(key) % BUCKETS
 
 

@@ -28,11 +28,11 @@ __all__ = ["ALL", "CACHED", "NO_CATALOG_CHANGE", "Scope", "UNLOGGED_WRITES", "ch
 
 
 class Scope(NamedTuple):
-    """What a cached read depends on: ``kind`` is ``"databases"`` (the database list),
+    """What a cached read depends on: ``level`` is ``"databases"`` (the database list),
     ``"listing"`` (a database's tables) or ``"table"`` (a table,
     its partitions); ``db`` and ``table`` are argument paths."""
 
-    kind: str
+    level: str
     db: str | None = None
     table: str | None = None
 
@@ -109,12 +109,12 @@ def dependencies(method: str, args) -> tuple[int, ...] | None:
     """The counter slots a reply of ``method`` (cached, ``args`` its thriftpy2 arguments) was
     filled under; None when the call names no database (then it is not cached)."""
     scope = CACHED[method]
-    if scope.kind == "databases":
+    if scope.level == "databases":
         return EPOCH, DATABASES
     db = _name(args, scope.db)
     if db is None:
         return None
-    if scope.kind == "listing":
+    if scope.level == "listing":
         return EPOCH, database_slot(db), listing_slot(db)
     table = _name(args, scope.table)
     if table is None:

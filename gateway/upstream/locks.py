@@ -105,7 +105,8 @@ class Holder:
     ticks: int
 
     def agent_info(self, kind: str, request: int) -> str:
-        """The ``agentInfo`` of request number ``request`` of ``kind``, at most 128 characters."""
+        """The ``agentInfo`` of request number ``request`` of the service kind ``kind``, at most
+        128 characters."""
         text = (f"{AGENT} {kind} pid={self.pid} start={self.boot}.{self.pidns}.{self.ticks} "
                 f"req={request} host={self.host}")
         return text[:_AGENT_INFO_MAX]
@@ -241,8 +242,8 @@ async def recover(client) -> int:
 
 class HmsLock:
     """One EXCLUSIVE request on the tables ``objects`` (``(db, table)`` pairs) made by ``client``
-    (a :class:`~gateway.upstream.metastore.MetastoreClient`) for ``kind`` (``iceberg-rest``,
-    ``event-stream``), as user ``user``, timed by ``schedule``.
+    (a :class:`~gateway.upstream.metastore.MetastoreClient`) for the service kind ``kind``
+    (``iceberg-rest``, ``event-stream``), as user ``user``, timed by ``schedule``.
 
     Use :meth:`held` (acquire, heartbeat, release), or the steps :meth:`request`, :meth:`check`,
     :meth:`heartbeat`, :meth:`release` for a holder with its own loop (the broker publisher).
