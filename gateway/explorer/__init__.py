@@ -2,7 +2,8 @@
 from a CDN) and the schema descriptor its TJSON codec (``static/tjson.js``) is driven by.
 
 The page calls the topology's own ``hms-thrift`` service in TJSON with the user's credentials,
-so it sees exactly what the user may see; :data:`METHODS` are the calls it makes.
+so it sees exactly what the user may see; :data:`METHODS` are the calls it makes. The service
+kind that serves the page is :mod:`gateway.explorer.kind`.
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@ service kind (:mod:`gateway.iceberg.kind`).
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
-``errors`` (the spec's error model), ``routes`` (the route table: method, path, request and
+``kind`` (the service kind), ``errors`` (the spec's error model and
+``IcebergErrors``, the kind's one error map), ``routes`` (the route table: method, path, request and
 response models, handler; the models read the body and write the answer), ``paths`` (how a path
-picks a route), ``service`` (the serving service's state the handlers use), ``bodies`` (request
+picks a route), ``service_state`` (``ServiceState``, the serving service's state the handlers
+use), ``bodies`` (request
 and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
-``objects`` (tables and views as one kind of catalog object, ``TABLE`` and ``VIEW``),
-``catalog`` (one request's HMS client, policy view, and the lookup and drop of both kinds),
+``objects`` (tables and views as one type of catalog object, ``TABLE`` and ``VIEW``),
+``catalog`` (one request's HMS client, policy view, and the lookup and drop of both),
 ``namespaces``, ``tables`` (also what views share: listing, exists, drop, rename), ``views``,
 ``commit`` (the HiveCatalog commit protocol under HMS's lock, for tables and views), ``transactions`` (multi-table
 commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage
