@@ -40,11 +40,15 @@ def modules() -> set[str]:
     return found
 
 
+#: Where the page's bare file names may live: the server package and the repository's own trees.
+_TREES = ("gateway", "clients", "demo", "bench", "tests", "scripts")
+
+
 def _exists(name: str) -> bool:
     """A source path as the page writes it: from the repository root, from ``gateway/``, or a
-    bare file name that some file under ``gateway/`` has."""
+    bare file name that some file of the repository's source trees has."""
     if "/" not in name:
-        return any(GATEWAY.rglob(name))
+        return any(any((REPO / tree).rglob(name)) for tree in _TREES)
     return (REPO / name).is_file() or (GATEWAY / name).is_file()
 
 
