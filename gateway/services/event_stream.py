@@ -63,6 +63,7 @@ from gateway.policy.columns import filter_parameters
 from gateway.policy.view import CatalogView
 from gateway.providers.identity import Identity
 from gateway.services.base import ServiceContext, key_path
+from gateway.worker_role import current_worker
 
 __all__ = ["EventStreamService"]
 
@@ -299,8 +300,6 @@ class EventStreamService:
     async def start(self) -> None:
         """Start the poller (and the broker publisher, when configured: in worker 0 only; across
         replicas, only the holder of the service's HMS lock publishes, see gateway/events/leader.py)."""
-        from gateway.workers import current_worker
-
         await self.feed.start()
         if self.publisher is not None and current_worker() in (None, 0):
             await self.publisher.start()
