@@ -67,7 +67,7 @@ class IcebergCommitOptions(BaseModel):
     ``region``, ``credentials_file``, ``profile`` and ``path_style`` matter here); ``file_io``:
     other PyIceberg FileIO properties for reading metadata files (they win over ``s3``'s; local
     files need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
-    metadata files remembered (by location); ``read_timeout_seconds``: per file.
+    metadata files remembered (by location), and commit bodies (by event); ``read_timeout_seconds``: per file.
     """
 
     model_config = ConfigDict(extra="forbid")
