@@ -92,6 +92,7 @@ class ChangeFeed(LogSubscriber):
         self._changed: asyncio.Future | None = None
         self._seen_types: set[str] = set()
         outcomes = {ok: metrics.child(metrics.FEED_POLLS, *labels, "ok" if ok else "error") for ok in (True, False)}
+        # The background runs this feed's poll_once (looked up at each poll), as reach() does.
         self._follower = LogFollower(poller, self, interval=poll_interval,
                                      name="change feed {}/{}".format(*labels),
                                      counted=lambda ok: outcomes[ok].inc(), poll=lambda: self.poll_once())
