@@ -26,7 +26,8 @@ __all__ = ["LISTENER_KEYS", "NotificationFollower"]
 
 log = logging.getLogger(__name__)
 
-#: HMS settings that name the listener filling the notification log (NOTES.md section 7).
+#: HMS settings that name the listener filling the notification log (``DbNotificationListener``;
+#: docs/change-feed.md, "Production HMS settings").
 LISTENER_KEYS = ("hive.metastore.transactional.event.listeners", "hive.metastore.event.listeners")
 
 

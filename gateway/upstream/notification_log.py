@@ -1,5 +1,7 @@
 """The one reader of HMS's notification log: from a position, the events logged since, in
-batches, and where the log cannot be followed (NOTES.md section 7; Hive metastore IDL
+batches, and where the log cannot be followed (HMS trims events older than
+``hive.metastore.event.db.listener.timetolive`` and can commit ids out of order under HA,
+HIVE-24468; docs/change-feed.md, "Production HMS settings"; Hive metastore IDL
 ``get_current_notificationEventId``/``get_next_notification``).
 
 :func:`read_new` is one poll of :class:`gateway.upstream.notification_poller.LogFollower`, for the
