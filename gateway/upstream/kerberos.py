@@ -213,9 +213,9 @@ class GssapiMechanism:
         self.complete = True
         return context.wrap(reply, False).message
 
-    def wrap(self, data: bytes) -> bytes:
+    def wrap(self, data: bytes) -> list[bytes]:
         assert self._context is not None
-        return self._context.wrap(data, self.qop == "auth-conf").message
+        return [self._context.wrap(data, self.qop == "auth-conf").message]
 
     def unwrap(self, data: bytes) -> bytes:
         assert self._context is not None

@@ -9,7 +9,9 @@ COMPLETE. BAD and ERROR carry the server's reason.
 
 After negotiation every message travels in frames, a 4-byte length and a payload; with QOP
 ``auth-int`` or ``auth-conf`` (Hadoop's ``hadoop.rpc.protection`` ``integrity``, ``privacy``) the
-payload is the mechanism's wrap of the bytes, unwrapped frame by frame on the way in.
+payload is the mechanism's wrap of the bytes (a message may take several frames when the
+mechanism keeps to the server's receive buffer, as DIGEST-MD5 does), unwrapped frame by frame on
+the way in.
 :class:`SaslTransport` reads replies as :class:`~gateway.upstream.framing.Unframed` does, by
 scanning the message for its end, so a reply may span frames. Memory: at ``auth`` a frame is
 streamed in chunks (bounded by ``READ_CHUNK``); a wrapped frame must be whole to be unwrapped,
@@ -17,7 +19,7 @@ so at ``auth-int``/``auth-conf`` memory is bounded by the largest frame HMS send
 HMS flushes one frame per message), itself bounded by ``max_reply_bytes``.
 
 The mechanisms (GSSAPI, DIGEST-MD5) are in :mod:`gateway.upstream.kerberos` and
-:mod:`gateway.upstream.tokens`; they follow :class:`Mechanism`.
+:mod:`gateway.upstream.digest`; they follow :class:`Mechanism`.
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ class Mechanism(Protocol):
     def step(self, challenge: bytes) -> bytes:
         """The response to ``challenge``. Raises :class:`UpstreamAuthFailed`."""
 
-    def wrap(self, data: bytes) -> bytes:
-        """``data`` protected at :attr:`qop` (``auth-int``/``auth-conf`` only)."""
+    def wrap(self, data: bytes) -> list[bytes]:
+        """``data`` protected at :attr:`qop` (``auth-int``/``auth-conf`` only): the payloads of
+        the frames that carry it (more than one when the server's receive buffer is smaller)."""
 
     def unwrap(self, data: bytes) -> bytes:
         """The bytes ``data`` protects. Raises :class:`UpstreamBadReply` when it fails to verify."""
@@ -139,9 +142,9 @@ class SaslTransport(Unframed):
         self._pending = b""  # unwrapped bytes not handed out yet
 
     def write(self, message: bytes) -> None:
-        payload = self.mechanism.wrap(message) if self.wraps else message
-        self.writer.write(_LENGTH.pack(len(payload)))
-        self.writer.write(payload)
+        for payload in self.mechanism.wrap(message) if self.wraps else (message,):
+            self.writer.write(_LENGTH.pack(len(payload)))
+            self.writer.write(payload)
 
     def unread(self) -> bool:
         return bool(self._left or self._pending or super().unread())
