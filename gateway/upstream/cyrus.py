@@ -123,6 +123,22 @@ def require(mechanism: str) -> None:
                                f"{', '.join(sorted(found)) or 'none'}): install Debian's libsasl2-modules")
 
 
+def _simple_callback(value: ctypes.c_char_p, size: int):
+    def simple(_context, _id, result, length):
+        result[0] = value
+        if length:
+            length[0] = size
+        return SASL_OK
+    return simple
+
+
+def _secret_callback(address: int):
+    def secret(_conn, _context, _id, psecret):
+        psecret[0] = address
+        return SASL_OK
+    return secret
+
+
 class ClientConnection:
     """One Cyrus SASL client connection to ``service``/``host`` (DIGEST-MD5's digest-uri) as
     ``authname`` with ``password`` (bytes, never logged), asking for a security layer of
@@ -141,8 +157,10 @@ class ClientConnection:
         self._secret = ctypes.create_string_buffer(ctypes.sizeof(ctypes.c_ulong) + len(password) + 1)
         ctypes.c_ulong.from_buffer(self._secret).value = len(password)
         ctypes.memmove(ctypes.addressof(self._secret) + ctypes.sizeof(ctypes.c_ulong), password, len(password))
-        self._get_simple = _GetSimple(self._simple)
-        self._get_secret = _GetSecret(self._secret_of)
+        # The callbacks hold the buffers, not ``self``: no cycle, so the connection is disposed
+        # of as soon as its transport is dropped.
+        self._get_simple = _GetSimple(_simple_callback(self._authname_pointer, len(authname)))
+        self._get_secret = _GetSecret(_secret_callback(ctypes.addressof(self._secret)))
         self._callbacks = (_Callback * 3)(
             _Callback(_SASL_CB_AUTHNAME, ctypes.cast(self._get_simple, ctypes.c_void_p), None),
             _Callback(_SASL_CB_PASS, ctypes.cast(self._get_secret, ctypes.c_void_p), None),
@@ -153,16 +171,6 @@ class ClientConnection:
         props = _SecurityProperties(min_ssf, max_ssf, max_buffer, 0, None, None)
         self._check(self._lib.sasl_setprop(self._conn, _SASL_SEC_PROPS, ctypes.byref(props)))
         self.complete = False
-
-    def _simple(self, _context, _id, result, length):
-        result[0] = self._authname_pointer
-        if length:
-            length[0] = len(self._authname) - 1
-        return SASL_OK
-
-    def _secret_of(self, _conn, _context, _id, psecret):
-        psecret[0] = ctypes.addressof(self._secret)
-        return SASL_OK
 
     def _check(self, code: int) -> int:
         if code not in (SASL_OK, SASL_CONTINUE):
@@ -188,6 +196,8 @@ class ClientConnection:
         code = self._check(self._lib.sasl_client_step(self._conn, challenge, len(challenge), None,
                                                       ctypes.byref(out), ctypes.byref(size)))
         self.complete = code == SASL_OK
+        if self.complete:  # the secret is not needed again: no copy outlives the handshake
+            ctypes.memset(self._secret, 0, ctypes.sizeof(self._secret))
         return ctypes.string_at(out, size.value) if out.value else b""
 
     def _unsigned(self, prop: int) -> int:

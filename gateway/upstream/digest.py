@@ -51,6 +51,8 @@ class DigestMechanism:
     :class:`~gateway.upstream.cyrus.CyrusUnavailable` when Cyrus SASL is not installed."""
 
     name = "DIGEST-MD5"
+    #: Cyrus keeps its packet, output and plain-text buffers at the largest frame's size.
+    retains_frames = True
 
     def __init__(self, token: DelegationToken, protection: str, label: str):
         self.token, self.label, self.protection = token, label, protection

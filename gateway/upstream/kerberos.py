@@ -136,6 +136,7 @@ class GssapiMechanism:
     asking for ``protection`` (Hadoop's name). :meth:`prepare` must run before negotiation."""
 
     name = "GSSAPI"
+    retains_frames = False
 
     def __init__(self, login: KeytabLogin, target: str, protection: str, label: str):
         self.login, self.target, self.label = login, target, label

@@ -16,7 +16,9 @@ the way in.
 scanning the message for its end, so a reply may span frames. Memory: at ``auth`` a frame is
 streamed in chunks (bounded by ``READ_CHUNK``); a wrapped frame must be whole to be unwrapped,
 so at ``auth-int``/``auth-conf`` memory is bounded by the largest frame HMS sends (one reply:
-HMS flushes one frame per message), itself bounded by ``max_reply_bytes``.
+HMS flushes one frame per message), itself bounded by ``max_reply_bytes``. A mechanism that keeps
+buffers sized to the largest frame it unwrapped (Cyrus SASL's DIGEST-MD5: about three times the
+frame) has its connection closed, not pooled, after a frame over ``RETAINED_FRAME_BYTES``.
 
 The mechanisms (GSSAPI, DIGEST-MD5) are in :mod:`gateway.upstream.kerberos` and
 :mod:`gateway.upstream.digest`; they follow :class:`Mechanism`.
@@ -37,6 +39,9 @@ _HEADER = struct.Struct("!BI")
 _LENGTH = struct.Struct("!I")
 #: Largest negotiation message accepted (Kerberos tickets with a PAC stay well below it).
 MAX_NEGOTIATION_BYTES = 1 << 20
+#: A connection whose mechanism retains frame buffers is not pooled again after unwrapping a
+#: frame larger than this (idle connections then hold at most a few times this much).
+RETAINED_FRAME_BYTES = 1 << 20
 
 #: Hadoop's ``hadoop.rpc.protection`` value → SASL QOP.
 QOP_OF_PROTECTION = {"authentication": "auth", "integrity": "auth-int", "privacy": "auth-conf"}
@@ -65,6 +70,9 @@ class Mechanism(Protocol):
     complete: bool
     #: The negotiated QOP (``auth``, ``auth-int``, ``auth-conf``), known once complete.
     qop: str
+    #: Whether unwrapping keeps buffers sized to the largest frame so far for the
+    #: connection's life (Cyrus SASL does): the connection is then closed after a large one.
+    retains_frames: bool
 
     def initial_response(self) -> bytes:
         """What START is followed by (``b""`` for a server-first mechanism)."""
@@ -140,6 +148,7 @@ class SaslTransport(Unframed):
         self.max_frame_bytes = max_frame_bytes
         self._left = 0  # bytes of the current plain frame not read yet
         self._pending = b""  # unwrapped bytes not handed out yet
+        self._retaining = False  # the mechanism now holds buffers for a large frame
 
     def write(self, message: bytes) -> None:
         for payload in self.mechanism.wrap(message) if self.wraps else (message,):
@@ -148,6 +157,9 @@ class SaslTransport(Unframed):
 
     def unread(self) -> bool:
         return bool(self._left or self._pending or super().unread())
+
+    def reusable(self) -> bool:
+        return not self._retaining
 
     async def chunk(self) -> bytes:
         """The message's next bytes, from the current frame or the next (never ``b""``: a
@@ -162,6 +174,8 @@ class SaslTransport(Unframed):
                 raise UpstreamBadReply(f"upstream {self.label} sent a SASL frame of {size} bytes")
             if self.wraps:
                 data = self.mechanism.unwrap(await self.reader.readexactly(size))
+                if size > RETAINED_FRAME_BYTES and self.mechanism.retains_frames:
+                    self._retaining = True
                 if data:
                     self._pending = data[READ_CHUNK:]
                     return data[:READ_CHUNK]

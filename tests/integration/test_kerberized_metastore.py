@@ -16,7 +16,11 @@ different ones: the end users' calls at each, and privacy with impersonation non
 from __future__ import annotations
 
 import base64
+import re
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import boto3
 import pyarrow as pa
@@ -30,7 +34,7 @@ from thrift.transport import THttpClient
 
 from gateway.demo.hms import probe_get_all_databases
 from gateway.explorer import METHODS as EXPLORER_METHODS
-from tests.support.gateway import htpasswd_provider, wait_for
+from tests.support.gateway import htpasswd_provider, post, wait_for
 from tests.support.iceberg.clients import rest_catalog
 from tests.support.secure_hms import GATEWAY_PRINCIPAL, running_secure_hms
 from tests.support.thrift_gen import hive_metastore_modules
@@ -242,3 +246,23 @@ def test_the_explorer_in_chromium_browses_as_the_end_user(gw, secure, etl_databa
         finally:
             browser.close()
     wait_audited(secure, "etl", f"get_database: {DB}")
+
+
+def test_kdc_unreachable_fails_readiness_and_calls_get_503_with_the_reason(secure, gateway_factory, tmp_path):
+    """A gateway whose krb5.conf names a KDC nobody answers (port 9): start-up works (the keytab
+    is read without the KDC), ``/readyz`` is 503 and says why, and a call gets 503 with the
+    reason; nothing reaches HMS."""
+    dead = tmp_path / "krb5.conf"
+    dead.write_text(re.sub(r"kdc = [^\n]+", "kdc = 127.0.0.1:9", Path(secure.env["KRB5_CONFIG"]).read_text()))
+    upstream = {"urls": [secure.url], "sasl": secure.gateway_sasl("authentication")}
+    gw = gateway_factory(services=[{"kind": "hms-thrift", "path": THRIFT_PATH, "upstream": upstream}],
+                         env={**secure.env, "KRB5_CONFIG": str(dead)}, name="gw-no-kdc")
+    try:
+        urllib.request.urlopen(gw.management_url + "/readyz", timeout=30)
+        raise AssertionError("/readyz answered 200 without a KDC")
+    except urllib.error.HTTPError as answer:
+        ready = answer.code, answer.read().decode()
+    status, _, body = post(gw, '[1,"get_all_databases",1,0,{}]', path=THRIFT_PATH)
+    gw.stop()
+    assert ready[0] == 503 and "KDC" in ready[1], ready
+    assert status == 503 and b"KDC" in body, (status, body)

@@ -79,6 +79,9 @@ class CyrusServer:
         props = cyrus._SecurityProperties(offer[0], offer[1], maxbuf, 0, None, None)
         assert lib.sasl_setprop(self.conn, 101, ctypes.byref(props)) == 0
 
+    def __del__(self):
+        self.lib.sasl_dispose(ctypes.byref(self.conn))
+
     def _call(self, code: int, out, size) -> tuple[int, bytes]:
         return code, ctypes.string_at(out, size.value) if out.value else b""
 
@@ -193,6 +196,34 @@ def test_each_protection_negotiates_its_qop_and_protects_every_frame(protection,
         assert (request[:64] in got["frames"][0]) == (qop == "auth-int")  # privacy: ciphertext
     if qop == "auth-conf":
         assert "cipher=rc4" in response  # the strongest both have
+
+
+@pytest.mark.parametrize("size,pooled", [(300_000, True), (1_500_000, False)])
+def test_a_connection_is_not_pooled_again_after_a_large_protected_reply(size, pooled):
+    """Cyrus keeps buffers of about three times the largest frame a connection unwrapped for
+    the connection's life: past RETAINED_FRAME_BYTES the pool closes it instead of keeping it."""
+    token = parse_token(make_token())
+    server = CyrusServer(token)
+    mech = DigestMechanism(token, "privacy", "hms:9083")
+    reply = b"\x80" * size
+
+    async def exchange(reader, writer):
+        writer.write(server.encode(reply))
+
+    async def go():
+        io, listener, writer = await _session(server, mech, exchange, [])
+        try:
+            data = b""
+            while len(data) < size:
+                data += await io.chunk()
+            return data, io.reusable(), io.unread()
+        finally:
+            writer.close()
+            listener.close()
+
+    data, reusable, unread = asyncio.run(go())
+    assert data == reply and not unread
+    assert reusable is pooled
 
 
 def test_a_tampered_frame_does_not_verify():

@@ -23,6 +23,7 @@ class XorMechanism:
     """A fake two-step mechanism whose 'protection' is XOR with 0x5A (so wrapped bytes differ)."""
 
     name = "FAKE"
+    retains_frames = False
 
     def __init__(self, qop: str = "auth"):
         self.complete = False
