@@ -181,14 +181,15 @@ class ClientConnection:
             raise CyrusError(code, (detail or b"").decode("utf-8", "replace"))
         return code
 
-    def start(self, mechanism: str) -> bytes | None:
-        """Start ``mechanism``: its initial response, or None for a server-first mechanism."""
-        out, size, chosen = ctypes.c_void_p(), ctypes.c_uint(), ctypes.c_void_p()
-        code = self._check(self._lib.sasl_client_start(self._conn, mechanism.encode(), None,
-                                                       ctypes.byref(out), ctypes.byref(size),
+    def start(self, mechanism: str) -> None:
+        """Start ``mechanism`` for a server-first exchange, as Thrift's SASL runs DIGEST-MD5:
+        no initial response. (Asked for one, Cyrus's DIGEST-MD5 would answer from its
+        process-wide cache with a client-first "fast reauthentication" of an earlier session;
+        without one, the server's first challenge starts a full authentication.)"""
+        chosen = ctypes.c_void_p()
+        code = self._check(self._lib.sasl_client_start(self._conn, mechanism.encode(), None, None, None,
                                                        ctypes.byref(chosen)))
         self.complete = code == SASL_OK
-        return ctypes.string_at(out, size.value) if out.value else None
 
     def step(self, challenge: bytes) -> bytes:
         """The response to the server's ``challenge`` (``b""`` when there is none)."""

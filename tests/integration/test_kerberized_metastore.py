@@ -251,7 +251,7 @@ def test_the_explorer_in_chromium_browses_as_the_end_user(gw, secure, etl_databa
 def test_kdc_unreachable_fails_readiness_and_calls_get_503_with_the_reason(secure, gateway_factory, tmp_path):
     """A gateway whose krb5.conf names a KDC nobody answers (port 9): start-up works (the keytab
     is read without the KDC), ``/readyz`` is 503 and says why, and a call gets 503 with the
-    reason; nothing reaches HMS."""
+    reason."""
     dead = tmp_path / "krb5.conf"
     dead.write_text(re.sub(r"kdc = [^\n]+", "kdc = 127.0.0.1:9", Path(secure.env["KRB5_CONFIG"]).read_text()))
     upstream = {"urls": [secure.url], "sasl": secure.gateway_sasl("authentication")}

@@ -187,6 +187,7 @@ def test_each_protection_negotiates_its_qop_and_protects_every_frame(protection,
     assert f'username="{base64.b64encode(token.identifier).decode()}"' in response
     assert base64.b64encode(token.password).decode() not in response
     assert f"qop={qop}" in response
+    assert "nc=00000001" in response  # a full authentication, never a cached "fast reauth"
     assert mech.complete and mech.qop == qop
     assert got["request"] == request
     if qop == "auth":
@@ -224,6 +225,22 @@ def test_a_connection_is_not_pooled_again_after_a_large_protected_reply(size, po
     data, reusable, unread = asyncio.run(go())
     assert data == reply and not unread
     assert reusable is pooled
+
+
+@pytest.mark.parametrize("protection", ["authentication", "integrity"])
+def test_every_connection_authenticates_in_full_even_after_an_earlier_one(protection):
+    """Cyrus's DIGEST-MD5 keeps a process-wide cache for client-first "fast reauthentication";
+    Thrift's SASL is server-first, so each connection answers its own server's challenge."""
+    token = parse_token(make_token())
+    for _ in range(2):
+        server = CyrusServer(token)
+        mech = DigestMechanism(token, protection, "hms:9083")
+        assert mech.initial_response() == b""
+        response = mech.step(server.start())
+        assert b"nc=00000001" in response
+        code, rspauth = server.step(response)
+        assert code == 1 and mech.step(rspauth) == b"" and mech.complete
+        assert mech.qop == {"authentication": "auth", "integrity": "auth-int"}[protection]
 
 
 def test_a_tampered_frame_does_not_verify():
