@@ -23,8 +23,7 @@ import itertools
 import threading
 from typing import Iterable
 
-SASL_OK, SASL_CONTINUE, SASL_INTERACT = 0, 1, 2
-SASL_NOMECH, SASL_BADMAC, SASL_TOOWEAK = -4, -9, -15
+SASL_OK, SASL_CONTINUE, SASL_BADPARAM = 0, 1, -7
 _SASL_CB_LIST_END = 0
 _SASL_CB_AUTHNAME, _SASL_CB_PASS = 0x4002, 0x4004
 _SASL_SSF = 1
@@ -39,8 +38,8 @@ class CyrusUnavailable(RuntimeError):
 
 
 class CyrusError(Exception):
-    """A Cyrus SASL call failed: ``code`` is its result (``SASL_BADMAC``…), ``str()`` its
-    ``sasl_errdetail`` text (never a secret)."""
+    """A Cyrus SASL call failed: ``code`` is its result (``SASL_BADMAC`` -9, ``SASL_FAIL`` -1…),
+    ``str()`` its ``sasl_errdetail`` text (never a secret)."""
 
     def __init__(self, code: int, detail: str):
         super().__init__(detail)
@@ -150,7 +149,7 @@ class ClientConnection:
                  min_ssf: int, max_ssf: int, max_buffer: int = MAX_BUFFER):
         self._lib = library()
         if b"\0" in authname:
-            raise CyrusError(-7, "a SASL user name cannot hold a NUL byte")
+            raise CyrusError(SASL_BADPARAM, "a SASL user name cannot hold a NUL byte")
         self._authname = ctypes.create_string_buffer(authname)  # NUL-terminated: Cyrus reads a C string
         self._authname_pointer = ctypes.cast(self._authname, ctypes.c_char_p)
         # sasl_secret_t: unsigned long len, then the bytes; Cyrus reads it during the exchange.
@@ -220,8 +219,8 @@ class ClientConnection:
 
     def decode(self, packets: bytes) -> bytes:
         """The plain bytes of ``packets`` (4-byte length + protected bytes each; a partial
-        packet is kept for the next call). Raises :class:`CyrusError` (``SASL_BADMAC`` for a
-        packet that fails its check)."""
+        packet is kept for the next call). Raises :class:`CyrusError` for a packet that fails its
+        check (a bad MAC or sequence number) or exceeds the announced receive buffer."""
         out, size = ctypes.c_void_p(), ctypes.c_uint()
         self._check(self._lib.sasl_decode(self._conn, packets, len(packets), ctypes.byref(out), ctypes.byref(size)))
         return ctypes.string_at(out, size.value) if out.value else b""

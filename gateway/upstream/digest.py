@@ -127,9 +127,6 @@ class DigestMechanism:
             raise UpstreamBadReply(f"upstream {self.label} sent a SASL frame that does not verify "
                                    f"(DIGEST-MD5 {self.qop}): {self._scrub(exc)}") from None
 
-    def close(self) -> None:
-        self._conn.close()
-
     def _scrub(self, exc: CyrusError) -> str:
         # Cyrus names the user in some errors: here the token's identifier, kept out of logs.
         return str(exc).replace(self._user.decode("ascii"), "<token>")[:300]
