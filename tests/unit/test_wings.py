@@ -1,0 +1,81 @@
+"""A wing per protocol (issue 41): each service kind lives in its protocol's wing, the wings
+stand on the shared floors and arrows point down: no floor imports a wing, no wing imports
+another wing's kind, and only the registries (``KINDS``, ``STEPS``) name the wings, as
+``"module:Class"`` strings."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
+
+from gateway.config import ServiceConfig
+from gateway.handler import GatewayHandler
+from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.limits import ConcurrencyLimiter
+from gateway.pipeline.exchange import Exchange
+from gateway.pipeline.steps import STEPS
+from gateway.services import KINDS, service_kind
+from gateway.topology import Router, Service, Topology
+from test_import_graph import import_graph
+
+WINGS = ("gateway.hms_thrift", "gateway.iceberg", "gateway.glue", "gateway.events", "gateway.explorer")
+#: What every wing may stand on.
+FLOORS = ("gateway.pipeline", "gateway.services", "gateway.cache", "gateway.policy", "gateway.providers",
+          "gateway.upstream", "gateway.thrift", "gateway.observability", "gateway.config")
+#: The registries: they name the wings' classes as strings, imported when a topology asks.
+REGISTRIES = {"gateway.services", "gateway.pipeline.steps"}
+
+
+def _within(module: str, packages: tuple[str, ...]) -> str | None:
+    return next((p for p in packages if module == p or module.startswith(p + ".")), None)
+
+
+def test_each_kind_lives_in_its_wing():
+    wings = {kind: KINDS[kind].partition(":")[0].rsplit(".", 1)[0] for kind in KINDS}
+    assert wings == {"hms-thrift": "gateway.hms_thrift", "iceberg-rest": "gateway.iceberg", "glue": "gateway.glue",
+                     "event-stream": "gateway.events", "explorer": "gateway.explorer"}
+    assert all(KINDS[kind].startswith(wings[kind] + ".kind:") for kind in KINDS)
+    thrift_only = {"method-exposure", "ugi-claim", "catalog-policy", "ownership-assertion"}
+    assert {role for role, target in STEPS.items() if target.startswith("gateway.hms_thrift.")} == thrift_only
+
+
+def test_arrows_point_down():
+    upward = []
+    for module, targets in import_graph().items():
+        if module in REGISTRIES:
+            continue
+        floor, wing = _within(module, FLOORS), _within(module, WINGS)
+        for target in targets:
+            into = _within(target, WINGS)
+            if into is None:
+                continue
+            if floor is not None or (wing not in (None, into) and target.endswith(".kind")):
+                upward.append(f"{module} -> {target}")
+    assert not upward, "imports that run up into a wing: " + ", ".join(sorted(upward))
+
+
+def test_the_check_sees_an_upward_import():
+    assert _within("gateway.cache.reads", FLOORS) == "gateway.cache"
+    assert _within("gateway.hms_thrift.exchange", WINGS) == "gateway.hms_thrift"
+    assert _within("gateway.iceberg_x", WINGS) is None
+
+
+async def test_the_handler_builds_the_exchange_type_of_the_kind():
+    seen = []
+
+    class Kind:
+        upstream = None
+
+        async def handle(self, exchange):
+            seen.append(type(exchange))
+            return web.Response(), "ok"
+
+    class ThriftKind(Kind):
+        exchange_type = ThriftExchange
+
+    assert service_kind("hms-thrift").exchange_type is ThriftExchange
+    for handler in (Kind(), ThriftKind()):
+        service = Service("t", ServiceConfig(kind="explorer", path="s"), ConcurrencyLimiter(1), handler)
+        router = Router({"t": Topology("t", {"s": service})})
+        await GatewayHandler(router)(make_mocked_request("POST", "/gateway/t/s"))
+    assert seen == [Exchange, ThriftExchange]
