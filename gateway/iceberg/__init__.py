@@ -4,7 +4,8 @@ service kind (:mod:`gateway.services.iceberg_rest`).
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
-``errors`` (the spec's error model), ``routes`` (the route table: method, path, request and
+``engine`` (the request side of the kind, imported at a service's first request: the route
+of a path, the operation's answer), ``errors`` (the spec's error model), ``routes`` (the route table: method, path, request and
 response models, handler; the models read the body and write the answer), ``paths`` (how a path
 picks a route), ``service`` (the serving service's state the handlers use), ``bodies`` (request
 and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),

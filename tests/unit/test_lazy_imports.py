@@ -1,6 +1,8 @@
 """What a worker holds before it serves (issue 41, "Memory and start-up"): building a topology
 of the ``hms-thrift``, ``glue``, ``explorer`` or ``iceberg-rest`` kind imports neither pyarrow
-nor PyIceberg (with the Hive client PyIceberg's catalog brings, ``hive_metastore``); the
+nor PyIceberg (with the Hive client PyIceberg's catalog brings, ``hive_metastore``); a
+Thrift-only one with Basic (htpasswd) none of the client libraries of the providers it does not
+name (ldap3, python-gssapi, botocore: ``ProviderSettings.authenticator``); the
 ``iceberg-rest`` kind imports its request side (:mod:`gateway.iceberg.engine`, PyIceberg with
 it) at its service's first request, once. The checks run in one fresh interpreter (this one has
 imported everything already), which builds each kind's topology in turn and notes what each
@@ -22,9 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What only a request may import: pyarrow (PyIceberg's PyArrowFileIO), PyIceberg and the Hive
 #: Thrift client PyIceberg's catalog module brings, the Iceberg kind's request side.
 DEFERRED = ("pyarrow", "pyiceberg", "hive_metastore", "gateway.iceberg.engine")
+#: What only a topology naming the provider may import (``ldap``, ``kerberos``, ``sigv4``).
+PROVIDER_LIBRARIES = ("ldap3", "gssapi", "botocore")
 
 _HMS = "upstream: {urls: ['thrift://hms:9083']}"
-#: A topology's ``services`` (a YAML flow list) for each kind.
+#: A topology's ``services`` (a YAML flow list) for each kind, built in this order.
 SERVICES = {
     "hms-thrift": f"[{{kind: hms-thrift, path: api, {_HMS}}}]",
     "glue": f"[{{kind: glue, path: api, {_HMS}}}]",
@@ -72,7 +76,7 @@ def imported(tmp_path_factory) -> dict:
     """What the fresh interpreter found: per kind, the deferred modules imported once its
     topology (and those before it) was built; then the Iceberg service's answers."""
     run = subprocess.run([sys.executable, "-c", _PROGRAM, str(tmp_path_factory.mktemp("lazy")),
-                          json.dumps(SERVICES), json.dumps(DEFERRED)],
+                          json.dumps(SERVICES), json.dumps(DEFERRED + PROVIDER_LIBRARIES)],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.splitlines()[-1])
@@ -80,7 +84,12 @@ def imported(tmp_path_factory) -> dict:
 
 @pytest.mark.parametrize("kind", list(SERVICES))
 def test_building_a_kind_imports_nothing_only_a_request_needs(imported, kind):
-    assert imported[kind] == []
+    assert set(imported[kind]) & set(DEFERRED) == set()
+
+
+def test_a_thrift_only_topology_imports_no_client_library_of_another_provider(imported):
+    assert next(iter(SERVICES)) == "hms-thrift"  # built first, in a fresh interpreter
+    assert imported["hms-thrift"] == []
 
 
 def test_the_iceberg_kind_loads_its_request_side_at_the_first_request(imported):
