@@ -75,6 +75,7 @@ bench: install
 	$(PY) bench/run.py --tunnel
 	$(PY) bench/run.py --feed
 	$(PY) bench/run.py --iceberg
+	$(PY) bench/run.py --memory
 
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install
