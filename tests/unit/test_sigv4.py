@@ -16,10 +16,10 @@ from pydantic import ValidationError
 from gateway.providers.authentication.sigv4 import (
     REFUSAL,
     SIGNED_BODY,
+    SigV4Authenticator,
     SigV4Provider,
     parse_credentials_file,
 )
-from gateway.providers.authentication.sigv4_authenticator import SigV4Authenticator
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.providers.authentication.throttle import THROTTLE, AuthFailureThrottle, Throttled
 

@@ -14,9 +14,9 @@ from aiohttp import hdrs, web
 
 from gateway.client_address import client_address
 from gateway.providers.authentication.base import Principal, add_response_header
-from gateway.providers.authentication.kerberos import KerberosProvider
 from gateway.providers.authentication.name_rules import NameRules
 from gateway.providers.authentication.session_cookie import SessionCookies
+from gateway.providers.authentication.settings import ProviderSettings
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,13 @@ def negotiate_token(header: str | None) -> bytes | None:
 
 
 class KerberosAuthenticator:
-    """SPNEGO acceptor for ``config.principal``; 401 challenge ``Negotiate``."""
+    """SPNEGO acceptor for ``config.principal``; 401 challenge ``Negotiate``. ``config`` is the
+    provider's :class:`~gateway.providers.authentication.kerberos.KerberosProvider` (not
+    imported here: it names this class, so importing it back would be a circle)."""
 
     name = "kerberos"
 
-    def __init__(self, config: KerberosProvider):
+    def __init__(self, config: ProviderSettings):
         self.config = config
         realm = config.principal.rpartition("@")[2]
         self.rules = NameRules(config.name_rules, default_realm=realm)

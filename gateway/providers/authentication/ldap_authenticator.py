@@ -19,20 +19,22 @@ from ldap3.utils.dn import escape_rdn, parse_dn
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import password_credentials
 from gateway.providers.authentication.credential_cache import CredentialCache
-from gateway.providers.authentication.ldap import LdapProvider
+from gateway.providers.authentication.settings import ProviderSettings
 from gateway.providers.authentication.throttle import password_check
 
 log = logging.getLogger(__name__)
 
 
 class LdapAuthenticator:
-    """Basic (RFC 7617) against LDAP; 401 challenge ``Basic realm="<realm>"``."""
+    """Basic (RFC 7617) against LDAP; 401 challenge ``Basic realm="<realm>"``. ``config`` is the
+    provider's :class:`~gateway.providers.authentication.ldap.LdapProvider` (not imported here:
+    it names this class, so importing it back would be a circle)."""
 
     name = "ldap"
     #: Checks user and password (Basic, or a form's client credentials: basic.password_credentials).
     checks_passwords = True
 
-    def __init__(self, config: LdapProvider, cache: CredentialCache | None = None):
+    def __init__(self, config: ProviderSettings, cache: CredentialCache | None = None):
         self.config = config
         self.realm = config.realm
         self._cache = cache if cache is not None else CredentialCache(config.cache_ttl_seconds)
