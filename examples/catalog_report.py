@@ -36,8 +36,8 @@ _AUTH_FLAGS = ("auth", "user", "password_env", "password_file", "netrc", "token_
 
 def build_report(spark: SparkSession, options: dict[str, str]) -> dict[str, DataFrame]:
     """The report's four DataFrames (name → DataFrame) from the ``hms`` data source with
-    ``options`` (see :mod:`gateway.datasource`). One crawl of ``tables``, cached."""
-    from gateway.datasource import register
+    ``options`` (see :mod:`hms_gateway_client.datasource`). One crawl of ``tables``, cached."""
+    from hms_gateway_client.datasource import register
 
     register(spark)
     tables = spark.read.format("hms").options(**options).load("tables").cache()
