@@ -147,7 +147,7 @@ def _tunnel_arguments(p: argparse.ArgumentParser) -> None:
     except ImportError:
         tunnel = None  # cmd_tunnel says which extra is missing
     if tunnel is None:
-        p.add_argument("options", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(any_options=True)  # whatever they are, cmd_tunnel says what to install
     else:
         tunnel.add_arguments(p)
 
@@ -312,7 +312,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "any_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.log_level = getattr(args, "log_level", None)
     return run_command(args.func, args)
 
