@@ -36,6 +36,7 @@ import time
 import weakref
 from pathlib import Path
 
+from demo import CHECKOUT
 from demo.hms_kerberos import HMSKerberos, site_xml
 from demo.hms_probe import probe_get_all_databases
 
@@ -88,7 +89,7 @@ def pyspark_jars_dir() -> Path:
 
 
 _LISTENER_CLASS = "io.hmsgateway.listener.NotificationLogListener"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_ROOT = CHECKOUT
 
 
 def listener_jar() -> Path:
