@@ -47,7 +47,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
   iceberg      {iceberg_url(port)}   (Iceberg REST catalog, docs/iceberg.md)
   credentials  admin / admin-password   (demo only: config/users.htpasswd)
   pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
-               through hms-gateway tunnel (docs/spark.md)
+               through hms-gateway-tunnel (docs/spark.md)
   CA           {ca}
   audit log    {audit or "stderr"}   (one JSON line per request; the text log stays on stderr)
 {storage or ""}
@@ -225,7 +225,7 @@ def _shown_path(path: Path) -> str:
 
 def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path: Path) -> None:
     """Run the demo pipeline (PySpark, in a child process) as user ``etl``: Spark's Hive client
-    → an in-process ``hms-gateway tunnel`` → the gateway's ``hive/spark-rw`` service → HMS.
+    → an in-process ``hms-gateway-tunnel`` → the gateway's ``hive/spark-rw`` service → HMS.
     Prints progress; a failure is printed with the log's tail, never raised (the gateway stays up)."""
     from hms_gateway_client.auth import BasicAuth
     from demo.seed_job import run_seed_job_in_subprocess
@@ -237,7 +237,7 @@ def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path
     loop.run_until_complete(tunnel.start())
     thread = threading.Thread(target=loop.run_forever, name="demo-tunnel", daemon=True)
     thread.start()
-    print(f"demo pipeline: PySpark as user {PIPELINE_USER} through hms-gateway tunnel "
+    print(f"demo pipeline: PySpark as user {PIPELINE_USER} through hms-gateway-tunnel "
           f"({spark_setting('127.0.0.1', tunnel.port)}) -> {url}; log {log_path}", flush=True)
     started = time.monotonic()
     try:

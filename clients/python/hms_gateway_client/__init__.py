@@ -7,7 +7,8 @@
 ...     hms.get_table("sales", "orders")   # Table
 
 :func:`events` follows an ``event-stream`` service (HMS's notification log). Authentication
-(:mod:`hms_gateway_client.auth`) is shared with ``hms-gateway tunnel``.
+(:mod:`hms_gateway_client.auth`) is shared with ``hms-gateway-tunnel``. This package is the
+client distribution (``clients/python``), which the gateway's image does not carry.
 """
 
 from hms_gateway_client.auth import (

@@ -1,4 +1,4 @@
-"""Client-side authentication to the gateway, shared by ``hms-gateway tunnel`` and
+"""Client-side authentication to the gateway, shared by ``hms-gateway-tunnel`` and
 :mod:`hms_gateway_client`.
 
 Each auth object gives the ``Authorization`` header for one HTTPS request

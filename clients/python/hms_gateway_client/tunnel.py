@@ -1,11 +1,12 @@
-"""``hms-gateway tunnel``: a local binary-Thrift listener that forwards each call to the gateway
-over HTTPS, so that unmodified Hive clients (Spark's ``HiveClientImpl``, Hive's tools,
-``hmsclient``) reach the catalog from outside the cluster with ``thrift://127.0.0.1:<port>``.
+"""``hms-gateway-tunnel`` (``hms-gateway tunnel`` beside the server): a local binary-Thrift
+listener that forwards each call to the gateway over HTTPS, so that unmodified Hive clients
+(Spark's ``HiveClientImpl``, Hive's tools, ``hmsclient``) reach the catalog from outside the
+cluster with ``thrift://127.0.0.1:<port>``.
 
 One client connection carries one call at a time, as Apache Thrift's ``TSocket`` clients do.
 Each strict-binary message (unframed, its end found by
-:class:`hms_gateway_client._thrift.binary.BinaryMessageScanner`, or ``TFramedTransport``'s i32 length plus
-message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the gateway URL
+:class:`hms_gateway_client._thrift.binary.BinaryMessageScanner`, or ``TFramedTransport``'s i32
+length plus message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the gateway URL
 with the user's ``Authorization`` (:mod:`hms_gateway_client.auth`), over a small pool of kept-alive
 HTTPS connections. The gateway's binary reply is written back; a ``oneway`` call gets none.
 
