@@ -9,7 +9,9 @@ Writes four Parquet data sets under ``--out``:
   ``spark.sql.statistics.numRows``);
 - ``owners``: owner, tables (count), databases (sorted list).
 
-Run (the password is read from the environment variable named, never given on the command line):
+It needs the client distribution with its Spark extra (``pip install './clients/python[spark]'``;
+``make install`` installs it). Run (the password is read from the environment variable named,
+never given on the command line):
 
     HMS_PASSWORD=… python examples/catalog_report.py \\
         --url https://localhost:8443/gateway/default/hms --ca certs/ca.crt \\
