@@ -30,7 +30,7 @@ SYSTEM_CONFIG = Path("/etc/hms-gateway/gateway.yaml")
 SOURCE_TREE_CONFIG = Path("config/gateway.yaml")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 CONFIG_HELP = (f"the gateway file (default: ${CONFIG_ENV}, else {SYSTEM_CONFIG}, else "
-                f"{SOURCE_TREE_CONFIG} if it exists)")
+               f"{SOURCE_TREE_CONFIG} if it exists)")
 
 
 def default_config_path() -> Path:
