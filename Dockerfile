@@ -38,10 +38,12 @@ LABEL org.opencontainers.image.title="hms-gateway" \
       org.opencontainers.image.licenses="Apache-2.0"
 
 # The Kerberos libraries the venv's gssapi and krb5 extensions link against (SPNEGO, SASL to a
-# Kerberized metastore); libraries only, no headers or compiler.
+# Kerberized metastore), and Cyrus SASL with its DIGEST-MD5 mechanism (the end users' connections
+# to a Kerberized HMS, loaded by gateway/upstream/cyrus.py); libraries only, no headers or compiler.
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends libgssapi-krb5-2 libkrb5-3 libk5crypto3 \
+      libsasl2-2 libsasl2-modules \
  && rm -rf /var/lib/apt/lists/*
 
 # Numeric UID so Kubernetes runAsNonRoot can verify it without resolving /etc/passwd.

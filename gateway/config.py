@@ -258,8 +258,8 @@ class SaslConfig(_Model):
     keytab: Path
     #: HMS's ``hive.metastore.kerberos.principal``; ``_HOST`` becomes each URL's host.
     service_principal: str = Field(min_length=1)
-    #: HMS's ``hadoop.rpc.protection``: SASL QOP ``auth``, ``auth-int`` or ``auth-conf``.
-    #: ``integrity`` and ``privacy`` need ``impersonation: none`` (see the validator below).
+    #: HMS's ``hadoop.rpc.protection``: SASL QOP ``auth``, ``auth-int`` or ``auth-conf``, for
+    #: the gateway's GSSAPI and the end users' DIGEST-MD5 connections alike.
     protection: Literal["authentication", "integrity", "privacy"] = "authentication"
     #: ``delegation-token``: each end user's calls go over DIGEST-MD5 connections with a
     #: delegation token HMS issued for that user (the gateway as Hadoop proxy user);
@@ -280,19 +280,6 @@ class SaslConfig(_Model):
         if any(c.isspace() for c in name) or name.count("@") > 1 or name.startswith(("@", "/")):
             raise ValueError(f"{name!r} is not a Kerberos principal name (primary[/instance][@REALM])")
         return name
-
-    @model_validator(mode="after")
-    def _protection_of_every_call(self) -> "SaslConfig":
-        # The end users' DIGEST-MD5 connections (pure-sasl) have no integrity or privacy layer:
-        # refused here rather than run their calls at a protection weaker than the one asked.
-        if self.impersonation == "delegation-token" and self.protection != "authentication":
-            raise ValueError(
-                f"protection {self.protection} with impersonation delegation-token: the end users' "
-                "connections (SASL DIGEST-MD5 with their delegation tokens) offer no integrity or "
-                "privacy layer here, so their calls would run at authentication only; use protection "
-                "authentication, or impersonation none (every call as the gateway's principal, at "
-                f"{self.protection})")
-        return self
 
     @property
     def short_name(self) -> str:

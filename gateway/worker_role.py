@@ -1,5 +1,6 @@
 """What a worker process knows of its place among the workers (gateway/workers.py starts them;
-each runs a :class:`gateway.server.Gateway` given its role)."""
+each runs a :class:`gateway.server.Gateway` given its role), and :func:`current_worker` for
+code below the server that must act once per gateway, not once per worker."""
 
 from __future__ import annotations
 
@@ -25,3 +26,21 @@ class WorkerRole:
     def control_socket(self) -> Path:
         """The supervisor's control app (throttle budgets, start-up reports)."""
         return self.runtime_dir / "supervisor.sock"
+
+
+_current_worker: int | None = None
+
+
+def current_worker() -> int | None:
+    """This process's worker index (0..N-1), or None when it is not a worker (``workers: 1``).
+
+    For work that must happen once per gateway, not once per worker (e.g. publishing the change
+    feed to a broker): do it where this is None or 0.
+    """
+    return _current_worker
+
+
+def enter_worker(role: WorkerRole) -> None:
+    """Record that this process is the worker ``role`` (:func:`gateway.workers.worker_main`)."""
+    global _current_worker
+    _current_worker = role.index

@@ -55,7 +55,7 @@ from gateway.config import ConfigError, GatewayConfig, load_gateway_config, load
 from gateway.providers.authentication.settings import FailureThrottle
 from gateway.upstream import table_queue
 from gateway.providers.authentication.throttle import AuthFailureThrottle, Throttled
-from gateway.worker_role import WorkerRole
+from gateway.worker_role import WorkerRole, enter_worker
 
 log = logging.getLogger(__name__)
 
@@ -63,18 +63,6 @@ _START_TIMEOUT_SECONDS = 120.0  # all workers listening (imports and topology bu
 _CONTROL_TIMEOUT_SECONDS = 5.0
 _STABLE_SECONDS = 10.0  # a worker that ran this long is restarted at once when it exits
 _MAX_BACKOFF_SECONDS = 30.0
-
-
-_current_worker: int | None = None
-
-
-def current_worker() -> int | None:
-    """This process's worker index (0..N-1), or None when it is not a worker (``workers: 1``).
-
-    For work that must happen once per gateway, not once per worker (e.g. publishing the change
-    feed to a broker): do it where this is None or 0.
-    """
-    return _current_worker
 
 
 def worker_count(config: GatewayConfig) -> int:
@@ -464,8 +452,7 @@ def worker_main(argv: list[str] | None = None) -> int:
         return 2
     configure_logging(config.logging.format, args.log_level or config.logging.level)
     role = WorkerRole(args.worker, args.port, args.runtime_dir)
-    global _current_worker
-    _current_worker = role.index
+    enter_worker(role)
     share_budgets(SupervisorBudgets(role))
     attach_shared(role.runtime_dir / CACHE_GENERATIONS)
     table_queue.share(role.runtime_dir)  # commits to one table queue across workers (issue 33)
@@ -481,7 +468,7 @@ def worker_main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run in the module ``gateway.workers``, not in ``__main__``: current_worker() and the
+    # Run in the module ``gateway.workers``, not in ``__main__``: the module state and the
     # loggers must be the ones the rest of the gateway imports.
     from gateway.workers import worker_main as _worker_main
 

@@ -24,10 +24,12 @@ declare -A want=(
   [krb5-config]=libkrb5-dev
   [gcc]=gcc
 )
-# ... or, for header-only packages (no command), when dpkg says it is installed.
+# ... or, for header-only and library packages (no command), when dpkg says it is installed.
 headers=(
   libc6-dev    # the C library's headers, for every build above
   python3-dev  # Python.h, for the same builds
+  libsasl2-2        # Cyrus SASL: the end users' DIGEST-MD5 to a Kerberized HMS (gateway/upstream/cyrus.py)
+  libsasl2-modules  # ... its DIGEST-MD5 mechanism, with the integrity and privacy layers
 )
 case "$set_name" in
   demo) ;;

@@ -25,7 +25,7 @@ from gateway.cache.settings import CacheOptions
 from gateway.cache.store import Entry, ReplyStore
 from gateway.cache.writes import activate, invalidate
 from gateway.config import ConfigError
-from gateway.events.poller import NotificationPoller
+from gateway.upstream.notification_poller import NotificationPoller
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange, call_args
 from gateway.providers.authentication.base import add_response_header

@@ -62,7 +62,7 @@ from gateway.upstream.errors import UpstreamError
 
 if TYPE_CHECKING:
     from gateway.events.feed import ChangeFeed
-    from gateway.events.model import MetastoreEvent
+    from gateway.upstream.notification_event import MetastoreEvent
 
 log = logging.getLogger(__name__)
 

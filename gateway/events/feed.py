@@ -1,10 +1,12 @@
 """The change feed of one upstream service: one poller, one ring, any number of clients.
 
-Every ``poll_interval`` seconds the feed asks HMS for its current notification id and reads
-what is new in batches of at most 1,000 (:mod:`gateway.events.poller`, read as
-:func:`gateway.upstream.notification_log.read_new` reads the log); clients read from the
-shared :class:`~gateway.events.ring.EventRing` and wait on one shared future, so a thousand
-subscribers cost one poll per interval.
+Every ``poll_interval`` seconds the gateway's notification-log poller
+(:class:`~gateway.upstream.notification_poller.LogFollower`, this feed its subscriber) asks HMS
+for its current notification id and reads what is new in batches of at most 1,000; clients read
+from the shared :class:`~gateway.events.ring.EventRing` and wait on one shared future, so a
+thousand subscribers cost one poll per interval. The ring keeps events as HMS logged them: what
+a delivery adds (``details``, e.g. Iceberg commits read from their metadata files) is done for
+the events a client is given (:meth:`ChangeFeed.detailed`), never for the whole log at start.
 
 :class:`Resync` follows Kubernetes' watch semantics for an expired ``resourceVersion`` (HTTP 410
 Gone): the client relists and follows from :attr:`ChangeFeed.latest_id`.
@@ -16,14 +18,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 
-from gateway.events.model import MetastoreEvent
-from gateway.events.poller import MAX_BATCH, NotificationPoller
 from gateway.events.ring import EventRing
 from gateway.observability import metrics
 from gateway.upstream.errors import UpstreamError
-from gateway.upstream.notification_log import Skip, read_new
+from gateway.upstream.notification_event import MetastoreEvent
+from gateway.upstream.notification_log import Batch, Skip
+from gateway.upstream.notification_poller import MAX_BATCH, LogFollower, LogSubscriber, NotificationPoller
 
 __all__ = ["EVENT_TYPES", "ChangeFeed", "FeedUnavailable", "Resync"]
 
@@ -67,16 +69,18 @@ class FeedUnavailable(Exception):
     """The feed has not yet read HMS's notification log (HMS unreachable since start-up)."""
 
 
-class ChangeFeed:
+class ChangeFeed(LogSubscriber):
     """Polls one upstream's notification log and serves it to many readers.
 
     ``poll_interval`` in seconds; ``ring_size`` events are kept (the resume window);
-    ``labels`` are the ``(topology, service)`` metric labels.
+    ``labels`` are the ``(topology, service)`` metric labels; ``details`` completes the events
+    a client is given (:meth:`detailed`), None to give them as read.
     """
 
     def __init__(
         self, poller: NotificationPoller, *, poll_interval: float = 1.0, ring_size: int = 10_000,
         labels: tuple[str, str] = ("", ""),
+        details: Callable[[Sequence[MetastoreEvent]], Awaitable[list[MetastoreEvent]]] | None = None,
     ):
         self.poller = poller
         self.poll_interval = poll_interval
@@ -84,12 +88,19 @@ class ChangeFeed:
         self.labels = labels
         self.ready = False
         self.subscribers = 0
-        self.polls = 0
-        self._task: asyncio.Task | None = None
+        self._details = details
         self._changed: asyncio.Future | None = None
-        self._last_error: str | None = None
         self._seen_types: set[str] = set()
-        self._polling = asyncio.Lock()  # the background poll and reach()'s never interleave
+        outcomes = {ok: metrics.child(metrics.FEED_POLLS, *labels, "ok" if ok else "error") for ok in (True, False)}
+        # The background runs this feed's poll_once (looked up at each poll), as reach() does.
+        self._follower = LogFollower(poller, self, interval=poll_interval,
+                                     name="change feed {}/{}".format(*labels),
+                                     counted=lambda ok: outcomes[ok].inc(), poll=lambda: self.poll_once())
+
+    @property
+    def polls(self) -> int:
+        """Polls begun (background and :meth:`reach`'s)."""
+        return self._follower.polls
 
     def known_types(self) -> frozenset[str]:
         """:data:`EVENT_TYPES` and every other event type this feed has read from HMS."""
@@ -102,44 +113,17 @@ class ChangeFeed:
 
     async def start(self) -> None:
         """Start polling in the background (returns at once; see :attr:`ready`)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name="change-feed")
+        await self._follower.start()
 
     async def close(self) -> None:
         """Stop polling; readers waiting get what the ring holds."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._follower.close()
         self._wake()
 
     def _wake(self) -> None:
         if self._changed is not None and not self._changed.done():
             self._changed.set_result(None)
         self._changed = None
-
-    async def _run(self) -> None:
-        outcome = metrics.child(metrics.FEED_POLLS, *self.labels, "ok")
-        failed = metrics.child(metrics.FEED_POLLS, *self.labels, "error")
-        while True:
-            try:
-                await self.poll_once()
-                outcome.inc()
-                if self._last_error is not None:
-                    log.info("change feed %s/%s reads HMS again", *self.labels)
-                    self._last_error = None
-            except UpstreamError as exc:
-                failed.inc()
-                if str(exc) != self._last_error:  # once per distinct failure, not once a second
-                    log.warning("change feed %s/%s cannot read HMS: %s", *self.labels, exc)
-                    self._last_error = str(exc)
-            except Exception as exc:  # a bug or an unreadable reply must not end the feed
-                failed.inc()
-                if repr(exc) != self._last_error:
-                    log.exception("change feed %s/%s: poll failed", *self.labels)
-                    self._last_error = repr(exc)
-            await asyncio.sleep(self.poll_interval)
 
     async def reach(self, after: int) -> None:
         """Poll HMS once now if ``after`` is ahead of what this feed has read.
@@ -156,25 +140,39 @@ class ChangeFeed:
 
     async def poll_once(self) -> None:
         """One poll: current id, then the new events in batches. Raises UpstreamError."""
-        async with self._polling:
-            await self._poll()
+        await self._follower.poll_once()
 
-    async def _poll(self) -> None:
-        self.polls += 1
+    async def detailed(self, events: Sequence[MetastoreEvent]) -> list[MetastoreEvent]:
+        """``events`` as a client is given them: completed by ``details`` (e.g. an Iceberg
+        commit's ``iceberg`` member), read now for these events only."""
+        if self._details is None or not events:
+            return list(events)
+        return await self._details(events)
+
+    # --- as the poller's subscriber ----------------------------------------------------------
+
+    @property
+    def backfill(self) -> int:  # type: ignore[override]
         # Until ready, and after a reset, the ring is backfilled so that clients that resume
         # after a gateway restart find their ids.
-        async for step in read_new(self.poller, self.ring.newest_id if self.ready else None,
-                                   batch=MAX_BATCH, backfill=self.ring.capacity):
-            if isinstance(step, Skip):
-                if step.reason == "reset":
-                    log.warning("change feed %s/%s: %s (HMS reset)", *self.labels, step.describe())
-                # After a gap (events HMS trimmed before this feed read them) nobody may resume
-                # across it: the ring starts after it.
-                self.ring.reset(step.position)
-                continue
-            self.ring.extend(self._increasing(step.events))
-            self._seen_types.update(event.event_type for event in step.events)
-            self._wake()
+        return self.ring.capacity
+
+    def position(self) -> int | None:
+        return self.ring.newest_id if self.ready else None
+
+    def skipped(self, step: Skip) -> None:
+        if step.reason == "reset":
+            log.warning("change feed %s/%s: %s (HMS reset)", *self.labels, step.describe())
+        # After a gap (events HMS trimmed before this feed read them) nobody may resume
+        # across it: the ring starts after it.
+        self.ring.reset(step.position)
+
+    def received(self, batch: Batch[MetastoreEvent]) -> None:
+        self.ring.extend(self._increasing(batch.events))
+        self._seen_types.update(event.event_type for event in batch.events)
+        self._wake()
+
+    def polled(self, started: float) -> None:
         if not self.ready:
             self.ready = True
             self._wake()
@@ -249,7 +247,8 @@ class ChangeFeed:
 
     async def wait_select(self, after: int, timeout: float, limit: int,
                           accept: Callable[[MetastoreEvent], bool]) -> tuple[list[MetastoreEvent], int]:
-        """As :meth:`select`, waiting up to ``timeout`` seconds for at least one accepted event.
+        """As :meth:`select`, waiting up to ``timeout`` seconds for at least one accepted event,
+        the events :meth:`detailed`.
 
         Returns ``([], position)`` on timeout (the position moves past refused events). Raises
         :class:`Resync`, and :class:`FeedUnavailable` when the feed is still not ready after
@@ -266,7 +265,7 @@ class ChangeFeed:
                     raise
                 events = []
             if events:
-                return events, position
+                return await self.detailed(events), position
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return [], position
@@ -276,7 +275,8 @@ class ChangeFeed:
                 return [], position
 
     async def wait_after(self, after: int, timeout: float, limit: int = MAX_BATCH) -> list[MetastoreEvent]:
-        """As :meth:`events_after`, waiting up to ``timeout`` seconds for at least one event.
+        """As :meth:`events_after`, waiting up to ``timeout`` seconds for at least one event, the
+        events :meth:`detailed`.
 
         Returns [] on timeout. Raises :class:`Resync`, and :class:`FeedUnavailable` when the
         feed is still not ready after ``timeout``.
@@ -291,7 +291,7 @@ class ChangeFeed:
                     raise
                 events = []
             if events:
-                return events
+                return await self.detailed(events)
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return []

@@ -25,7 +25,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gateway.events.model import MetastoreEvent
+    from gateway.upstream.notification_event import MetastoreEvent
 
 #: HCatalog's event-type strings (``HCatConstants.HCAT_*_EVENT``); HMS uses the same names.
 DATABASE_TYPES = frozenset({"CREATE_DATABASE", "DROP_DATABASE"})

@@ -6,7 +6,10 @@ and the gateway's ``iceberg-rest`` service commit a table by one ``alter_table``
 after the change has ``table_type=ICEBERG`` and another ``metadata_location`` than before is a
 commit, whoever wrote it. :class:`IcebergCommits` reads the new metadata file (PyIceberg
 ``FileIO``: bounded in size and time, cached by location, since a metadata file never changes)
-and its current snapshot, and attaches :func:`commit_body` to the event before the feed keeps it.
+and its current snapshot, and attaches :func:`commit_body` to the event when the feed gives it
+to a client (:meth:`gateway.events.feed.ChangeFeed.detailed`): the feed keeps events as HMS
+logged them, so starting the gateway reads no metadata file of the log's history; a client
+that resumes from an old id has the commits it is given read then, once each.
 
 Body (Iceberg REST spec names, kebab case)::
 
@@ -25,7 +28,7 @@ import asyncio
 import dataclasses
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +38,8 @@ from pyiceberg.exceptions import ValidationError as MetadataInvalid
 from pyiceberg.table.metadata import TableMetadataUtil
 
 from gateway.events.hcat import table_parameters
-from gateway.events.messages import MessageFormatError, gunzip
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_messages import MessageFormatError, gunzip
+from gateway.upstream.notification_event import MetastoreEvent
 from gateway.iceberg.files import file_io
 from gateway.iceberg.hive_tables import PREVIOUS_METADATA_LOCATION
 from gateway.iceberg.storage import S3Options, load_storage
@@ -64,7 +67,7 @@ class IcebergCommitOptions(BaseModel):
     ``region``, ``credentials_file``, ``profile`` and ``path_style`` matter here); ``file_io``:
     other PyIceberg FileIO properties for reading metadata files (they win over ``s3``'s; local
     files need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
-    metadata files remembered (by location); ``read_timeout_seconds``: per file.
+    metadata files remembered (by location), and commit bodies (by event); ``read_timeout_seconds``: per file.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -175,6 +178,11 @@ class SnapshotReader:
                                                self.options.read_timeout_seconds)
             except TimeoutError:
                 raise MetadataUnreadable(f"not read within {self.options.read_timeout_seconds:g} s") from None
+            except MetadataUnreadable:
+                raise
+            except Exception as exc:  # a file PyIceberg fails on unexpectedly: unreadable, not a failed request
+                log.exception("metadata file %s: reading failed", location)
+                raise MetadataUnreadable(f"{type(exc).__name__} while reading") from None
         self._cache[location] = found
         if len(self._cache) > self.options.cache_size:
             self._cache.popitem(last=False)
@@ -228,27 +236,45 @@ def for_viewer(body: Mapping[str, Any], keep: Callable[[str], bool] | None) -> d
 
 
 class IcebergCommits:
-    """A notification poller (:class:`~gateway.events.poller.NotificationPoller`'s
-    ``current_id``/``next_events``) whose events carry ``iceberg`` when they are commits."""
+    """Completes change-feed events with their Iceberg commit (``details`` of
+    :class:`~gateway.events.feed.ChangeFeed`): :meth:`detailed` attaches ``iceberg`` to the
+    commits among the events it is given, reading their metadata files then.
 
-    def __init__(self, poller, options: IcebergCommitOptions, file_io: dict[str, str] | None = None):
-        self.poller = poller
+    A commit's body is computed once and remembered for the last ``options.cache_size``
+    commits (concurrent deliveries of one event share one read), so an unreadable file is
+    tried, and logged, once per commit rather than once per client.
+    """
+
+    def __init__(self, options: IcebergCommitOptions, file_io: dict[str, str] | None = None):
         self.reader = SnapshotReader(options, file_io)
+        self._size = options.cache_size
+        self._bodies: OrderedDict[tuple, asyncio.Future] = OrderedDict()
 
-    @property
-    def calls(self) -> int:
-        """Upstream calls made by the wrapped poller."""
-        return self.poller.calls
+    def _body(self, event: MetastoreEvent) -> asyncio.Future | None:
+        """The future of ``event``'s ``iceberg`` member, None when it is not a commit."""
+        locations = commit_locations(event)
+        if locations is None:
+            return None
+        # Keyed by what the body says, not the id alone: an HMS reset reuses ids.
+        user = event.message.get("user")
+        key = (event.event_id, event.db, event.table, *locations, user if isinstance(user, str) else None)
+        found = self._bodies.get(key)
+        if found is None:
+            found = asyncio.ensure_future(commit_body(event, self.reader))
+            self._bodies[key] = found
+            if len(self._bodies) > self._size:
+                self._bodies.popitem(last=False)
+        else:
+            self._bodies.move_to_end(key)
+        return found
 
-    async def current_id(self) -> int:
-        """As the wrapped poller's."""
-        return await self.poller.current_id()
-
-    async def next_events(self, after: int, max_events: int) -> list[MetastoreEvent]:
-        """As the wrapped poller's, Iceberg commits with their ``iceberg`` member."""
-        events = await self.poller.next_events(after, max_events)
-        bodies = await asyncio.gather(*(commit_body(event, self.reader) for event in events))
+    async def detailed(self, events: Sequence[MetastoreEvent]) -> list[MetastoreEvent]:
+        """``events``, the Iceberg commits among them with their ``iceberg`` member
+        (:func:`commit_body`; an unreadable metadata file gives a body with ``error``)."""
+        bodies = [self._body(event) for event in events]
         out = []
         for event, body in zip(events, bodies):
-            out.append(event if body is None else dataclasses.replace(event, iceberg=body))
+            # shield: a client that leaves does not cancel the read other clients share
+            out.append(event if body is None else dataclasses.replace(event, iceberg=await asyncio.shield(body)))
         return out
+

@@ -53,9 +53,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.config import reported_error
 from gateway.events import hcat
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
-from gateway.events.iceberg import ICEBERG_COMMIT, IcebergCommitOptions, IcebergCommits, file_io_of, for_viewer
-from gateway.events.model import MetastoreEvent
-from gateway.events.poller import MAX_BATCH, NotificationPoller
+from gateway.events.iceberg import (
+    ICEBERG_COMMIT,
+    IcebergCommitOptions,
+    IcebergCommits,
+    commit_locations,
+    file_io_of,
+    for_viewer,
+)
+from gateway.upstream.notification_event import MetastoreEvent
+from gateway.upstream.notification_poller import MAX_BATCH, NotificationPoller
 from gateway.observability import metrics
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed
@@ -63,6 +70,7 @@ from gateway.policy.columns import filter_parameters
 from gateway.policy.view import CatalogView
 from gateway.providers.identity import Identity
 from gateway.services.base import ServiceContext, key_path
+from gateway.worker_role import current_worker
 
 __all__ = ["EventStreamService"]
 
@@ -123,8 +131,9 @@ class _Query:
     """The request's position, size, wait and filters, validated (raises :class:`BadQuery`)."""
 
     def __init__(self, request: web.BaseRequest, max_wait: float, sse: bool,
-                 known_types: frozenset[str] | None = None):
+                 known_types: frozenset[str] | None = None, iceberg: bool = True):
         query = request.query
+        self.iceberg = iceberg  # the service attaches Iceberg commits (types=ICEBERG_COMMIT selects them)
         last = request.headers.get("Last-Event-ID")
         self.after = _int({"after": last} if sse and last else query, "after", None, 0, 2**63 - 1)
         self.limit = _int(query, "limit", MAX_BATCH, 1, MAX_BATCH)
@@ -154,8 +163,10 @@ class _Query:
             raise BadQuery("format must be json or cloudevents")
 
     def matches(self, event: MetastoreEvent, prefix: str) -> bool:
+        # A commit is known from the event alone (commit_locations): its metadata file is read
+        # only for the events delivered (ChangeFeed.detailed).
         if self.types is not None and event.event_type not in self.types and not (
-                event.iceberg is not None and ICEBERG_COMMIT in self.types):
+                ICEBERG_COMMIT in self.types and self.iceberg and commit_locations(event) is not None):
             return False
         if self.db is not None and (event.db or "").lower() != self.db:
             return False
@@ -259,17 +270,18 @@ class EventStreamService:
         identity = (Identity(options.service_user, None, frozenset(options.service_groups))
                     if options.service_user else None)
         poller = NotificationPoller(self.upstream, ctx.schema, identity)
+        details = None
         if options.iceberg.enabled:
             try:
                 file_io = file_io_of(options.iceberg, Path(ctx.source).parent if ctx.source else Path.cwd())
             except ValueError as exc:
                 key, reason = exc.args
                 raise ctx.error(f"options.iceberg.{key}", reason) from None
-            poller = IcebergCommits(poller, options.iceberg, file_io)
+            details = IcebergCommits(options.iceberg, file_io).detailed
         self.feed = ChangeFeed(
             poller,
             poll_interval=options.poll_interval_seconds, ring_size=options.ring_size,
-            labels=(ctx.topology, ctx.config.path),
+            labels=(ctx.topology, ctx.config.path), details=details,
         )
         self.source = f"/gateway/{ctx.topology}/{ctx.config.path}"
         self.publisher = None
@@ -299,8 +311,6 @@ class EventStreamService:
     async def start(self) -> None:
         """Start the poller (and the broker publisher, when configured: in worker 0 only; across
         replicas, only the holder of the service's HMS lock publishes, see gateway/events/leader.py)."""
-        from gateway.workers import current_worker
-
         await self.feed.start()
         if self.publisher is not None and current_worker() in (None, 0):
             await self.publisher.start()
@@ -325,7 +335,7 @@ class EventStreamService:
         sse = SSE_TYPE in request.headers.get(hdrs.ACCEPT, "")
         try:
             query = _Query(request, self.options.max_wait_seconds, sse,
-                           self.feed.known_types() | {ICEBERG_COMMIT})
+                           self.feed.known_types() | {ICEBERG_COMMIT}, self.options.iceberg.enabled)
         except BadQuery as exc:
             exchange.event.reason = str(exc)
             return _json(400, {"error": "bad_request", "detail": str(exc)}), "bad_request"

@@ -42,6 +42,11 @@ class Unframed:
         # StreamReader has no public count of buffered bytes.
         return bool(self.reader._buffer)  # type: ignore[attr-defined]
 
+    def reusable(self) -> bool:
+        """Whether the connection may go back to the pool after a call (a transport that
+        holds memory sized to what it carried says no)."""
+        return True
+
     async def begin(self, max_bytes: int) -> None:
         """Start reading one reply (a frame's length, for :class:`Framed`)."""
 

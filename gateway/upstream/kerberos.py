@@ -136,6 +136,7 @@ class GssapiMechanism:
     asking for ``protection`` (Hadoop's name). :meth:`prepare` must run before negotiation."""
 
     name = "GSSAPI"
+    retains_frames = False
 
     def __init__(self, login: KeytabLogin, target: str, protection: str, label: str):
         self.login, self.target, self.label = login, target, label
@@ -213,9 +214,9 @@ class GssapiMechanism:
         self.complete = True
         return context.wrap(reply, False).message
 
-    def wrap(self, data: bytes) -> bytes:
+    def wrap(self, data: bytes) -> list[bytes]:
         assert self._context is not None
-        return self._context.wrap(data, self.qop == "auth-conf").message
+        return [self._context.wrap(data, self.qop == "auth-conf").message]
 
     def unwrap(self, data: bytes) -> bytes:
         assert self._context is not None

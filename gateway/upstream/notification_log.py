@@ -1,10 +1,12 @@
 """The one reader of HMS's notification log: from a position, the events logged since, in
-batches, and where the log cannot be followed (NOTES.md section 7; Hive metastore IDL
+batches, and where the log cannot be followed (HMS trims events older than
+``hive.metastore.event.db.listener.timetolive`` and can commit ids out of order under HA,
+HIVE-24468; docs/change-feed.md, "Production HMS settings"; Hive metastore IDL
 ``get_current_notificationEventId``/``get_next_notification``).
 
-:func:`read_new` is what the metadata cache's follower (:mod:`gateway.cache.follower`) and the
-change feed (:mod:`gateway.events.feed`) each did: ask for the current id, then read what is
-new in batches. It yields :class:`Batch` for events and :class:`Skip` where events cannot be
+:func:`read_new` is one poll of :class:`gateway.upstream.notification_poller.LogFollower`, for the
+metadata cache (:mod:`gateway.cache.follower`) and the change feed (:mod:`gateway.events.feed`)
+alike: ask for the current id, then read what is new in batches. It yields :class:`Batch` for events and :class:`Skip` where events cannot be
 read: the first read (nothing to follow from), an id that went back (HMS reset, or another
 database behind the same address), or events trimmed by HMS's time-to-live
 (``hive.metastore.event.db.listener.timetolive``) before they were read. Doris and StarRocks
@@ -34,7 +36,7 @@ E = TypeVar("E", bound=LoggedEvent)
 
 class NotificationSource(Protocol[E]):
     """The two notification-log calls against one upstream (e.g.
-    :class:`gateway.events.poller.NotificationPoller`); both raise
+    :class:`gateway.upstream.notification_poller.NotificationPoller`); both raise
     :class:`~gateway.upstream.errors.UpstreamError` subclasses."""
 
     async def current_id(self) -> int:

@@ -43,7 +43,8 @@ class _Connection:
     def usable(self) -> bool:
         # An idle connection the server closed (HMS restarted) has seen EOF already; one with
         # unread bytes holds a reply nobody asked for, which the next caller must not get.
-        return not (self.io.reader.at_eof() or self.writer.is_closing() or self.io.unread())
+        return not (self.io.reader.at_eof() or self.writer.is_closing() or self.io.unread()
+                    or not self.io.reusable())
 
     def close(self) -> None:
         self.writer.close()

@@ -9,15 +9,19 @@ COMPLETE. BAD and ERROR carry the server's reason.
 
 After negotiation every message travels in frames, a 4-byte length and a payload; with QOP
 ``auth-int`` or ``auth-conf`` (Hadoop's ``hadoop.rpc.protection`` ``integrity``, ``privacy``) the
-payload is the mechanism's wrap of the bytes, unwrapped frame by frame on the way in.
+payload is the mechanism's wrap of the bytes (a message may take several frames when the
+mechanism keeps to the server's receive buffer, as DIGEST-MD5 does), unwrapped frame by frame on
+the way in.
 :class:`SaslTransport` reads replies as :class:`~gateway.upstream.framing.Unframed` does, by
 scanning the message for its end, so a reply may span frames. Memory: at ``auth`` a frame is
 streamed in chunks (bounded by ``READ_CHUNK``); a wrapped frame must be whole to be unwrapped,
 so at ``auth-int``/``auth-conf`` memory is bounded by the largest frame HMS sends (one reply:
-HMS flushes one frame per message), itself bounded by ``max_reply_bytes``.
+HMS flushes one frame per message), itself bounded by ``max_reply_bytes``. A mechanism that keeps
+buffers sized to the largest frame it unwrapped (Cyrus SASL's DIGEST-MD5: about three times the
+frame) has its connection closed, not pooled, after a frame over ``RETAINED_FRAME_BYTES``.
 
 The mechanisms (GSSAPI, DIGEST-MD5) are in :mod:`gateway.upstream.kerberos` and
-:mod:`gateway.upstream.tokens`; they follow :class:`Mechanism`.
+:mod:`gateway.upstream.digest`; they follow :class:`Mechanism`.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ _HEADER = struct.Struct("!BI")
 _LENGTH = struct.Struct("!I")
 #: Largest negotiation message accepted (Kerberos tickets with a PAC stay well below it).
 MAX_NEGOTIATION_BYTES = 1 << 20
+#: A connection whose mechanism retains frame buffers is not pooled again after unwrapping a
+#: frame larger than this (idle connections then hold at most a few times this much).
+RETAINED_FRAME_BYTES = 1 << 20
 
 #: Hadoop's ``hadoop.rpc.protection`` value → SASL QOP.
 QOP_OF_PROTECTION = {"authentication": "auth", "integrity": "auth-int", "privacy": "auth-conf"}
@@ -63,6 +70,9 @@ class Mechanism(Protocol):
     complete: bool
     #: The negotiated QOP (``auth``, ``auth-int``, ``auth-conf``), known once complete.
     qop: str
+    #: Whether unwrapping keeps buffers sized to the largest frame so far for the
+    #: connection's life (Cyrus SASL does): the connection is then closed after a large one.
+    retains_frames: bool
 
     def initial_response(self) -> bytes:
         """What START is followed by (``b""`` for a server-first mechanism)."""
@@ -70,8 +80,9 @@ class Mechanism(Protocol):
     def step(self, challenge: bytes) -> bytes:
         """The response to ``challenge``. Raises :class:`UpstreamAuthFailed`."""
 
-    def wrap(self, data: bytes) -> bytes:
-        """``data`` protected at :attr:`qop` (``auth-int``/``auth-conf`` only)."""
+    def wrap(self, data: bytes) -> list[bytes]:
+        """``data`` protected at :attr:`qop` (``auth-int``/``auth-conf`` only): the payloads of
+        the frames that carry it (more than one when the server's receive buffer is smaller)."""
 
     def unwrap(self, data: bytes) -> bytes:
         """The bytes ``data`` protects. Raises :class:`UpstreamBadReply` when it fails to verify."""
@@ -137,14 +148,18 @@ class SaslTransport(Unframed):
         self.max_frame_bytes = max_frame_bytes
         self._left = 0  # bytes of the current plain frame not read yet
         self._pending = b""  # unwrapped bytes not handed out yet
+        self._retaining = False  # the mechanism now holds buffers for a large frame
 
     def write(self, message: bytes) -> None:
-        payload = self.mechanism.wrap(message) if self.wraps else message
-        self.writer.write(_LENGTH.pack(len(payload)))
-        self.writer.write(payload)
+        for payload in self.mechanism.wrap(message) if self.wraps else (message,):
+            self.writer.write(_LENGTH.pack(len(payload)))
+            self.writer.write(payload)
 
     def unread(self) -> bool:
         return bool(self._left or self._pending or super().unread())
+
+    def reusable(self) -> bool:
+        return not self._retaining
 
     async def chunk(self) -> bytes:
         """The message's next bytes, from the current frame or the next (never ``b""``: a
@@ -159,6 +174,8 @@ class SaslTransport(Unframed):
                 raise UpstreamBadReply(f"upstream {self.label} sent a SASL frame of {size} bytes")
             if self.wraps:
                 data = self.mechanism.unwrap(await self.reader.readexactly(size))
+                if size > RETAINED_FRAME_BYTES and self.mechanism.retains_frames:
+                    self._retaining = True
                 if data:
                     self._pending = data[READ_CHUNK:]
                     return data[:READ_CHUNK]

@@ -8,8 +8,12 @@ Thrift's SASL transport (:mod:`gateway.upstream.sasl`).
   that user's connections, authenticated with DIGEST-MD5 and a delegation token HMS issued for
   them to the gateway as a Hadoop proxy user (``get_delegation_token(user, <short name>)`` on a
   GSSAPI connection), as Hive's ``HadoopThriftAuthBridge.Client`` does with ``TOKEN`` auth:
-  :mod:`gateway.upstream.tokens`. HMS then runs the calls, and audits them, as that user; its
-  groups come from HMS's own group mapping, so connections are pooled per user.
+  :mod:`gateway.upstream.tokens`, :mod:`gateway.upstream.digest` (at the configured protection,
+  as GSSAPI). HMS then runs the calls, and audits them, as that user; its groups come from
+  HMS's own group mapping, so connections are pooled per user.
+
+Raises :class:`~gateway.upstream.cyrus.CyrusUnavailable` at construction when users are
+impersonated and Cyrus SASL's DIGEST-MD5 is not installed.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from gateway.upstream.errors import UpstreamError
 from gateway.upstream.framing import Unframed
 from gateway.upstream.kerberos import GssapiMechanism, keytab_login, service_principal
 from gateway.upstream.sasl import SaslTransport, StaleCredentials, negotiate
-from gateway.upstream.tokens import DelegationTokens, DigestMechanism
+from gateway.upstream.cyrus import require
+from gateway.upstream.digest import DigestMechanism
+from gateway.upstream.tokens import DelegationTokens
 from gateway.upstream.ugi import Identity, UgiKey
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,8 @@ class SaslConnector:
         self.login = keytab_login(config.principal, config.keytab, config.renew_margin_seconds)
         self.max_reply_bytes = max_reply_bytes
         self.impersonating = config.impersonation == "delegation-token"
+        if self.impersonating:
+            require("DIGEST-MD5")  # at start-up, not at a user's first call
         self._call: GatewayCall | None = None
         self.tokens = DelegationTokens(self._fetch, self._renew, self._cancel,
                                        renew_interval=config.token_renew_interval_seconds,
@@ -68,13 +76,15 @@ class SaslConnector:
             mechanism = GssapiMechanism(self.login, self.target, self.config.protection, label)
             await mechanism.prepare()
         else:
-            mechanism = DigestMechanism(await self.tokens.get(key[0]), label)
+            mechanism = DigestMechanism(await self.tokens.get(key[0]), self.config.protection, label)
         try:
             await negotiate(reader, writer, mechanism, label)
         except StaleCredentials:
             assert key is not None
             self.tokens.invalidate(key[0])
             raise
+        log.info("upstream %s: SASL %s at QOP %s as %s", label, mechanism.name, mechanism.qop,
+                 self.config.principal if key is None else key[0])
         return SaslTransport(reader, writer, label, mechanism, self.max_reply_bytes)
 
     def released(self, key: UgiKey) -> None:

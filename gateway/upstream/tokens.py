@@ -7,11 +7,8 @@ length + password, then ``Text`` kind and service; vints as Hadoop's ``WritableU
 identifier is an ``AbstractDelegationTokenIdentifier`` (version byte, owner, renewer and real
 user as ``Text``, issue and max date as vlong milliseconds, sequence number, master key id).
 
-A connection for that user then authenticates with DIGEST-MD5 (pure-sasl), as Hadoop's
-``SaslRpcClient`` with ``TOKEN`` auth does: user name the standard base64 of the identifier,
-password the standard base64 of the password, digest-uri ``null/default`` (protocol ``null``,
-server ``default``: HMS refuses any other with "Mismatched URI"). pure-sasl's DIGEST-MD5 has no
-integrity or privacy layer, so it asks for QOP ``auth`` only.
+A connection for that user then authenticates with DIGEST-MD5 and the token, at the configured
+protection: :mod:`gateway.upstream.digest`.
 
 :class:`DelegationTokens` holds one token per user: fetched on first use; when less than
 ``margin`` seconds are left before its renewal deadline (its issue date plus HMS's
@@ -33,11 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Awaitable, Callable
 
-from puresasl.client import SASLClient
-from puresasl import SASLError, SASLProtocolException
-
 from gateway.upstream.errors import UpstreamError
-from gateway.upstream.sasl import StaleCredentials, UpstreamAuthFailed
+from gateway.upstream.sasl import UpstreamAuthFailed
 
 log = logging.getLogger(__name__)
 
@@ -109,50 +103,6 @@ def parse_token(text: str) -> DelegationToken:
     return DelegationToken(text, identifier, password, kind.decode("utf-8", "replace"),
                            owner.decode("utf-8", "replace"), renewer.decode("utf-8", "replace"),
                            issue / 1000, max_date / 1000)
-
-
-class DigestMechanism:
-    """SASL DIGEST-MD5 with ``token`` (see the module docstring), QOP ``auth``."""
-
-    name = "DIGEST-MD5"
-
-    def __init__(self, token: DelegationToken, label: str):
-        self.token, self.label = token, label
-        self._client = SASLClient(
-            "default", "null", mechanism="DIGEST-MD5", qops=[b"auth"],
-            username=base64.b64encode(token.identifier).decode("ascii"),
-            password=base64.b64encode(token.password).decode("ascii"))
-        self.qop = "auth"
-
-    @property
-    def complete(self) -> bool:
-        return bool(self._client.complete)
-
-    def initial_response(self) -> bytes:
-        return b""  # DIGEST-MD5 is server-first
-
-    def step(self, challenge: bytes) -> bytes:
-        try:
-            return self._client.process(challenge) or b""
-        except (SASLError, SASLProtocolException) as exc:
-            if "quality of protection" in str(exc):
-                raise UpstreamAuthFailed(
-                    f"upstream {self.label} does not offer QOP auth to DIGEST-MD5 (delegation "
-                    "tokens): add authentication to HMS's hadoop.rpc.protection, or set the "
-                    "gateway's upstream.sasl.impersonation to none") from None
-            raise UpstreamAuthFailed(f"DIGEST-MD5 with upstream {self.label} failed: {exc}") from None
-
-    def wrap(self, data: bytes) -> bytes:
-        return data
-
-    def unwrap(self, data: bytes) -> bytes:
-        return data
-
-    def refused(self, reason: str) -> UpstreamAuthFailed:
-        log.info("upstream %s refused the delegation token of %s: %s", self.label, self.token.owner,
-                 reason.replace(self.token.text, "<token>")[:300])
-        return StaleCredentials(f"upstream {self.label} refused the delegation token of "
-                                f"{self.token.owner}")
 
 
 Fetch = Callable[[str], Awaitable[str]]

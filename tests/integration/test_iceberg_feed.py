@@ -10,6 +10,7 @@ import json
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -90,3 +91,28 @@ def test_commits_through_the_gateway_and_directly_appear_with_snapshot_operation
     cloud = _poll(gw, "admin", after=start, types="ICEBERG_COMMIT", format="cloudevents")["events"]
     assert [c["data"]["iceberg"]["snapshot-id"] for c in cloud] == [e["iceberg"]["snapshot-id"] for e in events]
     assert cloud[0]["type"] == "org.apache.hive.metastore.ALTER_TABLE"
+
+
+def test_a_restarted_gateway_reads_the_metadata_of_past_commits_only_when_a_client_asks(
+        gw, module_hms, module_gateway_factory):
+    """Issue 41: start-up does no work proportional to the log's history. A commit of a table
+    whose metadata files are gone since (purged) is still in HMS's log; a gateway started after
+    it reads no metadata file for it until a client asks for that event."""
+    hive = HiveCatalog("hms", uri=module_hms.uri, warehouse=module_hms.warehouse_dir.as_uri(), ugi="spark_job:etl")
+    hive.create_namespace("purged")
+    table = hive.create_table("purged.gone_t", schema=SCHEMA)
+    table.append(pa.table({"id": pa.array([1], pa.int64())}))
+    metadata = Path(urllib.parse.urlsplit(table.metadata_location).path).parent
+    gone = metadata.with_name("metadata-gone")
+    metadata.rename(gone)
+    try:
+        before = len(gw.log())
+        again = module_gateway_factory.restart(gw)
+        _poll(again, "admin")  # answers once the feed has read HMS's log (history backfilled)
+        assert "metadata file unreadable" not in again.log()[before:]
+        commits = [e for e in _poll(again, "admin", after=0, types="ICEBERG_COMMIT")["events"]
+                   if e["table"] == "gone_t"]
+        assert commits and all(e["iceberg"]["error"].startswith("metadata file unreadable") for e in commits)
+        assert again.log()[before:].count("metadata file unreadable") == len(commits)  # once each, when asked
+    finally:
+        gone.rename(metadata)

@@ -10,13 +10,17 @@ gateway (HMS 2.3 does not audit those calls); a change etl made reaches the feed
 direct Thrift call without Kerberos is refused by HMS.
 
 One KDC, HMS and gateway for the module (HMS accepts the three QOPs; the services use
-different ones).
+different ones: the end users' calls at each, and privacy with impersonation none).
 """
 
 from __future__ import annotations
 
 import base64
+import re
 import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import boto3
 import pyarrow as pa
@@ -30,7 +34,7 @@ from thrift.transport import THttpClient
 
 from demo.hms import probe_get_all_databases
 from gateway.explorer import METHODS as EXPLORER_METHODS
-from tests.support.gateway import htpasswd_provider, wait_for
+from tests.support.gateway import htpasswd_provider, post, wait_for
 from tests.support.iceberg.clients import rest_catalog
 from tests.support.secure_hms import GATEWAY_PRINCIPAL, running_secure_hms
 from tests.support.thrift_gen import hive_metastore_modules
@@ -42,6 +46,8 @@ GLUE_KEYS = {"etl": ("AKIAETL00000000001", "etl-secret-key")}
 CATALOG_ID = "123456789012"
 THRIFT_PATH = "hmshttpthrift/api/hms"
 PRIVATE_PATH = "private/api/hms"
+#: The end users' own DIGEST-MD5 connections at integrity and privacy.
+PROTECTED_PATHS = {"integrity": "integrity/api/hms", "privacy": "users-private/api/hms"}
 DB = "kerberized_etl"
 METHODS = sorted({"get_all_databases", "get_database", "create_database", "get_all_tables", "get_table",
                   "show_locks", *EXPLORER_METHODS})
@@ -71,9 +77,11 @@ def gw(secure, tmp_path_factory, module_gateway_factory):
         ]},
         "services": [
             {"kind": "hms-thrift", "path": THRIFT_PATH, "upstream": upstream(), "options": {"methods": METHODS}},
-            # privacy is for the gateway's own GSSAPI connections: every call as the gateway
+            # privacy with impersonation none: every call as the gateway, over GSSAPI
             {"kind": "hms-thrift", "path": PRIVATE_PATH, "upstream": upstream("privacy", impersonation="none"),
              "options": {"methods": METHODS}},
+            *({"kind": "hms-thrift", "path": path, "upstream": upstream(protection), "options": {"methods": METHODS}}
+              for protection, path in PROTECTED_PATHS.items()),
             {"kind": "iceberg-rest", "path": "iceberg", "upstream": upstream("authentication"),
              "options": {"lock_check_min_wait_seconds": 0.02}},
             {"kind": "glue", "path": "glue", "upstream": upstream(), "options": {"catalog_id": CATALOG_ID}},
@@ -144,24 +152,34 @@ def test_thrift_tjson_calls_reach_hms_as_the_end_user(gw, secure, etl_database):
     assert not audited(secure, GATEWAY_PRINCIPAL, f"get_database: {DB}")
 
 
-def test_privacy_runs_every_call_as_the_gateway(gw, secure, etl_database):
-    """``protection: privacy`` (auth-conf, every frame wrapped) with ``impersonation: none``: the
-    call is answered and HMS sees the gateway's principal, not the user."""
+@pytest.mark.parametrize("path,user,ugi,connection", [
+    (PRIVATE_PATH, "admin", GATEWAY_PRINCIPAL, f"GSSAPI at QOP auth-conf as {GATEWAY_PRINCIPAL}"),
+    (PROTECTED_PATHS["integrity"], "etl", "etl", "DIGEST-MD5 at QOP auth-int as etl"),
+    (PROTECTED_PATHS["privacy"], "etl", "etl", "DIGEST-MD5 at QOP auth-conf as etl"),
+], ids=["privacy-as-the-gateway", "integrity-as-the-user", "privacy-as-the-user"])
+def test_signed_and_encrypted_calls_reach_hms_as_the_mode_says(gw, secure, etl_database, path, user, ugi,
+                                                                connection):
+    """``protection: privacy`` with ``impersonation: none`` (GSSAPI, every frame encrypted):
+    HMS sees the gateway's principal, not the user. ``integrity``/``privacy`` with delegation
+    tokens: the user's own DIGEST-MD5 connection at auth-int/auth-conf (the gateway logs each
+    new connection's mechanism and QOP), and HMS sees the user, not the gateway."""
     call = f"get_all_tables: db={DB}"
+    other = GATEWAY_PRINCIPAL if ugi == user else user
 
-    def count(user: str) -> int:
-        return sum(ugi == user and call in command for ugi, command in secure.audit())
+    def count(name: str) -> int:
+        return sum(ugi == name and call in command for ugi, command in secure.audit())
 
-    before = {user: count(user) for user in ("admin", GATEWAY_PRINCIPAL)}
-    client, transport = thrift_client(gw, "admin", PRIVATE_PATH)
+    before = {name: count(name) for name in (ugi, other)}
+    client, transport = thrift_client(gw, user, path)
     transport.open()
     try:
         assert client.get_database(DB).description == "made by etl through the gateway"
         client.get_all_tables(DB)
     finally:
         transport.close()
-    wait_for(lambda: count(GATEWAY_PRINCIPAL) > before[GATEWAY_PRINCIPAL], timeout=20)
-    assert count("admin") == before["admin"]
+    wait_for(lambda: count(ugi) > before[ugi], timeout=20)
+    assert count(other) == before[other]
+    assert f"SASL {connection}" in gw.log()
 
 
 def test_iceberg_rest_commit_under_an_hms_lock_runs_as_the_end_user(gw, secure):
@@ -228,3 +246,23 @@ def test_the_explorer_in_chromium_browses_as_the_end_user(gw, secure, etl_databa
         finally:
             browser.close()
     wait_audited(secure, "etl", f"get_database: {DB}")
+
+
+def test_kdc_unreachable_fails_readiness_and_calls_get_503_with_the_reason(secure, gateway_factory, tmp_path):
+    """A gateway whose krb5.conf names a KDC nobody answers (port 9): start-up works (the keytab
+    is read without the KDC), ``/readyz`` is 503 and says why, and a call gets 503 with the
+    reason."""
+    dead = tmp_path / "krb5.conf"
+    dead.write_text(re.sub(r"kdc = [^\n]+", "kdc = 127.0.0.1:9", Path(secure.env["KRB5_CONFIG"]).read_text()))
+    upstream = {"urls": [secure.url], "sasl": secure.gateway_sasl("authentication")}
+    gw = gateway_factory(services=[{"kind": "hms-thrift", "path": THRIFT_PATH, "upstream": upstream}],
+                         env={**secure.env, "KRB5_CONFIG": str(dead)}, name="gw-no-kdc")
+    try:
+        urllib.request.urlopen(gw.management_url + "/readyz", timeout=30)
+        raise AssertionError("/readyz answered 200 without a KDC")
+    except urllib.error.HTTPError as answer:
+        ready = answer.code, answer.read().decode()
+    status, _, body = post(gw, '[1,"get_all_databases",1,0,{}]', path=THRIFT_PATH)
+    gw.stop()
+    assert ready[0] == 503 and "KDC" in ready[1], ready
+    assert status == 503 and b"KDC" in body, (status, body)

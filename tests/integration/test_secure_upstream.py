@@ -1,6 +1,6 @@
 """The gateway's upstream against a real Kerberized HMS 2.3.10 and a real KDC
 (tests/support/secure_hms.py): GSSAPI at each QOP, delegation-token impersonation (HMS's audit
-shows the end user), a refused proxy user, an evicted user's token cancelled, tokens replaced
+shows the end user) at each QOP, a refused proxy user, an evicted user's token cancelled, tokens replaced
 under short lifetimes, and the faults' errors (KDC unreachable: 503; wrong service principal or
 QOP: 502 naming both sides). The pools are driven in-process, as every kind drives them
 (tests/integration/test_kerberized_metastore.py runs the kinds through a gateway).
@@ -28,7 +28,8 @@ from gateway.upstream.failover import Upstream
 from gateway.upstream.pool import UpstreamPool
 from gateway.upstream.sasl import StaleCredentials, UpstreamAuthFailed, negotiate
 from gateway.upstream.secure import SaslConnector, UpstreamProxyUserRefused
-from gateway.upstream.tokens import DigestMechanism, parse_token
+from gateway.upstream.digest import DigestMechanism
+from gateway.upstream.tokens import parse_token
 from tests.support.secure_hms import running_secure_hms
 
 pytestmark = pytest.mark.integration
@@ -118,6 +119,35 @@ def test_each_user_under_their_own_identity_with_a_delegation_token(secure):
     assert token.text not in secure.log()  # HMS logs no token: neither does the gateway (caplog below)
 
 
+@pytest.mark.parametrize("protection", ["integrity", "privacy"])
+def test_each_user_under_their_own_identity_at_integrity_and_privacy(secure, protection):
+    """DIGEST-MD5 with the user's token at auth-int/auth-conf (Cyrus SASL against HMS's Java
+    server): a request of ~180 KB crosses HMS's 64 KiB receive buffer (several frames), its
+    reply comes back in one wrapped frame, and HMS audits the user."""
+    user, name = f"dt_{protection}", f"dt_qop_{protection}"
+
+    async def go():
+        pool = _pool(secure, protection=protection)
+        try:
+            client = _client(pool)
+            parameters = {"k%d" % i: "v" * 3000 for i in range(60)}
+            await client.call("create_database", identity=_user(user), database=client.idl.Database(
+                name=name, description="y" * 3900, locationUri=None, parameters=parameters))
+            db = await client.call("get_database", name=name, identity=_user(user))
+            await client.call("drop_database", name=name, deleteData=True, cascade=True, identity=_user(user))
+            return db, {conn.io.mechanism.name: conn.io.mechanism.qop for conn in pool._idle}
+        finally:
+            await pool.close()
+
+    db, qops = asyncio.run(go())
+    assert db.description == "y" * 3900 and len(db.parameters) == 60
+    qop = {"integrity": "auth-int", "privacy": "auth-conf"}[protection]
+    # the user's DIGEST-MD5 connection and the gateway's GSSAPI one (its token fetch), both at it
+    assert qops == {"DIGEST-MD5": qop, "GSSAPI": qop}
+    assert secure.audit_users(f"get_database: {name}") == {user}
+    assert secure.audit_users(f"create_database: Database(name:{name}") == {user}
+
+
 def test_a_refused_proxy_user_gets_a_502_naming_the_hadoop_settings(secure):
     async def go():
         pool = _pool(secure, principal=secure.outsider_principal, keytab=str(secure.outsider_keytab))
@@ -150,7 +180,7 @@ def test_evicted_users_token_is_cancelled_and_hms_no_longer_accepts_it(secure, c
             # HMS no longer accepts the token: DIGEST-MD5 with it is refused.
             reader, writer = await asyncio.open_connection("localhost", secure.port)
             try:
-                await negotiate(reader, writer, DigestMechanism(token, "hms"), "hms")
+                await negotiate(reader, writer, DigestMechanism(token, "authentication", "hms"), "hms")
                 accepted = True
             except StaleCredentials:
                 accepted = False

@@ -16,7 +16,7 @@ from aiohttp.test_utils import make_mocked_request
 
 from gateway.config import Limits
 from gateway.events.feed import ChangeFeed
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_event import MetastoreEvent
 from gateway.observability.audit import AuditEvent
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.reply import Reply

@@ -15,7 +15,7 @@ from gateway.events.broker import (
     BrokerError, BrokerPublisher, BrokerSettings, broker_frame, read_offset, write_offset,
 )
 from gateway.events.feed import ChangeFeed
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_event import MetastoreEvent
 
 
 def event(event_type, message, *, db="sales", table="orders", fmt="json-0.2", event_id=12):

@@ -12,9 +12,9 @@ from thrift.protocol import TBinaryProtocol
 from thrift.transport import TTransport
 
 from gateway.events.feed import ChangeFeed, FeedUnavailable, Resync
-from gateway.events.messages import MessageFormatError, decode_message, gzip_json_message
-from gateway.events.model import MetastoreEvent
-from gateway.events.poller import MAX_BATCH, NotificationPoller
+from gateway.upstream.notification_messages import MessageFormatError, decode_message, gzip_json_message
+from gateway.upstream.notification_event import MetastoreEvent
+from gateway.upstream.notification_poller import MAX_BATCH, NotificationPoller
 from gateway.events.ring import EventRing
 from gateway.upstream.errors import UpstreamUnavailable
 
@@ -46,7 +46,7 @@ def test_undecodable_messages_raise(message, fmt):
 
 
 def test_gzip_bomb_is_refused(monkeypatch):
-    from gateway.events import messages
+    from gateway.upstream import notification_messages as messages
     monkeypatch.setattr(messages, "MAX_MESSAGE_BYTES", 1000)
     bomb = base64.b64encode(gzip.compress(b"{" + b" " * 5000 + b"}")).decode()
     with pytest.raises(MessageFormatError, match="inflates"):

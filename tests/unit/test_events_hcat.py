@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gateway.events import hcat
-from gateway.events.messages import decode_message
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_messages import decode_message
+from gateway.upstream.notification_event import MetastoreEvent
 
 SERVER = "thrift://hms.example.net:9083"
 PRINCIPAL = "hive/hms.example.net@EXAMPLE.NET"

@@ -30,7 +30,7 @@ from gateway.events.iceberg import (
     commit_locations,
     for_viewer,
 )
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_event import MetastoreEvent
 from tests.unit.test_events_hcat import table_tjson
 
 
@@ -146,25 +146,86 @@ def test_partition_summaries_are_withheld_from_users_with_denied_columns(files):
     assert for_viewer(body, lambda column: column != "day")["summary"] == {"operation": "append", "added-records": "3"}
 
 
-def test_the_poller_wrapper_attaches_commits_and_the_feed_body_carries_them(files):
+class History:
+    """A notification log (``current_id``/``next_events``) of ``commits`` Iceberg commits of a
+    table purged since (each new metadata file missing), a database event, and a last commit
+    whose files exist."""
+
+    def __init__(self, first: str, second: str, commits: int):
+        gone = [second.replace("00001-b", f"{9000 + i}-gone") for i in range(commits + 1)]
+        self.events = [alter(iceberg(gone[i]), iceberg(gone[i + 1], gone[i]), event_id=i + 1) for i in range(commits)]
+        self.events.append(MetastoreEvent(commits + 1, 1, "CREATE_DATABASE", "sales", None, {"db": "sales"}, "json-0.2"))
+        self.events.append(alter(iceberg(first), iceberg(second, first), event_id=commits + 2))
+
+    async def current_id(self):
+        return self.events[-1].event_id
+
+    async def next_events(self, after, limit):
+        return [e for e in self.events if e.event_id > after][:limit]
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """Every metadata file the change feed opens, through a FileIO that counts (the real one
+    reads)."""
+    from gateway.events import iceberg as module
+
+    names: list[str] = []
+    real = module.file_io
+
+    class Counting:
+        def __init__(self, io):
+            self.io = io
+
+        def new_input(self, location):
+            names.append(location)
+            return self.io.new_input(location)
+
+    monkeypatch.setattr(module, "file_io", lambda properties, location: Counting(real(properties, location)))
+    return names
+
+
+def test_start_up_reads_no_metadata_file_of_the_logs_history(files, opened):
+    """Issue 41: the feed keeps events as HMS logged them; a commit's metadata is read when a
+    client is given the event, once, not for the whole log when the gateway starts."""
+    from gateway.events.feed import ChangeFeed
+
     first, second = files
+    log = History(first, second, commits=200)
+    commits = IcebergCommits(IcebergCommitOptions())
+    feed = ChangeFeed(log, ring_size=1000, details=commits.detailed)  # type: ignore[arg-type]
 
-    class Poller:
-        calls = 3
+    async def scenario():
+        await feed.poll_once()  # what start-up does: the whole history into the ring
+        assert feed.ready and feed.latest_id == 202 and opened == []
+        newest = await feed.wait_after(201, 0)  # a client following from now: the last commit only
+        assert [e.event_id for e in newest] == [202] and newest[0].iceberg["snapshot-id"] == 7
+        assert sorted(opened) == sorted([second, first])
+        again, _ = await feed.wait_select(200, 0, 10, lambda e: True)  # a second client: remembered
+        assert [e.iceberg is None for e in again] == [True, False] and again[1].iceberg == newest[0].iceberg
+        assert len(opened) == 2
+        replay = await feed.wait_after(0, 0, limit=5)  # a client replaying history asks for it
+        assert [e.iceberg["error"].startswith("metadata file unreadable") for e in replay] == [True] * 5
+        assert len(opened) == 2 + 5  # each commit's new file once (missing: no previous file read)
 
-        async def current_id(self):
-            return 6
+    asyncio.run(scenario())
+    assert hcat.event_body(feed.ring.after(201, 1)[0]).get("iceberg") is None  # the ring holds the log as read
 
-        async def next_events(self, after, limit):
-            plain = MetastoreEvent(6, 1, "CREATE_DATABASE", "sales", None, {"db": "sales"}, "json-0.2")
-            return [alter(iceberg(first), iceberg(second, first)), plain]
 
-    commits = IcebergCommits(Poller(), IcebergCommitOptions())
-    events = asyncio.run(commits.next_events(0, 10))
-    assert asyncio.run(commits.current_id()) == 6 and commits.calls == 3
-    assert events[0].iceberg["snapshot-id"] == 7 and events[1].iceberg is None
-    assert hcat.event_body(events[0])["iceberg"] == events[0].iceberg
-    assert "iceberg" not in hcat.event_body(events[1])
+def test_concurrent_deliveries_of_a_commit_share_one_read(files, opened):
+    first, second = files
+    commits = IcebergCommits(IcebergCommitOptions())
+    event = alter(iceberg(first), iceberg(second, first))
+    plain = MetastoreEvent(6, 1, "CREATE_DATABASE", "sales", None, {"db": "sales"}, "json-0.2")
+
+    async def deliveries():
+        return await asyncio.gather(*(commits.detailed([event, plain]) for _ in range(8)))
+
+    delivered = asyncio.run(deliveries())
+    assert all(d[0].iceberg["snapshot-id"] == 7 and d[1].iceberg is None for d in delivered)
+    assert sorted(opened) == sorted([second, first])
+    assert hcat.event_body(delivered[0][0])["iceberg"] == delivered[0][0].iceberg
+    assert "iceberg" not in hcat.event_body(delivered[0][1])
 
 
 def test_the_service_body_filters_partition_summaries_per_user_and_types_selects_commits(files, tmp_path):

@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from gateway.config import ConfigError
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_event import MetastoreEvent
 from gateway.policy import load_policy_file
 from gateway.services.base import validate_options
 from gateway.policy.view import CatalogView

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import make_mocked_request
 
 from gateway.events.feed import EVENT_TYPES, ChangeFeed, Resync
-from gateway.events.model import MetastoreEvent
+from gateway.upstream.notification_event import MetastoreEvent
 from gateway.services.event_stream import BadQuery, _Query
 
 

@@ -1,11 +1,15 @@
 """``gateway/`` has no import circle of any kind (issues 21 and 34): every module can be read,
 tested and replaced from the bottom up. The graph is every import of every module (``ast``):
-module level, under ``if TYPE_CHECKING:`` (annotations only) and inside functions (deferred), so
-neither a type-only nor a lazy import can hide a circle."""
+module level, under ``if TYPE_CHECKING:`` (annotations only) and inside functions (deferred),
+and every ``"module:attribute"`` string a registry names (:mod:`gateway.registry`: ``KINDS``,
+``STEPS``, the authentication providers), so neither a type-only nor a lazy import nor a
+registry line can hide a circle (issue 41: ``topology`` loaded ``event_stream`` through
+``KINDS`` while ``event_stream`` imported ``workers`` inside a function)."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
@@ -23,17 +27,30 @@ def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [node for node in ast.walk(tree) if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
+#: A registry target as :func:`gateway.registry.resolve` takes it: ``"package.module:attribute"``.
+_TARGET = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+):[A-Za-z_]\w*")
+
+
+def _registry_targets(tree: ast.Module) -> list[str]:
+    """The modules named by ``"module:attribute"`` string constants anywhere in a module: what
+    a registry imports when a line of it is used."""
+    return [match.group(1) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (match := _TARGET.fullmatch(node.value))]
+
+
 def import_graph(root: Path = GATEWAY) -> dict[str, set[str]]:
     """Module → the ``gateway`` modules it imports anywhere. ``from package import name``
     counts the submodule when ``name`` is one, else the package; importing ``a.b.c`` also runs
     ``a`` and ``a.b``, but a package importing its own submodules is no circle, so only the
-    named module is an edge."""
+    named module is an edge. A registry's ``"module:attribute"`` string is an edge to its module."""
     modules = {_module_name(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        edges: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges: set[str] = {t for t in _registry_targets(tree) if t in modules and t != name}
+        for node in _imports(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -96,6 +113,18 @@ def test_the_graph_reads_type_only_and_deferred_imports(tmp_path):
     assert find_cycle(graph) is None
     (pkg / "c.py").write_text("def g():\n    from gateway.a import y\n")  # deferred, still a circle
     assert find_cycle(import_graph(pkg)) == ["gateway.a", "gateway.c", "gateway.a"]
+
+
+def test_the_graph_reads_registry_strings_as_imports(tmp_path):
+    pkg = tmp_path / "gateway"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kinds.py").write_text('KINDS = {"x": "gateway.kind:Kind"}\nDOC = "see gateway.kind:Kind below"\n')
+    (pkg / "kind.py").write_text("class Kind:\n    def start(self):\n        from gateway.server import run\n")
+    (pkg / "server.py").write_text("from gateway.kinds import KINDS\n")
+    graph = import_graph(pkg)
+    assert graph["gateway.kinds"] == {"gateway.kind"}  # the registry line, not the prose
+    assert find_cycle(graph) == ["gateway.kind", "gateway.server", "gateway.kinds", "gateway.kind"]
 
 
 def test_gateway_has_no_import_circle():

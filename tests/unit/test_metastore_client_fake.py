@@ -13,7 +13,7 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException as ApacheApplicationException
 from thrift.transport import TTransport
 
-from gateway.events.poller import NotificationPoller
+from gateway.upstream.notification_poller import NotificationPoller
 from gateway.observability import metrics
 from gateway.thrift.objects import encode_reply
 from gateway.providers.identity import Identity

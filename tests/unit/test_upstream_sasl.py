@@ -1,6 +1,7 @@
 """Thrift's SASL client transport (gateway.upstream.sasl), Hadoop token strings and the
-delegation-token cache (gateway.upstream.tokens), with fake servers and mechanisms; the real
-Kerberized HMS is in tests/integration/test_secure_upstream.py."""
+delegation-token cache (gateway.upstream.tokens), with fake servers and mechanisms; DIGEST-MD5
+is in test_upstream_digest.py, the real Kerberized HMS in
+tests/integration/test_secure_upstream.py."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from gateway.upstream.errors import UpstreamBadReply
 from gateway.upstream.kerberos import service_principal
 from gateway.upstream.sasl import (BAD, COMPLETE, OK, START, SaslTransport, StaleCredentials,
                                    UpstreamAuthFailed, encode_message, negotiate)
-from gateway.upstream.tokens import (DelegationTokens, DigestMechanism, TokenFormatError,
-                                     parse_token)
+from gateway.upstream.tokens import DelegationTokens, TokenFormatError, parse_token
 
 
 class XorMechanism:
     """A fake two-step mechanism whose 'protection' is XOR with 0x5A (so wrapped bytes differ)."""
 
     name = "FAKE"
+    retains_frames = False
 
     def __init__(self, qop: str = "auth"):
         self.complete = False
@@ -37,8 +38,8 @@ class XorMechanism:
         self.complete = True
         return b"answer:" + challenge
 
-    def wrap(self, data: bytes) -> bytes:
-        return b"W" + bytes(b ^ 0x5A for b in data)
+    def wrap(self, data: bytes) -> list[bytes]:
+        return [b"W" + bytes(b ^ 0x5A for b in data)]
 
     def unwrap(self, data: bytes) -> bytes:
         if not data.startswith(b"W"):
@@ -220,31 +221,6 @@ def test_malformed_token_strings_are_refused(text):
         parse_token(text)
 
 
-def test_digest_md5_uses_base64_identifier_and_null_default_uri():
-    token = parse_token(make_token())
-    mech = DigestMechanism(token, "hms:9083")
-    assert mech.initial_response() == b""
-    challenge = b'realm="default",nonce="abc123",qop="auth",charset=utf-8,algorithm=md5-sess'
-    response = mech.step(challenge).decode()
-    assert 'digest-uri="null/default"' in response
-    assert f'username="{base64.b64encode(token.identifier).decode()}"' in response
-    assert base64.b64encode(token.password).decode() not in response
-    assert "qop=auth" in response
-
-
-def test_digest_md5_refuses_a_server_offering_only_privacy():
-    mech = DigestMechanism(parse_token(make_token()), "hms:9083")
-    with pytest.raises(UpstreamAuthFailed, match="hadoop.rpc.protection"):
-        mech.step(b'realm="default",nonce="n",qop="auth-conf",charset=utf-8,algorithm=md5-sess')
-
-
-def test_digest_refusal_is_stale_credentials_without_the_token():
-    token = parse_token(make_token())
-    error = DigestMechanism(token, "hms:9083").refused(f"token {token.text} expired")
-    assert isinstance(error, StaleCredentials)
-    assert token.text not in str(error)
-
-
 # --- the token cache --------------------------------------------------------------------------
 
 class FakeHMS:
@@ -374,11 +350,11 @@ def test_sasl_settings_are_validated():
         SaslConfig.model_validate({**sasl, "principal": "a b@R"})
     with pytest.raises(ValidationError):
         SaslConfig.model_validate({**sasl, "protection": "auth-conf"})  # Hadoop's names only
-    # the users' DIGEST-MD5 connections have no integrity or privacy layer: never a silent downgrade
-    for protection in ("integrity", "privacy"):
-        with pytest.raises(ValidationError, match=f"protection {protection} with impersonation delegation-token"):
-            SaslConfig.model_validate({**sasl, "protection": protection})
-        assert SaslConfig.model_validate({**sasl, "protection": protection, "impersonation": "none"}).protection == protection
+    # every protection with either impersonation (the users' DIGEST-MD5 has the three layers)
+    for protection in ("authentication", "integrity", "privacy"):
+        for impersonation in ("delegation-token", "none"):
+            config = SaslConfig.model_validate({**sasl, "protection": protection, "impersonation": impersonation})
+            assert (config.protection, config.impersonation) == (protection, impersonation)
 
 
 def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protection():

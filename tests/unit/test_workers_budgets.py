@@ -111,6 +111,6 @@ def test_worker_count():
 
 
 def test_current_worker_is_none_outside_a_worker_process():
-    from gateway.workers import current_worker
+    from gateway.worker_role import current_worker
 
     assert current_worker() is None

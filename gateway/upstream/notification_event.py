@@ -1,4 +1,5 @@
-"""The metastore event value shared by the change feed, the HTTP service and the broker publisher."""
+"""The metastore event value shared by the metadata cache, the change feed, the HTTP service and the
+broker publisher, as :mod:`gateway.upstream.notification_poller` reads it."""
 
 from __future__ import annotations
 
