@@ -21,7 +21,8 @@ WORKDIR /src
 COPY pyproject.toml README.md setup.py ./
 COPY gateway ./gateway
 
-# Wheel first, then install only that wheel and its runtime dependencies (no [test]/[demo] extras).
+# Wheel first, then install only that wheel and its runtime dependencies (no [test]/[demo] extras;
+# the demo and the client distribution, demo/ and clients/, are not in the build context).
 RUN python -m pip wheel --no-deps --wheel-dir /wheels . \
  && python -m venv /opt/hms-gateway \
  && /opt/hms-gateway/bin/pip install /wheels/*.whl \
@@ -36,8 +37,8 @@ LABEL org.opencontainers.image.title="hms-gateway" \
       org.opencontainers.image.description="Knox-style authenticating HTTPS gateway for the Apache Hive Metastore" \
       org.opencontainers.image.licenses="Apache-2.0"
 
-# The Kerberos libraries the venv's gssapi and krb5 extensions link against (SPNEGO, the
-# tunnel's Kerberos), and Cyrus SASL with its DIGEST-MD5 mechanism (the end users' connections
+# The Kerberos libraries the venv's gssapi and krb5 extensions link against (SPNEGO, SASL to a
+# Kerberized metastore), and Cyrus SASL with its DIGEST-MD5 mechanism (the end users' connections
 # to a Kerberized HMS, loaded by gateway/upstream/cyrus.py); libraries only, no headers or compiler.
 # hadolint ignore=DL3008
 RUN apt-get update \

@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-# What `make run` needs (a subset of `make install`): the demo's Debian packages, PySpark, the listener.
+# What `make run` needs (a subset of `make install`): the demo's Debian packages, PySpark, the listener,
+# the server (the repository's root) and the client distribution (clients/python: the demo's tunnel).
+CLIENT := ./clients/python
 DEMO_STAMP := $(VENV)/.installed-demo
 # `make run S3=1`: the demo's Iceberg table on a local S3 server (moto) instead of the file
 # warehouse (docs/iceberg.md, "The demo on S3"); moto's server is installed for it.
@@ -19,7 +21,7 @@ STEP   := ./scripts/step.sh
 
 run: $(DEMO_STAMP) $(if $(S3_DEMO),$(DEMO_S3_STAMP)) $(if $(KERBEROS_DEMO),$(DEMO_KERBEROS_STAMP))
 	@$(STEP) "development certificates" $(VENV)/bin/hms-gateway certs --out certs
-	$(VENV)/bin/hms-gateway demo --config config/gateway.yaml$(if $(S3_DEMO), --storage s3)$(if $(KERBEROS_DEMO), --kerberos)
+	$(PY) -m demo --config config/gateway.yaml$(if $(S3_DEMO), --storage s3)$(if $(KERBEROS_DEMO), --kerberos)
 
 $(DEMO_S3_STAMP): $(DEMO_STAMP) pyproject.toml
 	@$(STEP) "pip: moto's S3 server (S3=1)" $(PY) -m pip install -q -e ".[demo,demo-s3]"
@@ -44,18 +46,18 @@ unit: install
 install: $(STAMP)
 
 # Each long step prints its name before and the time it took after (scripts/step.sh).
-$(DEMO_STAMP): pyproject.toml scripts/install-system-deps.sh scripts/build-listener.sh $(wildcard listener/src/main/*/*/*/*/*.java listener/src/main/resources/*)
+$(DEMO_STAMP): pyproject.toml $(CLIENT)/pyproject.toml scripts/install-system-deps.sh scripts/build-listener.sh $(wildcard listener/src/main/*/*/*/*/*.java listener/src/main/resources/*)
 	@$(STEP) "Debian packages for the demo (apt-get)" ./scripts/install-system-deps.sh demo
 	@test -x $(PY) || $(STEP) "virtual environment $(VENV)" $(PYTHON) -m venv $(VENV)
-	@$(STEP) "pip: the gateway and PySpark (about 450 MB the first time)" \
-	  sh -c '$(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[demo]"'
+	@$(STEP) "pip: the gateway, its client and PySpark (about 450 MB the first time)" \
+	  sh -c '$(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[demo]" -e "$(CLIENT)[tunnel]"'
 	@$(STEP) "notification-log listener (javac)" ./scripts/build-listener.sh $(PY)
 	@touch $(DEMO_STAMP)
 
 $(STAMP): $(DEMO_STAMP) tests/node/package-lock.json
 	@$(STEP) "Debian packages for the tests (apt-get: KDC, LDAP, ActiveMQ, Chromium, Node.js)" \
 	  ./scripts/install-system-deps.sh all
-	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]'
+	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]' -e '$(CLIENT)[tunnel,kerberos,spark]'
 	@$(STEP) "Node.js test client (npm ci)" sh -c 'cd tests/node && npm ci --no-audit --no-fund --silent'
 	@touch $(STAMP)
 
@@ -75,6 +77,7 @@ bench: install
 	$(PY) bench/run.py --tunnel
 	$(PY) bench/run.py --feed
 	$(PY) bench/run.py --iceberg
+	$(PY) bench/run.py --memory
 
 # 30 minutes of mixed load; fails when the gateway's RSS grows 10 % or more after warm-up.
 soak: install

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.clients import Gateway, interleaved  # noqa: E402
 from bench.harness import Bench, load  # noqa: E402
-from gateway.demo import metastore_client  # noqa: E402
+from demo import metastore_client  # noqa: E402
 from gateway.thrift.binary import encode_binary_call  # noqa: E402
 from gateway.thrift.schema import TType  # noqa: E402
 from tests.support.big_table import create_partitioned_table, get_partitions_call  # noqa: E402

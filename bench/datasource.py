@@ -17,7 +17,7 @@ unpartitioned) and the real gateway (HTTPS, Basic). Then, medians of ``--runs``:
 * for information, two plain processes each looping over half the tables (what two-way
   parallelism can gain on this machine at all, without Spark);
 * for information, the same with ``get_table_objects_by_name`` exposed: the data source against
-  ``gateway.datasource.crawl`` in one process (one call per 100 tables, one after the other);
+  ``hms_gateway_client.datasource.crawl`` in one process (one call per 100 tables, one after the other);
 * ``get_table`` through the Python client (binary, kept alive) against thriftpy2 on a direct
   socket, interleaved call by call.
 
@@ -43,9 +43,9 @@ from thriftpy2.protocol import TBinaryProtocolFactory  # noqa: E402
 from thriftpy2.rpc import make_client  # noqa: E402
 from thriftpy2.transport import TBufferedTransportFactory  # noqa: E402
 
-from gateway.client import BasicAuth, connect, hive_metastore_idl  # noqa: E402
+from hms_gateway_client import BasicAuth, connect, hive_metastore_idl  # noqa: E402
 from gateway.hms_thrift.kind import SPEC_METHODS  # noqa: E402
-from gateway.datasource.crawl import plan, rows  # noqa: E402
+from hms_gateway_client.datasource.crawl import plan, rows  # noqa: E402
 from bench.clients import PASSWORD, USER  # noqa: E402
 from bench.harness import Bench  # noqa: E402
 
@@ -104,7 +104,7 @@ def get_tables(job: tuple[str, str, list[tuple[str, str]]]) -> int:
 def spark_session():
     from pyspark.sql import SparkSession
 
-    from gateway.datasource import register
+    from hms_gateway_client.datasource import register
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp  # noqa: E402
 
-from gateway.demo import metastore_client  # noqa: E402
+from demo import metastore_client  # noqa: E402
 from tests.support.feed import feed_metrics  # noqa: E402
 from bench.clients import PASSWORD, USER  # noqa: E402
 from bench.harness import Bench  # noqa: E402

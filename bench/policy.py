@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.clients import USER, Gateway, hold, interleaved, tjson_message  # noqa: E402
 from bench.harness import Bench  # noqa: E402
-from gateway.demo import metastore_client  # noqa: E402
+from demo import metastore_client  # noqa: E402
 from gateway.observability.audit import AuditEvent  # noqa: E402
 from gateway.hms_thrift.exchange import ThriftExchange  # noqa: E402
 from gateway.hms_thrift.reply import ThriftReply  # noqa: E402

@@ -1,5 +1,5 @@
 """The benchmarks' command line (``make bench``): ``python bench/run.py [--policy | --datasource |
---tunnel | --feed | --iceberg | --planning] [the benchmark's own options]``.
+--tunnel | --feed | --iceberg | --planning | --memory] [the benchmark's own options]``.
 
 Without a choice it runs the gateway against direct binary Thrift (``bench/calls.py``: the small
 calls, the floor, handshakes, 5,000 partitions, 32 clients, translation alone; its options
@@ -11,7 +11,8 @@ through it, issue 13), ``--feed`` the change-feed benchmark (``bench/feed.py``, 
 from an HMS call to an SSE client, 1,000 subscribers on one gateway process), ``--iceberg``
 ``bench/iceberg.py`` (the ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly,
 issue 22), ``--planning`` ``bench/planning.py`` (server-side scan planning against PyIceberg's
-own, issue 42). The options that
+own, issue 42), ``--memory`` ``bench/memory.py`` (the RSS of ``serve`` and its workers, idle
+and after requests, issue 41). The options that
 follow go to the chosen benchmark (``--help`` after the choice lists them). Each benchmark
 starts its own HMS and gateway (``bench/harness.py``) and sets the exit status: 1 when a
 target is missed.
@@ -30,7 +31,7 @@ sys.path.insert(0, str(REPO))
 #: Command-line choice → the module whose ``main(argv)`` runs that benchmark.
 BENCHMARKS = {"calls": "bench.calls", "policy": "bench.policy", "datasource": "bench.datasource",
               "tunnel": "bench.tunnel", "feed": "bench.feed", "iceberg": "bench.iceberg",
-              "planning": "bench.planning"}
+              "planning": "bench.planning", "memory": "bench.memory"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 ``python bench/secure_upstream.py [--rounds N] [--partitions P] [--appends A]``. Starts two
 embedded HMS 2.3.10 in this run, one plain and one Kerberized (KDC, SASL,
-tests/support/secure_hms.py), both with HMS locks (DbTxnManager, as gateway/demo/hms.py sets it),
+tests/support/secure_hms.py), both with HMS locks (DbTxnManager, as demo/hms.py sets it),
 each with a table of ``P`` partitions (5,000). The Thrift calls drive the gateway's upstream pools
 (gateway/upstream/pool.py) in-process, interleaved call by call, so their ratios are the cost SASL
 adds to the upstream leg (the HTTP side is the same for both):

@@ -63,7 +63,7 @@ def spark_show_partitions(uri: str, warehouse: Path) -> float:
 def _spark_job(uri: str, warehouse: Path) -> int:
     import statistics
 
-    from gateway.demo.pipeline import _spark_session
+    from demo.seed_job import _spark_session
 
     with tempfile.TemporaryDirectory(prefix="bench-tunnel-spark-") as tmp:
         spark = _spark_session(uri, warehouse, Path(tmp))

@@ -9,7 +9,9 @@ Writes four Parquet data sets under ``--out``:
   ``spark.sql.statistics.numRows``);
 - ``owners``: owner, tables (count), databases (sorted list).
 
-Run (the password is read from the environment variable named, never given on the command line):
+It needs the client distribution with its Spark extra (``pip install './clients/python[spark]'``;
+``make install`` installs it). Run (the password is read from the environment variable named,
+never given on the command line):
 
     HMS_PASSWORD=… python examples/catalog_report.py \\
         --url https://localhost:8443/gateway/default/hms --ca certs/ca.crt \\
@@ -36,8 +38,8 @@ _AUTH_FLAGS = ("auth", "user", "password_env", "password_file", "netrc", "token_
 
 def build_report(spark: SparkSession, options: dict[str, str]) -> dict[str, DataFrame]:
     """The report's four DataFrames (name → DataFrame) from the ``hms`` data source with
-    ``options`` (see :mod:`gateway.datasource`). One crawl of ``tables``, cached."""
-    from gateway.datasource import register
+    ``options`` (see :mod:`hms_gateway_client.datasource`). One crawl of ``tables``, cached."""
+    from hms_gateway_client.datasource import register
 
     register(spark)
     tables = spark.read.format("hms").options(**options).load("tables").cache()

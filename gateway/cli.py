@@ -1,5 +1,6 @@
-"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``demo``,
-``tunnel``, ``policy check``.
+"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``tunnel``,
+``policy check``. ``tunnel`` is the client distribution's (``clients/python``,
+:mod:`hms_gateway_client.tunnel`), run from here when it is installed beside the server.
 
 Exit status: 0 done, 1 ``policy check`` denied, 2 a configuration or usage error (one line on
 stderr naming the file, the key and the reason), 130 interrupted.
@@ -27,9 +28,9 @@ from gateway.config import (
 CONFIG_ENV = "HMS_GATEWAY_CONFIG"
 SYSTEM_CONFIG = Path("/etc/hms-gateway/gateway.yaml")
 SOURCE_TREE_CONFIG = Path("config/gateway.yaml")
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-_CONFIG_HELP = (f"the gateway file (default: ${CONFIG_ENV}, else {SYSTEM_CONFIG}, else "
-                f"{SOURCE_TREE_CONFIG} if it exists)")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+CONFIG_HELP = (f"the gateway file (default: ${CONFIG_ENV}, else {SYSTEM_CONFIG}, else "
+               f"{SOURCE_TREE_CONFIG} if it exists)")
 
 
 def default_config_path() -> Path:
@@ -122,11 +123,47 @@ def cmd_certs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from gateway.demo.launcher import run_demo
+#: What ``hms-gateway tunnel`` says when the client distribution is not installed.
+NO_CLIENT = ("hms-gateway tunnel is part of the client distribution, which is not installed: "
+             "pip install 'hms-gateway-client[tunnel]' (clients/python in the repository; its own "
+             "console script is hms-gateway-tunnel)")
 
-    return run_demo(_config_path(args), workdir=args.workdir, hms_port=args.hms_port, storage=args.storage,
-                    kerberos=args.kerberos)
+
+def _client_tunnel():
+    """:mod:`hms_gateway_client.tunnel` when the client distribution is installed, else None.
+    Raises ``ImportError`` naming the extra when the client lacks the tunnel's libraries."""
+    try:
+        from hms_gateway_client.cli import tunnel_module
+    except ModuleNotFoundError as exc:
+        if exc.name != "hms_gateway_client":
+            raise
+        return None
+    return tunnel_module()
+
+
+def _tunnel_arguments(p: argparse.ArgumentParser) -> None:
+    try:
+        tunnel = _client_tunnel()
+    except ImportError:
+        tunnel = None  # cmd_tunnel says which extra is missing
+    if tunnel is None:
+        p.set_defaults(any_options=True)  # whatever they are, cmd_tunnel says what to install
+    else:
+        tunnel.add_arguments(p)
+
+
+def cmd_tunnel(args: argparse.Namespace) -> int:
+    """The client distribution's tunnel; exit 2 with a line saying what to install when it or its
+    ``tunnel`` extra is missing."""
+    try:
+        tunnel = _client_tunnel()
+    except ImportError as exc:
+        print(f"tunnel: {exc}", file=sys.stderr)
+        return 2
+    if tunnel is None:
+        print(f"tunnel: {NO_CLIENT}", file=sys.stderr)
+        return 2
+    return tunnel.cmd_tunnel(args)
 
 
 def _policy_services(topology: TopologyConfig, service: str | None) -> list[ServiceConfig]:
@@ -216,7 +253,7 @@ def _restriction_lines(engine, user: str, groups: frozenset[str], database: str,
 
 def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)  # options every subcommand also accepts
-    common.add_argument("--log-level", type=str.upper, choices=_LOG_LEVELS, default=argparse.SUPPRESS,
+    common.add_argument("--log-level", type=str.upper, choices=LOG_LEVELS, default=argparse.SUPPRESS,
                         help="DEBUG, INFO, WARNING or ERROR (default: the gateway file's logging.level)")
     parser = argparse.ArgumentParser(
         prog="hms-gateway", parents=[common],
@@ -232,7 +269,7 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help: str, func, *, config: bool = True, parent=sub) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help, description=help, parents=[common])
         if config:
-            p.add_argument("--config", type=Path, default=None, metavar="FILE", help=_CONFIG_HELP)
+            p.add_argument("--config", type=Path, default=None, metavar="FILE", help=CONFIG_HELP)
         p.set_defaults(func=func)
         return p
 
@@ -253,23 +290,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--client", action="append", default=[], metavar="NAME",
                    help="also issue a client certificate CN=NAME for mTLS (repeatable)")
 
-    p = command("demo", "embedded HMS + PySpark sample data + the gateway", cmd_demo)
-    p.add_argument("--workdir", type=Path, default=Path("var/demo"), metavar="DIR",
-                   help="the demo's HMS, warehouse and logs (default: var/demo)")
-    p.add_argument("--hms-port", type=int, default=9083, metavar="PORT",
-                   help="port of the embedded Hive Metastore (default: 9083)")
-    p.add_argument("--storage", choices=("file", "s3"), default="file",
-                   help="where the demo's Iceberg table lives: file (the HMS warehouse, default) or s3 "
-                        "(a local S3 server, moto: pip install -e '.[demo-s3]'; docs/iceberg.md)")
-    p.add_argument("--kerberos", action="store_true",
-                   help="a Kerberized metastore: a local KDC, SASL on HMS, the gateway as a proxy user "
-                        "(pip install -e '.[demo-kerberos]'; docs/operations.md, \"Fronting a Kerberized metastore\")")
-
-    from gateway.tunnel import add_arguments as tunnel_arguments, cmd_tunnel
-
-    p = command("tunnel", "local binary-Thrift listener forwarding to the gateway over HTTPS", cmd_tunnel,
-                config=False)
-    tunnel_arguments(p)
+    p = command("tunnel", "local binary-Thrift listener forwarding to the gateway over HTTPS (the client "
+                "distribution's: pip install 'hms-gateway-client[tunnel]')", cmd_tunnel, config=False)
+    _tunnel_arguments(p)
 
     p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)", parents=[common])
     policy_sub = p.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
@@ -289,13 +312,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "any_options", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     args.log_level = getattr(args, "log_level", None)
+    return run_command(args.func, args)
+
+
+def run_command(func, args: argparse.Namespace) -> int:
+    """``func(args)``'s exit status, with text logging at ``args.log_level`` until a gateway file
+    says otherwise: 2 and one line on stderr for a :class:`ConfigError`, 130 when interrupted.
+    (``python -m demo`` runs through here too.)"""
     from gateway.observability.log_format import configure_logging
 
-    configure_logging("text", args.log_level or "INFO")  # until a gateway file says otherwise
+    configure_logging("text", args.log_level or "INFO")
     try:
-        return args.func(args)
+        return func(args)
     except ConfigError as exc:
         print(f"configuration error: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 PY=${1:-.venv/bin/python}
-JARS=$("$PY" -c 'from gateway.demo.hms import pyspark_jars_dir; print(pyspark_jars_dir())')
+JARS=$("$PY" -c 'from demo.hms import pyspark_jars_dir; print(pyspark_jars_dir())')
 OUT=build/listener
 rm -rf "$OUT/classes"
 mkdir -p "$OUT/classes"

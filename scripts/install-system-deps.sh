@@ -8,7 +8,7 @@
 # `make fresh` (scripts/fresh.sh) proves the demo set is enough on a clean Debian 12 root.
 set -euo pipefail
 set_name=${1:-all}
-# The KDC of the Kerberized demo and of the tests (gateway/demo/realm.py, k5test).
+# The KDC of the Kerberized demo and of the tests (demo/realm.py, k5test).
 declare -A kdc=(
   [krb5kdc]=krb5-kdc
   [kadmin.local]=krb5-admin-server

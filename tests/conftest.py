@@ -1,10 +1,10 @@
 """Settings every test session shares.
 
 config/topologies/default.yaml reads its ``gateway-token`` key from ``HMS_GATEWAY_TOKEN_KEY``,
-which ``make run`` sets (gateway/demo/tokens.py); tests that load or serve the repository's
+which ``make run`` sets (demo/tokens.py); tests that load or serve the repository's
 topologies get a fresh key for the session (gateways they start inherit it). Likewise
 config/topologies/glue.yaml's ``sigv4`` provider reads the demo's AWS access keys from
-``HMS_GATEWAY_DEMO_AWS_CREDENTIALS`` (gateway/demo/aws_keys.py): fresh secrets for the session.
+``HMS_GATEWAY_DEMO_AWS_CREDENTIALS`` (demo/aws_keys.py): fresh secrets for the session.
 
 Every process the session starts inherits its tag (:data:`tests.support.orphans.SESSION_ENV`),
 and a server still running when the session ends fails it (:func:`no_server_outlives_the_session`).
@@ -15,8 +15,8 @@ import secrets
 
 import pytest
 
-from gateway.demo.aws_keys import CREDENTIALS_ENV, fresh_credentials
-from gateway.demo.tokens import KEY_ENV
+from demo.aws_keys import CREDENTIALS_ENV, fresh_credentials
+from demo.tokens import KEY_ENV
 from tests.support.orphans import SESSION_ENV, reap
 
 os.environ.setdefault(KEY_ENV, secrets.token_urlsafe(64))

@@ -4,8 +4,9 @@ service kind (:mod:`gateway.iceberg.kind`).
 Follows apache/iceberg ``open-api/rest-catalog-open-api.yaml``; tables are stored the way
 Iceberg's ``HiveCatalog`` stores them (``table_type=ICEBERG``, ``metadata_location``), and every
 piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's. Modules:
-``kind`` (the service kind), ``errors`` (the spec's error model and
-``IcebergErrors``, the kind's one error map), ``routes`` (the route table: method, path, request and
+``engine`` (the request side of the kind, imported at a service's first request: the route
+of a path, the operation's answer), ``kind`` (the service kind), ``errors`` (the spec's error
+model and ``IcebergErrors``, the kind's one error map), ``routes`` (the route table: method, path, request and
 response models, handler; the models read the body and write the answer), ``paths`` (how a path
 picks a route), ``service_state`` (``ServiceState``, the serving service's state the handlers
 use), ``bodies`` (request

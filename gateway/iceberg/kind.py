@@ -2,6 +2,10 @@
 ``open-api/rest-catalog-open-api.yaml``) over the service's Hive Metastore, at
 ``/gateway/{topology}/{service path}/v1/...`` (:mod:`gateway.iceberg`).
 
+This module is the kind's front (options, error model, the frame's hooks), imported with the
+topology; the request side (:mod:`gateway.iceberg.engine`: route table, handlers, PyIceberg) is
+imported at the service's first request.
+
 One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
 :class:`~gateway.iceberg.errors.IcebergErrors` as its error model): the body read whole (400 over the size limit, as the spec lists no 413; 408); the
 request-side steps (authentication, identity assertion, service ACL; the token endpoint
@@ -34,46 +38,44 @@ result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
-from types import MappingProxyType
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING
 
 from aiohttp import hdrs, web
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.cache.reads import MetadataCache
-from gateway.cache.session import CacheSession, report as report_cache
 from gateway.cache.settings import CacheOptions
 from gateway.config import Limits
 from gateway.iceberg import errors
-from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergErrors
-from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.locations import checked as checked_location
-from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.plan_store import PlanningOptions
-from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
-from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.iceberg.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
-from gateway.iceberg.routes import Route, answer, endpoint, match
-from gateway.iceberg.warehouses import Warehouses, WarehouseView
+from gateway.iceberg.warehouses import Warehouses
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
-from gateway.policy.view import CatalogView
+from gateway.registry import resolve
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.failover import Upstream
-from gateway.upstream.locks import Schedule
-from gateway.upstream.metastore import MetastoreClient
+
+if TYPE_CHECKING:
+    from gateway.iceberg.engine import IcebergEngine
+    from gateway.iceberg.paths import Route
 
 log = logging.getLogger(__name__)
 
-#: Operations sent with POST that change nothing in the catalog, so they read through the cache.
-_READS_ONLY = frozenset({"signS3Request", "reportMetrics", "planTableScan", "fetchScanTasks"})
+#: The request side (route table, handlers, PyIceberg), imported at a service's first request:
+#: a worker that served no Iceberg request holds neither PyIceberg nor pyarrow (issue 41).
+ENGINE = "gateway.iceberg.engine:IcebergEngine"
+#: The route table's lookup of an operation, for the error model of a request the engine served.
+ENDPOINT = "gateway.iceberg.engine:endpoint"
 
 
 class IcebergRestOptions(BaseModel):
@@ -129,7 +131,8 @@ class IcebergRestService(HttpKind):
     kind = "iceberg-rest"
     roles = ("authentication", "identity-assertion", "authorization")
     Options = IcebergRestOptions
-    errors = IcebergErrors(lambda operation: endpoint(operation).error_model)
+    #: The operation is named only once the engine served the request, so it is imported then.
+    errors = IcebergErrors(lambda operation: resolve(ENDPOINT)(operation).error_model)
     #: The router hands this kind the paths below its own (``.../v1/...``).
     serves_subpaths = True
 
@@ -140,23 +143,12 @@ class IcebergRestService(HttpKind):
         self.topology, self.path = topology, path
         self.cache = cache
         self.upstream, self.chain, self.schema, self.policy = upstream, chain, schema, policy
-        self.limits, self.options = limits, options
+        self.limits, self.options, self.storage = limits, options, storage
         self.prefix = f"/gateway/{topology}/{path}"
-        # The gateway's own S3 key for metadata files; explicit file_io properties win.
-        self.files = MetadataFiles({**(storage.file_io() if storage else {}), **options.file_io})
-        self.service = ServiceState(
-            topology=topology, path=path, prefix=self.prefix, hive2_compatible=options.hive2_compatible,
-            lock=Schedule(check_min=options.lock_check_min_wait_seconds,
-                          check_max=options.lock_check_max_wait_seconds, wait=options.lock_wait_seconds,
-                          heartbeat=LOCK_HEARTBEAT_SECONDS, timeout=options.lock_timeout_seconds),
-            trusted_engines=frozenset(options.trusted_engines), register_prefixes=options.register_prefixes,
-            allowed_locations=options.allowed_locations, warehouses=MappingProxyType(dict(options.warehouses)),
-            storage=storage, vendor=Vendor(storage) if storage is not None and storage.options.role_arn else None,
-            authentication=next((step for step in getattr(chain, "steps", ()) if step.name == "authentication"),
-                                None),
-            planning=options.planning,
-            manifests=ManifestCache(int(options.planning.manifest_cache_mib * MIB), (topology, path)),
-        )
+        # built with the topology: a bad STS endpoint fails the start, not a request
+        self.vendor = Vendor(storage) if storage is not None and storage.options.role_arn else None
+        self._engine: IcebergEngine | None = None
+        self._loading = asyncio.Lock()
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> IcebergRestService:
@@ -180,68 +172,30 @@ class IcebergRestService(HttpKind):
             raise errors.UnsupportedMediaType(f"Content-Encoding {coding[:40]!r} is not accepted: send the "
                                               "request body uncompressed", [(hdrs.ACCEPT_ENCODING, "identity")])
 
+    async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
+        """:meth:`HttpKind.handle`, once the engine is loaded (the first request imports it in a
+        thread, so the worker's other requests go on meanwhile)."""
+        if self._engine is None:
+            async with self._loading:
+                if self._engine is None:
+                    engine = await asyncio.to_thread(resolve, ENGINE)
+                    self._engine = engine(self)
+        return await super().handle(exchange)
+
+    @property
+    def engine(self) -> IcebergEngine:
+        """The loaded engine; raises ``RuntimeError`` before :meth:`handle` loaded it."""
+        if self._engine is None:
+            raise RuntimeError("the iceberg-rest engine is loaded by the service's first request")
+        return self._engine
+
     def target(self, request: web.BaseRequest) -> Route:
-        """The route of the path below the service. Raises 404 for a path the API lacks, 405,
-        400 for bad names (:func:`gateway.iceberg.routes.match`)."""
-        return match(request.method, self._subpath(request), self.options.warehouses.keys())
+        """The route of the path below the service (:meth:`IcebergEngine.target`)."""
+        return self.engine.target(request)
 
     def public(self, target: Route) -> bool:
-        return endpoint(target.operation).public
+        return self.engine.public(target)
 
     async def serve(self, exchange: Exchange, target: Route, body: bytes) -> tuple[web.StreamResponse, str]:
-        """The operation's handler on the request's :class:`Catalog` (errors in the spec's model)."""
-        request, event, route = exchange.request, exchange.event, target
-        event.method = route.operation
-        event.database, event.table = route.namespace, route.table
-        identity = exchange.identity
-        reads = self._reads(request, route)
-        if identity is None:  # a public operation (Endpoint.public): no caller yet
-            catalog = Catalog(None, CatalogView(self.policy, "", ()), self.files, self.service, "")
-        else:
-            view = CatalogView(self.policy, identity.user, identity.groups)
-            if route.warehouse is not None:
-                view = WarehouseView(view, self.options.warehouses[route.warehouse])
-            catalog = Catalog(MetastoreClient(self.upstream, self.schema, identity=identity, reads=reads),
-                              view, self.files, self.service, identity.user)
-        try:
-            reply = await answer(catalog, route, request, body)
-        finally:
-            if catalog.objects != (None, None):
-                event.database, event.table = catalog.objects
-            self.record_policy(event, catalog.view, catalog.decision)
-            if request.get(SUMMARIZED) is not None:  # remote signing: one line per many
-                event.summarized = request[SUMMARIZED]
-                event.reason = request.get(SIGNING_REASON)
-            if identity is None and catalog.user:
-                event.user = catalog.user
-            if self.cache is not None:
-                report_cache(request, event, reads)
-        return self._response(reply, request.method == hdrs.METH_HEAD), "ok"
-
-    def _reads(self, request: web.BaseRequest, route: Route) -> CacheSession | None:
-        """The request's cache session when it may read through the cache: a safe method
-        (RFC 9110 section 9.2.1) or the signer, which changes nothing in the catalog. Commits
-        and the other writes read HMS itself (they compare what they read under the lock)."""
-        if self.cache is None:
-            return None
-        if request.method in (hdrs.METH_GET, hdrs.METH_HEAD) or route.operation in _READS_ONLY:
-            return CacheSession(self.cache)
-        return None
-
-    @staticmethod
-    def _response(reply: Reply, head: bool) -> web.Response:
-        if reply.status in (204, 304) or reply.body is None:
-            response = web.Response(status=reply.status)
-        else:  # the JSON the route's response model wrote (gateway.iceberg.routes.answer)
-            response = web.Response(status=reply.status, body=None if head else reply.body,
-                                    content_type=errors.CONTENT_TYPE)
-        for name, value in reply.headers:
-            response.headers[name] = value
-        return response
-
-    def _subpath(self, request: web.BaseRequest) -> str:
-        target = request.raw_path
-        if not target.startswith("/"):
-            target = urlsplit(target).path  # absolute form
-        return target.partition("?")[0][len(self.prefix):]
-
+        """The operation's handler (:meth:`IcebergEngine.serve`; errors in the spec's model)."""
+        return await self.engine.serve(exchange, target, body)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from gateway.thrift.binary import (
+from .binary import (
     CALL,
     EXCEPTION,
     FIELD_HEADER,
@@ -20,16 +20,16 @@ from gateway.thrift.binary import (
     read_reply_header,
     write_message_header,
 )
-from gateway.thrift.call_types import check_call_types
-from gateway.thrift.compact import (
+from .call_types import check_call_types
+from .compact import (
     PROTOCOL_ID,
     binary_message_to_compact,
     compact_application_exception,
     compact_message_to_binary,
 )
-from gateway.thrift.errors import ProtocolError
-from gateway.thrift.schema import ServiceSchema, TType
-from gateway.thrift.translate import (
+from .errors import ProtocolError
+from .schema import ServiceSchema, TType
+from .translate import (
     MessageHeader,
     binary_reply_to_tjson,
     tapplication_exception_tjson,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gateway.thrift.schema import ServiceSchema
+from .schema import ServiceSchema
 
 
 class Read(NamedTuple):

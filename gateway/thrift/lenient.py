@@ -5,7 +5,7 @@ a dict with list keys), so the IDL's own classes fail with ``TypeError: unhashab
 table that has one. The lenient copy declares that map ``map<string,string>``: on the strict
 binary wire thriftpy2 then skips it (the key types differ), and in TJSON its keys stay the JSON
 text of the lists. Users: :mod:`gateway.thrift.objects` (which puts skipped maps back
-byte for byte in replies it re-encodes) and the Python client :mod:`gateway.client`.
+byte for byte in replies it re-encodes) and the Python client :mod:`hms_gateway_client`.
 """
 
 from __future__ import annotations

@@ -22,11 +22,11 @@ from thriftpy2.protocol import TBinaryProtocol
 from thriftpy2.thrift import TMessageType, TType
 from thriftpy2.transport import TMemoryBuffer
 
-from gateway.thrift import walk
-from gateway.thrift.binary import read_message_header
-from gateway.thrift.errors import ProtocolError
-from gateway.thrift.lenient import SKEW_MAP as _SKEW_MAP, SKEWED as _SKEWED, load_lenient
-from gateway.thrift.schema import ListSpec, MethodSchema, SetSpec, StructSchema
+from . import walk
+from .binary import read_message_header
+from .errors import ProtocolError
+from .lenient import SKEW_MAP as _SKEW_MAP, SKEWED as _SKEWED, load_lenient
+from .schema import ListSpec, MethodSchema, SetSpec, StructSchema
 
 
 

@@ -8,10 +8,10 @@ or a ``TApplicationException`` (``INTERNAL_ERROR``) where HMS answers with one.
 
 from __future__ import annotations
 
-from gateway.thrift.objects import encode_reply
-from gateway.thrift.codec import BINARY
-from gateway.thrift.schema import MethodSchema
-from gateway.thrift.translate import INTERNAL_ERROR
+from .objects import encode_reply
+from .codec import BINARY
+from .schema import MethodSchema
+from .translate import INTERNAL_ERROR
 
 #: How HMS 2.3.10 answers a read of a missing object (measured per method, see
 #: :data:`gateway.thrift.hive_methods.READS`): the declared exception and its message, with

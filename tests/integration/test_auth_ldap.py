@@ -9,7 +9,8 @@ import pytest
 import requests
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.providers.authentication.ldap import LdapAuthenticator, LdapProvider
+from gateway.providers.authentication.ldap import LdapProvider
+from gateway.providers.authentication.ldap_authenticator import LdapAuthenticator
 from tests.support.gateway import service
 from tests.support.ports import reserve_port
 from tests.support.ldap_server import BASE, SERVICE_DN, start_ldap

@@ -1,7 +1,7 @@
 """The PySpark data source ``hms`` (issue 13 item 5) in a real local Spark session (local[2]),
 reading through the real gateway from the real HMS; every value is checked against direct
 thriftpy2 calls to the same HMS. Also runs examples/catalog_report.py, and follows the change
-feed (an ``event-stream`` service over an HMS of its own) with gateway.client.events and as a
+feed (an ``event-stream`` service over an HMS of its own) with hms_gateway_client.events and as a
 Spark stream."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.client import BasicAuth, events, hive_metastore_idl
+from hms_gateway_client import BasicAuth, events, hive_metastore_idl
 from gateway.hms_thrift.kind import SPEC_METHODS
-from gateway.demo.metastore_client import partition_name
+from hms_gateway_client.partition_names import partition_name
 from tests.support.thriftpy_client import direct_thriftpy_client
 from tests.support.gateway import RunningGateway, service
 from tests.support.spec_calls import DB, TABLE
@@ -44,7 +44,7 @@ def gateway(hms, module_gateway_factory) -> RunningGateway:
 def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
-    from gateway.datasource import register
+    from hms_gateway_client.datasource import register
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -43,8 +43,8 @@ import jsonschema
 import pytest
 import yaml
 
-from gateway.demo.aws_keys import CREDENTIALS_ENV, CREDENTIALS_FILE
-from gateway.demo.tokens import KEY_ENV
+from demo.aws_keys import CREDENTIALS_ENV, CREDENTIALS_FILE
+from demo.tokens import KEY_ENV
 from tests.support.config_check import check_config, merge_values, write_chart_config
 from tests.support.config_sandbox import Sandbox, shipped_topologies, write_materials
 from tests.support.doc_snippets import (
@@ -221,7 +221,7 @@ def demo_gateway(hms, tmp_path_factory):
     in front of the session HMS (which holds the demo catalog). Its directory stands for the
     repository the blocks run in: ``certs/ca.crt`` is its CA, ``var/demo/aws-credentials`` the
     demo's access keys (the secrets tests/conftest.py put where the glue topology reads them)."""
-    from gateway.demo.iceberg import write_demo_table_in_subprocess
+    from demo.iceberg import write_demo_table_in_subprocess
     from tests.support.gateway import start_gateway
 
     demo = yaml.safe_load((ROOT / "config" / "gateway.yaml").read_text())
@@ -239,7 +239,7 @@ def demo_gateway(hms, tmp_path_factory):
         gw.stop()
 
 
-#: The demo's databases (gateway/demo/pipeline.py; lakehouse: gateway/demo/iceberg.py), what the docs print.
+#: The demo's databases (demo/seed_job.py; lakehouse: demo/iceberg.py), what the docs print.
 DEMO_DATABASES = {"default", "hmshttptestdatabase", "lakehouse", "sales"}
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.demo.hms import EmbeddedHMS, HMSStartError, PortInUseError, probe_get_all_databases
-from gateway.demo.metastore_client import add_partitions, catalog_exists
-from gateway.demo.pipeline import MANY_PARTITIONS_TABLE, SAMPLE_DB, SAMPLE_TABLE, run_pipeline_in_subprocess
+from demo.hms import EmbeddedHMS, HMSStartError, PortInUseError, probe_get_all_databases
+from demo.metastore_client import add_partitions, catalog_exists
+from demo.seed_job import MANY_PARTITIONS_TABLE, SAMPLE_DB, SAMPLE_TABLE, run_seed_job_in_subprocess
 from tests.support.hms import SAMPLE_MANY_PARTITIONS
 from tests.support.ports import reserve_port
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
@@ -90,7 +90,7 @@ def test_catalog_marker_and_bulk_add_partitions_are_idempotent(hms):
 
 def test_pipeline_runs_twice(hms, direct, tmp_path):
     before = {db: sorted(direct.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
-    run_pipeline_in_subprocess(hms.uri, hms.warehouse_dir, many_partitions=SAMPLE_MANY_PARTITIONS,
+    run_seed_job_in_subprocess(hms.uri, hms.warehouse_dir, many_partitions=SAMPLE_MANY_PARTITIONS,
                                log_path=tmp_path / "pipeline.log")
     after = {db: sorted(direct.get_all_tables(db)) for db in (SAMPLE_DB, "sales")}
     assert after == before

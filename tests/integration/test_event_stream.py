@@ -43,7 +43,7 @@ async def long_poll(session, gw, user="admin", headers=None, **query) -> tuple[i
 SPARK_DRIVER = """
 import sys, time
 from pathlib import Path
-from gateway.demo.pipeline import _spark_session
+from demo.seed_job import _spark_session
 spark = _spark_session(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))
 print("READY", flush=True)
 for line in sys.stdin:

@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import Browser, Error as PlaywrightError, Page, expect, sync_playwright
 
 from gateway.hms_thrift.kind import SPEC_METHODS
-from gateway.demo import metastore_client
+from demo import metastore_client
 from gateway.explorer import METHODS
 from tests.support.big_table import BIG_DB, BIG_PARTITIONS, BIG_TABLE
 from tests.support.gateway import htpasswd_provider, metric

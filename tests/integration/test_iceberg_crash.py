@@ -38,7 +38,7 @@ pytestmark = pytest.mark.integration
 PATH = "iceberg"
 USER, PASSWORD = "etl", "etl-password"
 TXN_TIMEOUT_SECONDS = 300
-#: hive-site: HMS's default lock timeout (housekeeping is on in every embedded HMS, gateway/demo/hms.py).
+#: hive-site: HMS's default lock timeout (housekeeping is on in every embedded HMS, demo/hms.py).
 SITE = {"hive.txn.timeout": f"{TXN_TIMEOUT_SECONDS}s"}
 COMMIT_CALL = b"alter_table_with_environment_context"
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))

@@ -2,7 +2,7 @@
 server mode with IAM authentication on, tests/support/s3.py): the gateway's key from a
 credentials file, vended credentials from STS ``AssumeRole``, and remote signing with botocore,
 each checked by the server itself. moto checks signatures, keys, session tokens and the role's
-own policy; gateway/demo/moto_iam.py, which the server runs as, adds the session policy the
+own policy; demo/moto_iam.py, which the server runs as, adds the session policy the
 gateway sends, the credentials' expiry and a copy's source, so what a vended key or a signature
 reaches is checked by the server too."""
 

@@ -11,7 +11,10 @@ the installed package is what runs, never the source tree):
 * one gateway serving config/topologies, which hold a service of every kind
   (``gateway.services.KINDS``), in front of the session's real HMS answers ``/readyz`` with 200;
 * the libraries that extensions built here from source (gssapi, krb5, the Thrift translator)
-  link against are installed by the image's runtime stage.
+  link against are installed by the image's runtime stage;
+* the server package holds the server only (issue 41): neither the demo (``demo/``, run from the
+  repository) nor the client distribution's modules (``hms_gateway_client``: the Python client,
+  the tunnel, the Spark data source), and ``hms-gateway tunnel`` says what to install for it.
 
 A runtime import missing from the dependencies (Apache thrift, before this issue) fails here,
 which the suite's own venv (holding every extra) cannot show.
@@ -31,8 +34,8 @@ from tests.support.config_check import merge_values, write_chart_config
 from tests.support.config_sandbox import Sandbox, add_file, shipped_topologies, write_materials
 from tests.support.doc_snippets import ROOT, collect
 from tests.support.gateway import readyz, start_gateway, wait_for
-from tests.support.image import DOCKERFILE, ImageVenv, apt_packages, install_image_venv, linked_packages, \
-    locally_built_extensions, stages
+from tests.support.image import DOCKERFILE, ImageVenv, apt_packages, distribution_files, install_image_venv, \
+    linked_packages, locally_built_extensions, stages
 
 # The install's time depends on pip's cache and on the machine's load: a bound against hanging.
 pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(1800)]
@@ -41,6 +44,12 @@ CHART = ROOT / "helm" / "hms-gateway"
 DEMO_USERS = {"admin": "admin-password", "etl": "etl-password"}
 #: Distributions of the [test]/[demo] extras that must never reach the image.
 DEV_ONLY = {"pytest", "pytest-asyncio", "pytest-timeout", "pytest-xdist", "hypothesis", "pyspark", "moto", "playwright"}
+#: Modules the server's wheel must not carry (issue 41): the demo's and the client distribution's,
+#: at their places now and at the ones they had in the server package before.
+NOT_SERVER = ("demo", "hms_gateway_client", "gateway.demo", "gateway.client", "gateway.tunnel", "gateway.datasource")
+#: Where their files would lie below site-packages.
+NOT_SERVER_FILES = ("demo/", "hms_gateway_client/", "gateway/demo/", "gateway/client/", "gateway/tunnel.py",
+                    "gateway/datasource/")
 
 #: ``hms-gateway check-config --config <file>`` (the console script's ``main``) for each file
 #: given, in one interpreter of the image's venv: importing the service kinds takes seconds, paid
@@ -81,6 +90,24 @@ def test_the_venv_holds_the_wheel_and_runtime_dependencies_only(image, outside):
     installed = {d["name"].lower() for d in json.loads(listed.stdout)}
     assert "hms-gateway" in installed
     assert not (installed & DEV_ONLY), f"test/demo dependencies in the runtime install: {installed & DEV_ONLY}"
+
+
+def test_the_server_package_holds_neither_the_demo_nor_the_client_tools(image, outside):
+    files = distribution_files(image, "hms-gateway")
+    assert "gateway/thrift/binary.py" in files and "gateway/cli.py" in files, "not the server's RECORD"
+    carried = [f for f in files if f.startswith(NOT_SERVER_FILES)]
+    assert not carried, f"the server's wheel carries demo or client modules: {carried}"
+    probe = ("import importlib.util, json, sys; "
+             "print(json.dumps({name: importlib.util.find_spec(name) is not None for name in sys.argv[1:]}))")
+    found = image.run(image.bin("python"), "-I", "-c", probe, *NOT_SERVER, cwd=outside)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout) == dict.fromkeys(NOT_SERVER, False)
+    listed = image.run(image.bin("python"), "-m", "pip", "list", "--format", "json", cwd=outside)
+    assert "hms-gateway-client" not in {d["name"].lower() for d in json.loads(listed.stdout)}
+    tunnel = image.run(image.bin("hms-gateway"), "tunnel", "--gateway", "https://gw:8443/gateway/t/hms",
+                       "--auth", "basic", cwd=outside)
+    assert tunnel.returncode == 2, tunnel.stderr
+    assert "client distribution" in tunnel.stderr and "pip install 'hms-gateway-client[tunnel]'" in tunnel.stderr
 
 
 def shipped_configurations(root: Path, materials: dict[str, Path]) -> dict[str, Path]:

@@ -32,7 +32,7 @@ from pyiceberg.types import LongType, NestedField, StringType
 from thrift.protocol import TJSONProtocol
 from thrift.transport import THttpClient
 
-from gateway.demo.hms import probe_get_all_databases
+from demo.hms import probe_get_all_databases
 from gateway.explorer import METHODS as EXPLORER_METHODS
 from tests.support.gateway import htpasswd_provider, post, wait_for
 from tests.support.iceberg.clients import rest_catalog

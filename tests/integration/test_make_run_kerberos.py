@@ -1,4 +1,4 @@
-"""``make run KERBEROS=1`` (issue 38): ``hms-gateway demo --kerberos`` end to end, with the
+"""``make run KERBEROS=1`` (issue 38): ``python -m demo --kerberos`` end to end, with the
 repository's own config/ (copied: free ports instead of 8443, 9464 and 9083).
 
 The demo starts a KDC, Kerberizes its HMS (SASL, the gateway its proxy user), serves the
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.demo.engines import duckdb_program, pyiceberg_program
-from gateway.demo.hms import probe_get_all_databases
-from gateway.demo.iceberg import read_back_snippet
-from gateway.demo.launcher import iceberg_url
+from demo.engines import duckdb_program, pyiceberg_program
+from demo.hms import probe_get_all_databases
+from demo.iceberg import read_back_snippet
+from demo.launcher import iceberg_url
 from tests.support.gateway import wait_for
 from tests.support.make_run import Demo, demo_until_iceberg
 
@@ -42,7 +42,7 @@ _AUDIT = re.compile(r"HiveMetaStore\.audit: ugi=(\S+)\s+ip=\S+\s+cmd=(.*?)\s*$")
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
     with demo_until_iceberg(tmp_path_factory.mktemp("make-run-kerberos"), ["--kerberos"],
-                            lambda demo: demo.workdir / "hms", program=[sys.executable, "-m", "gateway.cli"],
+                            lambda demo: demo.workdir / "hms", program=[sys.executable, "-m", "demo"],
                             env={**os.environ, "PYTHONPATH": str(REPO)}) as running:
         yield running
 

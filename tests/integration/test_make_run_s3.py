@@ -1,4 +1,4 @@
-"""``make run S3=1`` (issue 23): ``hms-gateway demo --storage s3`` end to end, as the Makefile
+"""``make run S3=1`` (issue 23): ``python -m demo --storage s3`` end to end, as the Makefile
 runs it, with the repository's own config/ (copied: free ports instead of 8443, 9464 and 9083).
 
 The demo starts a local S3 server (moto, IAM authentication on), a fresh HMS that takes
@@ -22,11 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.demo.aws_keys import ACCESS_KEYS, CREDENTIALS_FILE
-from gateway.demo.glue import boto3_program, glue_url
-from gateway.demo.iceberg import read_back_snippet
-from gateway.demo.launcher import S3_LOCATION, iceberg_url
-from gateway.demo.s3 import BUCKET, REGION
+from demo.aws_keys import ACCESS_KEYS, CREDENTIALS_FILE
+from demo.glue import boto3_program, glue_url
+from demo.iceberg import read_back_snippet
+from demo.launcher import S3_LOCATION, iceberg_url
+from demo.s3 import BUCKET, REGION
 from gateway.providers.authentication.sigv4 import parse_credentials_file
 from tests.support.make_run import Demo, console_script, demo_until_iceberg
 

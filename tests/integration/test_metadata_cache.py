@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from gateway.client import connect, hive_metastore_idl
-from gateway.client.auth import BasicAuth
+from hms_gateway_client import connect, hive_metastore_idl
+from hms_gateway_client.auth import BasicAuth
 from tests.support.gateway import audit_record, htpasswd_provider, metric, post, service
 from tests.support.policy import CATALOG_POLICY, POLICY_FILE, POLICY_PATH
 from tests.support.thriftpy_client import direct_thriftpy_client

@@ -1,4 +1,4 @@
-"""gateway.client (issue 13 item 4) against the real gateway and the real HMS: every value is
+"""hms_gateway_client (issue 13 item 4) against the real gateway and the real HMS: every value is
 compared with a direct strict-binary call to the same HMS made with thriftpy2 and the same IDL
 module, so objects compare with ``==``. Every authentication provider (Basic, JWT, client
 certificate, Kerberos through the test KDC) runs in the tunnel tests' gateway (the
@@ -12,7 +12,7 @@ import pytest
 from thriftpy2.thrift import TApplicationException
 
 from gateway.certs import write_client_certificate
-from gateway.client import (
+from hms_gateway_client import (
     AccessDenied,
     AuthenticationFailed,
     BasicAuth,
@@ -213,6 +213,6 @@ def test_each_provider_acts_as_its_user(tunnel_gateway, tunnel_kerberos_env, pro
     with connect(tunnel_gateway.url("spark", "hive/rw"), auth=auth, ca=tunnel_gateway.ca_file) as hms:
         assert "default" in hms.get_all_databases()
         name = f"client_{provider}_{uuid.uuid4().hex[:8]}"
-        hms.create_database(hms.types.Database(name=name, description="via gateway.client", ownerName="admin",
+        hms.create_database(hms.types.Database(name=name, description="via hms_gateway_client", ownerName="admin",
                                                parameters={}))
         assert hms.get_database(name).ownerName == user  # HMS acted as the authenticated user

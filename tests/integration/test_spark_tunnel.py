@@ -78,7 +78,7 @@ def _refused_write(spark) -> str:
 
 
 def job(argv: list[str]) -> int:
-    from gateway.demo.pipeline import _spark_session
+    from demo.seed_job import _spark_session
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--job", choices=("reads", "writes"), required=True)

@@ -18,7 +18,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gateway.demo import metastore_client
+from demo import metastore_client
 from gateway.thrift.binary import BinaryMessageScanner, encode_binary_call
 from gateway.thrift.schema import TType
 from tests.support.hms import RunningHMS, start_hms

@@ -1,5 +1,5 @@
 """A scripted ``event-stream`` service for unit tests of the client side of the change feed
-(``gateway.client.events``, the data source's streaming reader): plain ``http.server`` over TLS."""
+(``hms_gateway_client.events``, the data source's streaming reader): plain ``http.server`` over TLS."""
 
 from __future__ import annotations
 

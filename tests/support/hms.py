@@ -1,6 +1,6 @@
 """Start real Hive Metastores for tests: reserved ports, temp workdirs, the demo catalog.
 
-An HMS is an ``gateway.demo.hms.EmbeddedHMS`` JVM; ``RunningHMS`` is what fixtures hand to tests.
+An HMS is an ``demo.hms.EmbeddedHMS`` JVM; ``RunningHMS`` is what fixtures hand to tests.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.demo.hms import EmbeddedHMS, PortInUseError
-from gateway.demo.pipeline import run_pipeline_in_subprocess
+from demo.hms import EmbeddedHMS, PortInUseError
+from demo.seed_job import run_seed_job_in_subprocess
 from tests.support.ports import start_with_retry
 
 __all__ = ["RunningHMS", "start_hms"]
@@ -63,7 +63,7 @@ def start_hms(
                               or "Address already in use" in str(exc))
     try:
         if catalog:
-            run_pipeline_in_subprocess(
+            run_seed_job_in_subprocess(
                 server.uri, server.warehouse_dir, many_partitions=many_partitions,
                 log_path=Path(workdir) / "pipeline.log",
             )

@@ -1,5 +1,6 @@
 """The container image without a Docker engine: the Dockerfile's stages, and the builder stage's
-install replayed in a fresh venv (tests/unit/test_dockerfile.py, tests/integration/test_image_install.py).
+install replayed in a fresh venv (tests/unit/test_dockerfile.py, tests/integration/test_image_install.py);
+the client distribution installed on its own likewise (tests/integration/test_client_install.py).
 
 The builder stage runs ``pip wheel --no-deps .`` and installs that wheel, with its runtime
 dependencies and no extras, into a new venv; :func:`install_image_venv` does the same here, with
@@ -18,6 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
+CLIENT = ROOT / "clients" / "python"  # the client distribution's project
 
 
 def stages(commands: list) -> list[list]:
@@ -68,19 +70,36 @@ def install_image_venv(workdir: Path) -> ImageVenv:
     """The builder stage's install in ``workdir``: the wheel (``pip wheel --no-deps``), then a new
     venv with that wheel and its runtime dependencies. Raises AssertionError with pip's output
     when a step fails."""
+    return _wheel_in_fresh_venv(ROOT, "hms_gateway-*.whl", workdir)
+
+
+def install_client_venv(workdir: Path, extras: str = "") -> ImageVenv:
+    """The client distribution (clients/python) as a user installs it, in ``workdir``: its wheel,
+    then a new venv with that wheel, its dependencies and ``extras`` (e.g. ``"tunnel"``), and
+    nothing of the server's. Raises AssertionError with pip's output when a step fails."""
+    return _wheel_in_fresh_venv(CLIENT, "hms_gateway_client-*.whl", workdir, extras)
+
+
+def _wheel_in_fresh_venv(source: Path, pattern: str, workdir: Path, extras: str = "") -> ImageVenv:
     wheels = workdir / "wheels"
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(wheels),
-                            str(ROOT)], capture_output=True, text=True, timeout=900, env=env)
+                            str(source)], capture_output=True, text=True, timeout=900, env=env)
     assert build.returncode == 0, f"pip wheel failed:\n{build.stdout[-3000:]}\n{build.stderr[-3000:]}"
-    (wheel,) = wheels.glob("hms_gateway-*.whl")
+    (wheel,) = wheels.glob(pattern)
     image = ImageVenv(workdir / "venv", env)
     venv.EnvBuilder(with_pip=True, clear=True).create(image.root)
     # --no-compile: the bytecode the Dockerfile precompiles is no part of what is checked here
-    install = image.run(image.bin("python"), "-m", "pip", "install", "-q", "--no-compile", wheel, cwd=workdir,
-                        timeout=1800)
+    install = image.run(image.bin("python"), "-m", "pip", "install", "-q", "--no-compile",
+                        f"{wheel}[{extras}]" if extras else wheel, cwd=workdir, timeout=1800)
     assert install.returncode == 0, f"pip install failed:\n{install.stdout[-3000:]}\n{install.stderr[-3000:]}"
     return image
+
+
+def distribution_files(image: ImageVenv, distribution: str) -> list[str]:
+    """The files ``distribution`` installed in ``image`` (its RECORD), as paths below site-packages."""
+    (record,) = image.site_packages.glob(f"{distribution.replace('-', '_')}-*.dist-info/RECORD")
+    return [line.split(",", 1)[0] for line in record.read_text().splitlines() if line]
 
 
 NEEDED = re.compile(r"\(NEEDED\)\s+Shared library: \[(?P<name>[^\]]+)\]")

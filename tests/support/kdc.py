@@ -1,4 +1,4 @@
-"""The test KDC (gateway/demo/realm.py) on reserved ports (k5test's ``portbase`` and the next
+"""The test KDC (demo/realm.py) on reserved ports (k5test's ``portbase`` and the next
 ones, :mod:`tests.support.ports`), with a service principal ``HTTP/localhost@REALM`` in a keytab
 for the gateway's SPNEGO, and user principals with their own credential caches for clients
 (``curl --negotiate``, ``requests-gssapi``).
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.demo.realm import REALM, Realm, start_kdc
+from demo.realm import REALM, Realm, start_kdc
 from tests.support.ports import start_with_retry
 
 __all__ = ["REALM", "SERVICE", "TestRealm", "start_realm", "start_test_kdc"]

@@ -1,4 +1,4 @@
-"""``hms-gateway demo`` run as the Makefile runs it (``make run S3=1``, ``make run KERBEROS=1``),
+"""``python -m demo`` run as the Makefile runs it (``make run S3=1``, ``make run KERBEROS=1``),
 with the repository's own config/ copied under a temp root (reserved ports instead of 8443, 9464
 and 9083: :mod:`tests.support.ports`), its output read line by line until a marker line, and
 everything it started stopped."""
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.support.ports import reserve_port
 
-__all__ = ["READ_BACK", "Demo", "console_script", "copy_config", "demo_until_iceberg", "start_demo", "stop_demo"]
+__all__ = ["READ_BACK", "Demo", "console_script", "copy_config", "demo_env", "demo_until_iceberg", "start_demo", "stop_demo"]
 
 REPO = Path(__file__).resolve().parents[2]
 READ_BACK = "Read it back (from the repository, with .venv/bin/python):"
@@ -79,15 +79,15 @@ def copy_config(root: Path, gateway_port: int, management_port: int, hms_port: i
 
 def start_demo(root: Path, options: Sequence[str], finished: Callable[[str], bool], *,
                program: Sequence[str], env: dict[str, str] | None = None) -> Demo:
-    """Start ``program demo --config ... --workdir var/demo --hms-port ... *options`` in ``root``
+    """Start ``program --config ... --workdir var/demo --hms-port ... *options`` in ``root``
     with copied config/; its stdout lines are collected, and ``done`` is set at the first line
     for which ``finished(line)`` is true (or at the end of the output)."""
     gateway_port = reserve_port(3)  # the demo is told its ports: gateway, management, HMS
     management_port, hms_port = gateway_port + 1, gateway_port + 2
     config = copy_config(root, gateway_port, management_port, hms_port)
     process = subprocess.Popen(
-        [*program, "demo", "--config", str(config), "--workdir", "var/demo", "--hms-port", str(hms_port), *options],
-        cwd=root, env=env if env is not None else dict(os.environ), stdin=subprocess.DEVNULL,
+        [*program, "--config", str(config), "--workdir", "var/demo", "--hms-port", str(hms_port), *options],
+        cwd=root, env=demo_env(env), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=open(root / "demo.stderr", "wb"), text=True, start_new_session=True)
     running = Demo(root, process, gateway_port, hms_port)
 
@@ -126,8 +126,17 @@ def stop_demo(demo: Demo, hms_dir: Path) -> None:
 
 
 def console_script() -> list[str]:
-    """What the Makefile runs: the venv's ``hms-gateway``."""
-    return [str(Path(sys.executable).parent / "hms-gateway")]
+    """What the Makefile runs: the venv's ``python -m demo`` (run from a root outside the
+    repository, the demo's package comes by ``PYTHONPATH``: :func:`demo_env`)."""
+    return [str(Path(sys.executable).parent / "python"), "-m", "demo"]
+
+
+def demo_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) with the repository first on ``PYTHONPATH``, as
+    `make run`'s working directory puts it for ``python -m demo``."""
+    base = dict(os.environ if env is None else env)
+    base["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), base.get("PYTHONPATH")]))
+    return base
 
 
 def _iceberg_printed(line: str) -> bool:

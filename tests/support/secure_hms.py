@@ -1,5 +1,5 @@
-"""A Kerberized Hive Metastore for tests: a KDC (gateway/demo/realm.py) and an embedded HMS
-2.3.10 with SASL on (gateway/demo/hms_kerberos.py), one per test module (each takes ~20 s).
+"""A Kerberized Hive Metastore for tests: a KDC (demo/realm.py) and an embedded HMS
+2.3.10 with SASL on (demo/hms_kerberos.py), one per test module (each takes ~20 s).
 
 Principals, all ``@GATEWAY.TEST``, keytabs in ``<workdir>/keytabs``:
 
@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.demo.hms_kerberos import HMSKerberos
-from gateway.demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, KerberosSetup, start_kerberos
-from gateway.demo.realm import REALM, Realm
+from demo.hms_kerberos import HMSKerberos
+from demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, KerberosSetup, start_kerberos
+from demo.realm import REALM, Realm
 from tests.support.hms import RunningHMS, start_hms
 from tests.support.kdc import start_test_kdc
 

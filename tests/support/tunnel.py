@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,14 +43,16 @@ class RunningTunnel:
 
 
 def start_tunnel(gateway_url: str, auth_args: list[str], *, ca: Path | None, env: dict[str, str] | None = None,
-                 extra: list[str] | None = None, timeout: float = 60.0) -> RunningTunnel:
+                 extra: list[str] | None = None, timeout: float = 60.0,
+                 program: Sequence[str] = (sys.executable, "-m", "gateway.cli", "tunnel")) -> RunningTunnel:
     """Start ``hms-gateway tunnel --gateway gateway_url <auth_args>`` and wait for its Spark line.
 
-    ``env`` is added to this process's environment (secrets, ``KRB5CCNAME``). Raises
-    RuntimeError with the tunnel's output if it exits or prints nothing in ``timeout`` s.
+    ``env`` is added to this process's environment (secrets, ``KRB5CCNAME``); ``program`` is the
+    tunnel's command (the client distribution's ``hms-gateway-tunnel`` of a fresh venv:
+    tests/integration/test_client_install.py). Raises RuntimeError with the tunnel's output if it
+    exits or prints nothing in ``timeout`` s.
     """
-    cmd = [sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", gateway_url,
-           "--listen", "127.0.0.1:0", *auth_args, *(extra or [])]
+    cmd = [*program, "--gateway", gateway_url, "--listen", "127.0.0.1:0", *auth_args, *(extra or [])]
     if ca is not None:
         cmd += ["--ca", str(ca)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -52,6 +52,7 @@ def test_bench_modules_import_each_other_without_a_circle():
     (["--datasource"], "bench.datasource", []),
     (["--tunnel", "--no-spark"], "bench.tunnel", ["--no-spark"]),
     (["--feed", "--markdown", "out.md"], "bench.feed", ["--markdown", "out.md"]),
+    (["--memory", "--workers", "2"], "bench.memory", ["--workers", "2"]),
 ])
 def test_run_dispatches_to_the_chosen_benchmark_with_the_rest_of_the_arguments(monkeypatch, argv, module,
                                                                                forwarded):

@@ -1,4 +1,4 @@
-"""gateway.client.auth: headers per scheme, secrets from env/netrc/file, errors without secrets."""
+"""hms_gateway_client.auth: headers per scheme, secrets from env/netrc/file, errors without secrets."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from gateway.certs import write_dev_certificates
 
-from gateway.client.auth import (
+from hms_gateway_client.auth import (
     BasicAuth,
     BearerAuth,
     ClientCertificateAuth,

@@ -1,4 +1,4 @@
-"""gateway.client.connection without the gateway: URL and option checks, how HTTP statuses
+"""hms_gateway_client.connection without the gateway: URL and option checks, how HTTP statuses
 become GatewayError subclasses, and events() against a local HTTPS server that follows the
 event-stream service's documented long-poll contract."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from urllib3 import HTTPHeaderDict
 
-from gateway.client import BasicAuth, ResyncRequired, connect, events
-from gateway.client.connection import (
+from hms_gateway_client import BasicAuth, ResyncRequired, connect, events
+from hms_gateway_client.connection import (
     AccessDenied,
     AuthenticationFailed,
     GatewayError,

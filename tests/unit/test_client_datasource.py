@@ -1,4 +1,4 @@
-"""gateway.datasource: the crawl plan and rows against a fake ThriftHiveMetastore client, the
+"""hms_gateway_client.datasource: the crawl plan and rows against a fake ThriftHiveMetastore client, the
 data source's option checks, and the events stream reader against the fake event-stream server
 of test_client_connection (no Spark session)."""
 
@@ -9,9 +9,9 @@ import json
 import pytest
 from thriftpy2.thrift import TApplicationException
 
-from gateway.client import BasicAuth, ResyncRequired, hive_metastore_idl
-from gateway.datasource import HMSEventStreamReader, reader_options
-from gateway.datasource.crawl import SCHEMAS, Batch, partition_rows, plan, plan_partitions, rows
+from hms_gateway_client import BasicAuth, ResyncRequired, hive_metastore_idl
+from hms_gateway_client.datasource import HMSEventStreamReader, reader_options
+from hms_gateway_client.datasource.crawl import SCHEMAS, Batch, partition_rows, plan, plan_partitions, rows
 from tests.support.fake_feed import FeedHandler
 
 T = hive_metastore_idl()

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from gateway.demo.engines import (DUCKDB_PACKAGES, WAREHOUSE, duckdb_program, engine_snippets, pyiceberg_program,
+from demo.engines import (DUCKDB_PACKAGES, WAREHOUSE, duckdb_program, engine_snippets, pyiceberg_program,
                                   spark_properties, trino_catalog)
-from gateway.demo.launcher import _banner, iceberg_url
-from gateway.demo.tokens import KEY_ENV
+from demo.launcher import _banner, iceberg_url
+from demo.tokens import KEY_ENV
 from tests.support.doc_snippets import parse
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""The demo serves SigV4 for Glue (issue 40): its access keys (gateway/demo/aws_keys.py) are the
+"""The demo serves SigV4 for Glue (issue 40): its access keys (demo/aws_keys.py) are the
 ones config/topologies/glue.yaml maps, the banner prints the boto3 program docs/glue.md leads
 with (tests/integration/test_doc_snippets.py runs that block against the demo's topologies)."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.demo.aws_keys import ACCESS_KEYS, CREDENTIALS_ENV, CREDENTIALS_FILE, demo_aws_credentials
-from gateway.demo.glue import boto3_program, glue_url
-from gateway.demo.launcher import _banner
+from demo.aws_keys import ACCESS_KEYS, CREDENTIALS_ENV, CREDENTIALS_FILE, demo_aws_credentials
+from demo.glue import boto3_program, glue_url
+from demo.launcher import _banner
 from gateway.providers.authentication.sigv4 import parse_credentials_file
 from tests.support.doc_snippets import ROOT, collect
 

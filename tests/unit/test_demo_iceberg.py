@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet
-from gateway.demo.launcher import ICEBERG_SERVICE, _banner, _shown_path, iceberg_url
+from demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet
+from demo.launcher import ICEBERG_SERVICE, _banner, _shown_path, iceberg_url
 from tests.support.doc_snippets import collect
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The Kerberized demo metastore's settings (issue 38): what HMS's hive-site.xml and
-core-site.xml get (gateway/demo/hms_kerberos.py), and the demo's topologies with SASL to it
-(gateway/demo/kerberos.py). tests/integration/test_kerberized_metastore.py runs them for real."""
+core-site.xml get (demo/hms_kerberos.py), and the demo's topologies with SASL to it
+(demo/kerberos.py). tests/integration/test_kerberized_metastore.py runs them for real."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.demo.hms import EmbeddedHMS
-from gateway.demo.hms_kerberos import HMSKerberos
-from gateway.demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL_PATTERN, kerberos_topologies
+from demo.hms import EmbeddedHMS
+from demo.hms_kerberos import HMSKerberos
+from demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL_PATTERN, kerberos_topologies
 
 REPO = Path(__file__).resolve().parents[2]
 

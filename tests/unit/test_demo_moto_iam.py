@@ -1,11 +1,11 @@
-"""The session-policy evaluation gateway.demo.moto_iam adds to moto's server (the server-side
+"""The session-policy evaluation demo.moto_iam adds to moto's server (the server-side
 checks are in tests/integration/test_iceberg_storage.py): the policies the gateway vends."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.demo.moto_iam import permits
+from demo.moto_iam import permits
 from gateway.iceberg.vending import session_policy
 
 READ = session_policy("s3://warehouse/lake/trips", write=False)

@@ -1,4 +1,4 @@
-"""``hms-gateway demo --storage s3`` (issue 23): the topologies it serves are the configured ones
+"""``python -m demo --storage s3`` (issue 23): the topologies it serves are the configured ones
 plus the local S3 server's settings, and the gateway's key stays out of every ``repr``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from gateway.config import load_topologies
-from gateway.demo.s3 import RunningS3, s3_topologies
+from demo.s3 import RunningS3, s3_topologies
 
 REPO = Path(__file__).resolve().parents[2]
 S3 = {"endpoint": "http://127.0.0.1:9999", "region": "us-east-1", "credentials_file": "/x/gateway-s3.ini",

@@ -101,6 +101,17 @@ def test_runtime_contract(commands):
     assert cmd.json and list(cmd.value) == ["serve", "--config", "/etc/hms-gateway/gateway.yaml"]
 
 
+def test_the_builder_copies_the_server_package_only(commands):
+    """The image's wheel is built from the server's sources alone: neither the demo (``demo/``)
+    nor the client distribution (``clients/``) reaches the build context (issue 41); the fresh-venv
+    test (tests/integration/test_image_install.py) checks what the wheel holds."""
+    builder = stages(commands)[0]
+    sources = {v for c in builder if c.cmd in ("COPY", "ADD") for v in c.value[:-1] if not v.startswith("--")}
+    assert sources == {"pyproject.toml", "README.md", "setup.py", "gateway", "docker/healthcheck.py"}
+    allowed = [line for line in (ROOT / ".dockerignore").read_text().splitlines() if line.startswith("!")]
+    assert not [line for line in allowed if line.lstrip("!").startswith(("demo", "clients"))]
+
+
 def test_config_and_certs_are_not_baked(commands):
     for c in commands:
         if c.cmd in ("COPY", "ADD"):

@@ -256,7 +256,7 @@ def test_the_metadata_file_name_ignores_a_location_provider_property():
 def test_an_s3_session_policy_never_sees_a_wildcard_from_a_location():
     """IAM reads ``*`` in a session policy's resource as a wildcard: a table at ``s3://b/ns/*``
     would be vended every table of the namespace. Such a location is refused before any policy."""
-    from gateway.demo.moto_iam import permits  # the demo's S3 server's IAM evaluation
+    from demo.moto_iam import permits  # the demo's S3 server's IAM evaluation
     from gateway.iceberg.vending import session_policy
     sibling = "arn:aws:s3:::b/ns/other/data/x.parquet"
     assert permits(session_policy("s3://b/ns/*", False), "s3:GetObject", sibling, {})  # why parse refuses '*'

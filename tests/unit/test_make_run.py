@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from gateway.config import load_gateway_config
-from gateway.demo.launcher import _banner, with_audit_file
+from demo.launcher import _banner, with_audit_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,7 +22,7 @@ def dry_run(target: str, *variables: str) -> str:
 
 def test_make_run_installs_the_demo_set_and_make_test_everything():
     run, test = dry_run("run"), dry_run("test")
-    assert "install-system-deps.sh demo" in run and "hms-gateway demo" in run
+    assert "install-system-deps.sh demo" in run and "-m demo" in run
     assert "install-system-deps.sh all" not in run and "npm ci" not in run and ".[test" not in run
     for needed in ("install-system-deps.sh demo", "install-system-deps.sh all", "npm ci", ".[test,demo]",
                    "build-listener.sh"):
@@ -32,8 +32,8 @@ def test_make_run_installs_the_demo_set_and_make_test_everything():
 def test_make_run_s3_adds_the_s3_server_and_the_switch_and_nothing_else():
     plain, s3 = dry_run("run"), dry_run("run", "S3=1")
     assert "--storage" not in plain and "demo-s3" not in plain
-    assert plain.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml"
-    assert s3.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml --storage s3"
+    assert plain.strip().splitlines()[-1] == ".venv/bin/python -m demo --config config/gateway.yaml"
+    assert s3.strip().splitlines()[-1] == ".venv/bin/python -m demo --config config/gateway.yaml --storage s3"
     assert '.[demo,demo-s3]' in s3 and ".[test" not in s3
     assert "--storage" not in dry_run("run", "S3=0")
 
@@ -41,11 +41,11 @@ def test_make_run_s3_adds_the_s3_server_and_the_switch_and_nothing_else():
 def test_make_run_kerberos_adds_the_kdc_and_the_switch_and_nothing_else():
     plain, kerberos = dry_run("run"), dry_run("run", "KERBEROS=1")
     assert "--kerberos" not in plain and "demo-kerberos" not in plain
-    assert kerberos.strip().splitlines()[-1] == ".venv/bin/hms-gateway demo --config config/gateway.yaml --kerberos"
+    assert kerberos.strip().splitlines()[-1] == ".venv/bin/python -m demo --config config/gateway.yaml --kerberos"
     assert "install-system-deps.sh demo-kerberos" in kerberos and ".[demo,demo-kerberos]" in kerberos
     assert ".[test" not in kerberos and "install-system-deps.sh all" not in kerberos
     both = dry_run("run", "KERBEROS=1", "S3=1").strip().splitlines()[-1]
-    assert both == ".venv/bin/hms-gateway demo --config config/gateway.yaml --storage s3 --kerberos"
+    assert both == ".venv/bin/python -m demo --config config/gateway.yaml --storage s3 --kerberos"
     assert "--kerberos" not in dry_run("run", "KERBEROS=0")
 
 

@@ -1,7 +1,7 @@
 """Hive's partition names (Warehouse.makePartName, FileUtils.escapePathName), as the demo and the
 test fixtures create partition directories before HMS would."""
 
-from gateway.demo.metastore_client import partition_name
+from hms_gateway_client.partition_names import partition_name
 
 
 def test_values_are_escaped_as_hive_escapes_path_names():

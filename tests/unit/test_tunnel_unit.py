@@ -1,4 +1,4 @@
-"""gateway.tunnel against a fake HTTPS gateway (aiohttp): message boundaries, framing, oneway,
+"""hms_gateway_client.tunnel against a fake HTTPS gateway (aiohttp): message boundaries, framing, oneway,
 the gateway's refusals and absence as TApplicationException, the listen-address guard."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from aiohttp import web
 
 from gateway.certs import write_dev_certificates
-from gateway.client.auth import BasicAuth
+from hms_gateway_client.auth import BasicAuth
 from gateway.thrift.binary import EXCEPTION, ONEWAY, REPLY, encode_binary_call, read_message_header, write_message_header
 from gateway.thrift.schema import TType
 from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
 from gateway.thrift.walk import iter_fields, string_span
-from gateway.tunnel import Tunnel, TunnelSettings, check_listen_address, spark_setting
+from hms_gateway_client.tunnel import Tunnel, TunnelSettings, check_listen_address, spark_setting
 
 
 def _reply_to(call: bytes) -> bytes:
@@ -248,7 +248,7 @@ async def test_reply_cut_midway_ends_the_client_connection(certs, caplog):
 
 
 async def test_kerberos_keeps_the_gateways_session_cookie(certs, monkeypatch):
-    from gateway.client.auth import KerberosAuth
+    from hms_gateway_client.auth import KerberosAuth
 
     monkeypatch.setattr(KerberosAuth, "headers", lambda self, host: {"Authorization": "Negotiate dG9rZW4="})
     async with Running(certs, auth=KerberosAuth()) as r:
@@ -291,7 +291,7 @@ class StrictFake(FakeGateway):
     ("wrong", "gateway refused the credentials (HTTP 401): no valid credentials"),
 ])
 async def test_run_tunnel_checks_the_credentials_once_at_start(certs, password, refusal):
-    from gateway.tunnel import TunnelRefused, run_tunnel
+    from hms_gateway_client.tunnel import TunnelRefused, run_tunnel
 
     fake = StrictFake()
     runner, port = await _start_fake(certs, fake)
@@ -321,7 +321,7 @@ async def test_a_gateway_certificate_not_trusted_says_pass_ca(certs, tmp_path, c
     runner, port = await _start_fake(certs, FakeGateway())
     settings = TunnelSettings(f"https://localhost:{port}/gateway/t/svc", BasicAuth("etl", "pw"),
                               ca=str(other.ca_certificate), port=0)
-    from gateway.tunnel import TunnelRefused, run_tunnel
+    from hms_gateway_client.tunnel import TunnelRefused, run_tunnel
 
     try:
         with pytest.raises(TunnelRefused, match=r"^certificate not trusted: pass --ca with the CA bundle"):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
-from typing import Literal
+from typing import ClassVar, Literal
 
 from aiohttp import hdrs, web
 from jose import jwt
@@ -58,8 +58,7 @@ class GatewayTokenProvider(ProviderSettings):
                              "(RFC 7518 §3.2 for HS256); make one with: openssl rand -base64 48")
         return key
 
-    def build(self) -> GatewayTokenAuthenticator:
-        return GatewayTokenAuthenticator(self)
+    authenticator: ClassVar[str] = "gateway.providers.authentication.gateway_token:GatewayTokenAuthenticator"
 
 
 class GatewayTokenAuthenticator:

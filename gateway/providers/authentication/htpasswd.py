@@ -40,8 +40,7 @@ class HtpasswdProvider(ProviderSettings):
 
     path_fields: ClassVar[tuple[str, ...]] = ("users_file",)
 
-    def build(self) -> HtpasswdAuthenticator:
-        return HtpasswdAuthenticator(self)
+    authenticator: ClassVar[str] = "gateway.providers.authentication.htpasswd:HtpasswdAuthenticator"
 
 
 class HtpasswdAuthenticator:

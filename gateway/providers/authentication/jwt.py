@@ -95,8 +95,7 @@ class JwtProvider(ProviderSettings):
             raise ValueError("hmac_key is set but no HS* algorithm is allowed")
         return self
 
-    def build(self) -> JwtAuthenticator:
-        return JwtAuthenticator(self)
+    authenticator: ClassVar[str] = "gateway.providers.authentication.jwt:JwtAuthenticator"
 
 
 def bearer_token(header: str | None) -> str | None:

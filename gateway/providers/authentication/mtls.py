@@ -7,7 +7,7 @@ subject. A request without a certificate is simply not authenticated by this pro
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from aiohttp import web
 
@@ -30,8 +30,7 @@ class MtlsProvider(ProviderSettings):
         # Without a CA the listener never asks for a certificate: this provider could never succeed.
         return None if gateway.tls.client_ca else "type mtls needs tls.client_ca in the gateway file"
 
-    def build(self) -> MtlsAuthenticator:
-        return MtlsAuthenticator(self)
+    authenticator: ClassVar[str] = "gateway.providers.authentication.mtls:MtlsAuthenticator"
 
 
 class MtlsAuthenticator:

@@ -2,19 +2,20 @@
 
 A provider's settings model (in the provider's own module, listed in :mod:`.registry`) derives
 from :class:`ProviderSettings`: it declares ``type: Literal["<tag>"]`` (the discriminator of the
-topology file's ``providers.authentication`` entries), its ``path_fields``, its factory
-:meth:`~ProviderSettings.build` and, when it needs something from the gateway file,
-:meth:`~ProviderSettings.check`. Secret fields are :class:`~.secrets.Secret` references
+topology file's ``providers.authentication`` entries), its ``path_fields``, its run-time
+:attr:`~ProviderSettings.authenticator` (made by :meth:`~ProviderSettings.build`) and, when it
+needs something from the gateway file, :meth:`~ProviderSettings.check`. Secret fields are :class:`~.secrets.Secret` references
 (``file:``/``env:``).
 """
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from gateway.registry import resolve
 
 if TYPE_CHECKING:
     from gateway.providers.authentication.base import AuthenticationProvider
@@ -45,6 +46,11 @@ class ProviderSettings(FrozenModel):
 
     #: Fields holding file paths that must exist, resolved against the topology file's directory.
     path_fields: ClassVar[tuple[str, ...]] = ()
+    #: ``"module:Class"`` of the run-time authenticator :meth:`build` makes from these settings.
+    #: A provider whose authenticator wraps a client library (ldap3, botocore, gssapi) keeps it
+    #: in a module of its own, so that the library is imported only when a topology names the
+    #: provider, not by every worker validating its configuration.
+    authenticator: ClassVar[str]
 
     def with_base(self, base: Path):
         """A copy whose relative ``path_fields`` are absolute below ``base``.
@@ -69,9 +75,10 @@ class ProviderSettings(FrozenModel):
         """
         return None
 
-    @abstractmethod
     def build(self) -> AuthenticationProvider:
-        """The run-time authenticator for these settings (the provider's factory)."""
+        """The run-time authenticator for these settings (:attr:`authenticator` called with
+        them). Raises what the authenticator's constructor raises."""
+        return resolve(self.authenticator)(self)
 
 
 class FailureThrottle(FrozenModel):

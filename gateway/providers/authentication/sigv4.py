@@ -18,7 +18,9 @@ A refused signature is not an absent one: the provider leaves AWS's error (code,
 message) under :data:`REFUSAL` and declines, so that a JSON API service can answer as AWS does
 (403 ``InvalidSignatureException``, ``UnrecognizedClientException``…). Each check of a
 well-formed signature spends the client address's budget of password checks (the failure
-throttle), as Basic does; secrets never reach a log line.
+throttle), as Basic does; secrets never reach a log line. botocore's part is
+:mod:`gateway.providers.authentication.sigv4_signature`, imported when the provider is built, so
+a worker whose topologies do not name ``sigv4`` does not import botocore for it.
 """
 
 from __future__ import annotations
@@ -31,12 +33,9 @@ import re
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from aiohttp import hdrs, web
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 from pydantic import Field, field_validator, model_validator
 
 from gateway.client_address import client_address
@@ -44,11 +43,14 @@ from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.secrets import Secret
 from gateway.providers.authentication.settings import ProviderSettings
 from gateway.providers.authentication.throttle import password_check
+from gateway.registry import resolve
 
 log = logging.getLogger(__name__)
 
 
 ALGORITHM = "AWS4-HMAC-SHA256"
+#: botocore's signature of a request (:func:`gateway.providers.authentication.sigv4_signature.signature`).
+SIGNATURE = "gateway.providers.authentication.sigv4_signature:signature"
 _AMZ_DATE = "%Y%m%dT%H%M%SZ"
 _KEY_ID = re.compile(r"^[A-Za-z0-9_.+=/-]{4,128}$")
 _PART = re.compile(r"\s*(Credential|SignedHeaders|Signature)\s*=\s*([^,\s]*)\s*")
@@ -139,8 +141,7 @@ class SigV4Provider(ProviderSettings):
                              f"{', '.join(missing)}")
         return self
 
-    def build(self) -> SigV4Authenticator:
-        return SigV4Authenticator(self)
+    authenticator: ClassVar[str] = "gateway.providers.authentication.sigv4:SigV4Authenticator"
 
 
 class SigV4Authenticator:
@@ -157,6 +158,7 @@ class SigV4Authenticator:
                          if k in self._users}
         self._regions = frozenset(config.regions) if config.regions is not None else None
         self._clock = clock
+        self._signature = resolve(SIGNATURE)
 
     def challenge(self) -> str:
         return ALGORITHM
@@ -244,18 +246,13 @@ class SigV4Authenticator:
         if declared is not None and declared != hashlib.sha256(body).hexdigest():
             return _invalid("The provided 'x-amz-content-sha256' header does not match what was computed.")
         wanted = set(signed)
-        rebuilt = AWSRequest(method=request.method, url=f"https://{request.host}{request.raw_path}",
-                             data=body)
-        for name, value in request.headers.items():
-            if name.lower() in wanted:
-                rebuilt.headers[name] = value  # appends: repeated headers are signed together
-        rebuilt.context["timestamp"] = amz_date
-        signer = SigV4Auth(Credentials(key_id, secret), self.config.service, region)
-        signer_headers = signer.signed_headers(signer.headers_to_sign(rebuilt)).split(";")
+        # appended in order: repeated headers are signed together
+        headers = [(name, value) for name, value in request.headers.items() if name.lower() in wanted]
+        signer_headers, expected = self._signature(
+            request.method, f"https://{request.host}{request.raw_path}", headers, body, amz_date,
+            key_id, secret, self.config.service, region)
         if signer_headers != sorted(wanted):
             return _invalid(_MISMATCH)  # a signed header missing, or one botocore never signs
-        expected = signer.signature(signer.string_to_sign(rebuilt, signer.canonical_request(rebuilt)),
-                                    rebuilt)
         if not hmac.compare_digest(expected.encode(), signature.encode()):
             return _invalid(_MISMATCH)
         return None

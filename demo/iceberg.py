@@ -10,7 +10,7 @@ and the child is where they can be unset without touching the gateway's own envi
 :func:`read_back_snippet` is what the demo prints and docs/iceberg.md shows (a unit test keeps
 them equal; tests/integration/test_doc_snippets.py runs it). Usage::
 
-    HMS_GATEWAY_DEMO_PASSWORD=etl-password python -m gateway.demo.iceberg \\
+    HMS_GATEWAY_DEMO_PASSWORD=etl-password python -m demo.iceberg \\
         --uri https://localhost:8443/gateway/default/iceberg --ca certs/ca.crt --user etl
 """
 
@@ -22,6 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from demo import child_env, module_command
 
 __all__ = ["BATCHES", "NAMESPACE", "TABLE", "read_back_snippet", "write_demo_table", "write_demo_table_in_subprocess"]
 
@@ -82,7 +84,7 @@ def write_demo_table(uri: str, ca: Path, user: str, password: str, location: str
 
     catalog = RestCatalog("demo", **{"uri": uri, "ssl": {"cabundle": str(ca)},
                                      "auth": {"type": "basic", "basic": {"username": user, "password": password}}})
-    properties = {"comment": "the demo's Iceberg tables (gateway/demo/iceberg.py)"}
+    properties = {"comment": "the demo's Iceberg tables (demo/iceberg.py)"}
     if location:
         properties["location"] = location
     try:
@@ -110,13 +112,11 @@ def write_demo_table_in_subprocess(uri: str, ca: Path, user: str, password: str,
     """:func:`write_demo_table` in a child process (same interpreter) without the CA-bundle
     and ``AWS_*`` variables; the password goes by environment, never on the command line. ``timeout`` in
     seconds. Returns its result; raises RuntimeError with the child's error output when it fails."""
-    cmd = [sys.executable, "-m", "gateway.demo.iceberg", "--uri", uri, "--ca", str(ca), "--user", user,
-           *(["--location", location] if location else [])]
-    package_root = str(Path(__file__).resolve().parents[2])  # the child imports this very package
+    cmd = module_command("demo.iceberg", "--uri", uri, "--ca", str(ca), "--user", user,
+                         *(["--location", location] if location else []))
     # No AWS settings either: on S3 the table's files are reached with what the gateway vends only.
-    env = {k: v for k, v in os.environ.items() if k not in _CA_ENV and not k.startswith("AWS_")}
-    env.update({PASSWORD_ENV: password,
-                "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))})
+    env = child_env({k: v for k, v in os.environ.items() if k not in _CA_ENV and not k.startswith("AWS_")})
+    env[PASSWORD_ENV] = password
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -131,7 +131,7 @@ def write_demo_table_in_subprocess(uri: str, ca: Path, user: str, password: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway.demo.iceberg", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m demo.iceberg", description=__doc__.splitlines()[0])
     parser.add_argument("--uri", required=True, help="the iceberg-rest service's URL")
     parser.add_argument("--ca", required=True, type=Path, help="the CA file that signed the gateway's certificate")
     parser.add_argument("--user", required=True, help=f"HTTP Basic user; the password is read from ${PASSWORD_ENV}")

@@ -1,5 +1,5 @@
 """The boto3 program the demo prints for its ``glue`` topology (config/topologies/glue.yaml):
-boto3's glue client, signing with SigV4 with the demo's access keys (gateway/demo/aws_keys.py),
+boto3's glue client, signing with SigV4 with the demo's access keys (demo/aws_keys.py),
 lists the tables of the demo's ``sales`` database. docs/glue.md leads with the same program (a
 unit test keeps them equal; tests/integration/test_doc_snippets.py runs it)."""
 

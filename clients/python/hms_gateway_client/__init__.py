@@ -1,16 +1,17 @@
 """Python client of the gateway: ``connect(url, auth=…, ca=…)`` returns the typed
 ``ThriftHiveMetastore`` client (thriftpy2, the bundled IDL) over HTTPS with keep-alive.
 
->>> from gateway.client import connect, BasicAuth
+>>> from hms_gateway_client import connect, BasicAuth
 >>> with connect("https://gw:8443/gateway/default/hms", auth=BasicAuth("alice", pw), ca="ca.pem") as hms:
 ...     hms.get_all_databases()            # list[str]
 ...     hms.get_table("sales", "orders")   # Table
 
 :func:`events` follows an ``event-stream`` service (HMS's notification log). Authentication
-(:mod:`gateway.client.auth`) is shared with ``hms-gateway tunnel``.
+(:mod:`hms_gateway_client.auth`) is shared with ``hms-gateway-tunnel``. This package is the
+client distribution (``clients/python``), which the gateway's image does not carry.
 """
 
-from gateway.client.auth import (
+from hms_gateway_client.auth import (
     BasicAuth,
     BearerAuth,
     ClientCertificateAuth,
@@ -18,7 +19,7 @@ from gateway.client.auth import (
     auth_from_options,
     ssl_context,
 )
-from gateway.client.connection import (
+from hms_gateway_client.connection import (
     AccessDenied,
     AuthenticationFailed,
     GatewayClient,

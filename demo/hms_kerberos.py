@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from gateway.demo.hms_probe import check_reply_header, get_all_databases_call
+from demo.hms_probe import check_reply_header, get_all_databases_call
 from gateway.upstream.sasl import QOP_OF_PROTECTION
 
 __all__ = ["PROTECTIONS", "HMSKerberos", "probe_get_all_databases_sasl", "site_xml"]

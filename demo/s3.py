@@ -1,4 +1,4 @@
-"""A local S3/STS/IAM API server for ``hms-gateway demo --storage s3`` (``make run S3=1``) and the
+"""A local S3/STS/IAM API server for ``python -m demo --storage s3`` (``make run S3=1``) and the
 tests: moto's server mode (``pip install -e '.[demo-s3]'``) in a child process, with IAM
 authentication on (``INITIAL_NO_AUTH_ACTION_COUNT``: the first :data:`SETUP_CALLS` requests,
 :func:`start_s3`'s own setup, pass unauthenticated; every later request is checked).
@@ -8,7 +8,7 @@ What moto checks there (probed with moto 5.2, and relied on by the tests): the S
 token (``InvalidToken``), and the identity policies of IAM users and of the assumed role
 (``AccessDenied``). moto alone does not enforce an ``AssumeRole`` session policy, the expiry of
 temporary credentials, or a copy's read of its source: the server runs as
-:mod:`gateway.demo.moto_iam`, which adds those checks, so a key vended for one table reaches
+:mod:`demo.moto_iam`, which adds those checks, so a key vended for one table reaches
 that table's prefix only, as on AWS. Its state lives in memory: a restart is an empty server.
 
 Setup: user ``gateway`` (its key: the gateway's own, which only :meth:`RunningS3.credentials_file`
@@ -27,11 +27,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from demo import child_env, module_command
 
 
 __all__ = ["BUCKET", "REGION", "ROLE", "SETUP_CALLS", "RunningS3", "s3_topologies", "start_s3"]
@@ -103,13 +104,13 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 def moto_server() -> list[str]:
-    """The command running moto's server with :mod:`gateway.demo.moto_iam`'s checks. Raises
+    """The command running moto's server with :mod:`demo.moto_iam`'s checks. Raises
     RuntimeError when moto's server is not installed."""
     if importlib.util.find_spec("moto") is None or importlib.util.find_spec("moto.server") is None \
             or importlib.util.find_spec("werkzeug") is None:
         raise RuntimeError("moto's S3 server is not installed: pip install -e '.[demo-s3]' "
                            "(make run S3=1 installs it)")
-    return [sys.executable, "-m", "gateway.demo.moto_iam"]
+    return module_command("demo.moto_iam")
 
 
 def start_s3(log: Path, *, host: str = "127.0.0.1", port: int = 0, timeout: float = 60) -> RunningS3:
@@ -118,7 +119,7 @@ def start_s3(log: Path, *, host: str = "127.0.0.1", port: int = 0, timeout: floa
     RuntimeError with the log's tail when the server does not listen within ``timeout``
     seconds or exits; stops it on a failed setup."""
     command = moto_server()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_CALLS)}
+    env = child_env({**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_CALLS)})
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         start = out.tell()
@@ -173,9 +174,9 @@ def s3_topologies(source: Path, target: Path, s3_options: dict) -> Path:
     """Write every topology of ``source`` (a ``topologies_dir``) into ``target`` with
     ``options.s3`` = ``s3_options`` on each ``iceberg-rest`` service and ``options.iceberg.s3`` =
     the same on each ``event-stream`` service (it reads Iceberg metadata files for commit
-    events); returns ``target`` (:func:`gateway.demo.topologies.rewrite_topologies`). Raises
+    events); returns ``target`` (:func:`demo.topologies.rewrite_topologies`). Raises
     :class:`gateway.config.ConfigError` for a bad source file."""
-    from gateway.demo.topologies import rewrite_topologies
+    from demo.topologies import rewrite_topologies
 
     def edit(service: dict) -> None:
         options = service.setdefault("options", {})

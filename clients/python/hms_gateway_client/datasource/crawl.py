@@ -22,8 +22,8 @@ from itertools import groupby
 
 from thriftpy2.thrift import TApplicationException
 
-from gateway.client.connection import hive_metastore_idl
-from gateway.demo.metastore_client import partition_name
+from hms_gateway_client.connection import hive_metastore_idl
+from hms_gateway_client.partition_names import partition_name
 
 __all__ = ["SCHEMAS", "VIEWS", "Batch", "partition_rows", "plan", "plan_partitions", "rows"]
 

@@ -1,4 +1,4 @@
-"""``hms-gateway demo``: embedded HMS, development certificates, gateway, then through the gateway
+"""``python -m demo``: embedded HMS, development certificates, gateway, then through the gateway
 the demo's Iceberg table (PyIceberg) and the PySpark sample catalog."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from pathlib import Path
 
 from gateway.certs import write_dev_certificates
 from gateway.config import GatewayConfig, load_gateway_config, load_topologies
-from gateway.demo.aws_keys import CREDENTIALS_FILE, demo_aws_credentials
-from gateway.demo.engines import engine_snippets
-from gateway.demo.glue import boto3_program, glue_url
-from gateway.demo.s3 import BUCKET
-from gateway.demo.tokens import demo_signing_key
+from demo.aws_keys import CREDENTIALS_FILE, demo_aws_credentials
+from demo.engines import engine_snippets
+from demo.glue import boto3_program, glue_url
+from demo.s3 import BUCKET
+from demo.tokens import demo_signing_key
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ PIPELINE_USER, PIPELINE_PASSWORD = "etl", "etl-password"
 PIPELINE_SERVICE = "hive/spark-rw"
 #: The default topology's ``iceberg-rest`` service (config/topologies/default.yaml).
 ICEBERG_SERVICE = "iceberg"
-#: Where ``--storage s3`` puts the demo's Iceberg namespace (gateway/demo/s3.py's bucket).
+#: Where ``--storage s3`` puts the demo's Iceberg namespace (demo/s3.py's bucket).
 S3_LOCATION = f"s3://{BUCKET}/lakehouse"
 
 
@@ -47,7 +47,7 @@ HMS Gateway demo is up (Ctrl-C stops the gateway and the embedded Hive Metastore
   iceberg      {iceberg_url(port)}   (Iceberg REST catalog, docs/iceberg.md)
   credentials  admin / admin-password   (demo only: config/users.htpasswd)
   pipeline     etl / etl-password on /gateway/default/hive/spark-rw: the demo's PySpark job runs
-               through hms-gateway tunnel (docs/spark.md)
+               through hms-gateway-tunnel (docs/spark.md)
   CA           {ca}
   audit log    {audit or "stderr"}   (one JSON line per request; the text log stays on stderr)
 {storage or ""}
@@ -85,7 +85,7 @@ def run_demo(config_path: Path, *, workdir: Path, hms_port: int = 9083, storage:
     the Iceberg table's files go, ``file`` (the HMS warehouse under ``workdir``) or ``s3`` (a
     local S3 server, :func:`_s3_storage`). ``kerberos``: the metastore Kerberized and the
     gateway its proxy user (:func:`_kerberized`)."""
-    from gateway.demo.hms import EmbeddedHMS
+    from demo.hms import EmbeddedHMS
     from gateway.server import Gateway, run
 
     config = load_gateway_config(config_path)
@@ -135,8 +135,8 @@ def _s3_storage(config: GatewayConfig, s3_dir: Path, hms_port: int, stack: conte
     to ``s3_dir/topologies``. Returns the gateway configuration serving those, a fresh HMS under
     ``s3_dir/hms`` that takes ``s3://`` locations (the server starts empty, so a catalog kept
     from an earlier run would point at files that are gone), and the server."""
-    from gateway.demo.hms import EmbeddedHMS
-    from gateway.demo.s3 import REGION, s3_topologies, start_s3
+    from demo.hms import EmbeddedHMS
+    from demo.s3 import REGION, s3_topologies, start_s3
 
     hms = EmbeddedHMS(s3_dir / "hms", hms_port, site={"fs.s3.impl": "io.hmsgateway.metastore.ObjectStorePaths"})
     hms.reset()  # refuses while an earlier demo's metastore still runs there
@@ -155,7 +155,7 @@ def _kerberized(config: GatewayConfig, hms, directory: Path, stack: contextlib.E
     user), point this process's Kerberos library at the realm (``KRB5_CONFIG``) and write the
     topologies with ``upstream.sasl`` to ``directory/topologies``. Returns the gateway
     configuration serving those and the banner's lines about the metastore."""
-    from gateway.demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, kerberos_topologies, start_kerberos
+    from demo.kerberos import GATEWAY_PRINCIPAL, SERVICE_PRINCIPAL, kerberos_topologies, start_kerberos
 
     print("starting the local KDC (realm GATEWAY.TEST) ...", flush=True)
     setup = start_kerberos(directory / "keytabs")
@@ -193,7 +193,7 @@ def _iceberg_through_gateway(port: int, ca: Path, log_path: Path, location: str 
     (PyIceberg ``RestCatalog``, in a child process; the namespace at ``location`` when given,
     an ``s3://`` one), then print the program that reads it back.
     A failure is printed, never raised (the gateway stays up)."""
-    from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet, write_demo_table_in_subprocess
+    from demo.iceberg import BATCHES, NAMESPACE, TABLE, read_back_snippet, write_demo_table_in_subprocess
 
     url = iceberg_url(port)
     where = f" at {location}" if location else ""
@@ -225,11 +225,11 @@ def _shown_path(path: Path) -> str:
 
 def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path: Path) -> None:
     """Run the demo pipeline (PySpark, in a child process) as user ``etl``: Spark's Hive client
-    → an in-process ``hms-gateway tunnel`` → the gateway's ``hive/spark-rw`` service → HMS.
+    → an in-process ``hms-gateway-tunnel`` → the gateway's ``hive/spark-rw`` service → HMS.
     Prints progress; a failure is printed with the log's tail, never raised (the gateway stays up)."""
-    from gateway.client.auth import BasicAuth
-    from gateway.demo.pipeline import run_pipeline_in_subprocess
-    from gateway.tunnel import Tunnel, TunnelSettings, spark_setting
+    from hms_gateway_client.auth import BasicAuth
+    from demo.seed_job import run_seed_job_in_subprocess
+    from hms_gateway_client.tunnel import Tunnel, TunnelSettings, spark_setting
 
     url = f"https://localhost:{port}/gateway/default/{PIPELINE_SERVICE}"
     loop = asyncio.new_event_loop()
@@ -237,12 +237,12 @@ def _pipeline_through_gateway(port: int, ca: Path, warehouse_dir: Path, log_path
     loop.run_until_complete(tunnel.start())
     thread = threading.Thread(target=loop.run_forever, name="demo-tunnel", daemon=True)
     thread.start()
-    print(f"demo pipeline: PySpark as user {PIPELINE_USER} through hms-gateway tunnel "
+    print(f"demo pipeline: PySpark as user {PIPELINE_USER} through hms-gateway-tunnel "
           f"({spark_setting('127.0.0.1', tunnel.port)}) -> {url}; log {log_path}", flush=True)
     started = time.monotonic()
     try:
         # In a child process: Spark's JVM must not live as long as the gateway.
-        run_pipeline_in_subprocess(f"thrift://127.0.0.1:{tunnel.port}", warehouse_dir, log_path=log_path)
+        run_seed_job_in_subprocess(f"thrift://127.0.0.1:{tunnel.port}", warehouse_dir, log_path=log_path)
     except RuntimeError as exc:
         print(f"demo pipeline failed: {exc}", flush=True)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["USER", "PASSWORD", "WAREHOUSE", "DUCKDB_PACKAGES", "duckdb_program", "engine_snippets",
            "pyiceberg_program", "spark_properties", "trino_catalog"]
 
-from gateway.demo.iceberg import BATCHES, NAMESPACE, TABLE
+from demo.iceberg import BATCHES, NAMESPACE, TABLE
 
 USER, PASSWORD, WAREHOUSE = "etl", "etl-password", "demo"
 

@@ -1,5 +1,5 @@
-"""``hms-gateway demo --kerberos`` (``make run KERBEROS=1``) and the tests' Kerberized metastore:
-a KDC (gateway/demo/realm.py), the principals and keytabs of HMS and of the gateway, and the
+"""``python -m demo --kerberos`` (``make run KERBEROS=1``) and the tests' Kerberized metastore:
+a KDC (demo/realm.py), the principals and keytabs of HMS and of the gateway, and the
 demo's topologies with SASL to the metastore.
 
 Principals (realm ``GATEWAY.TEST``): ``hive/localhost`` is HMS's
@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.demo.hms_kerberos import HMSKerberos
-from gateway.demo.realm import REALM, Realm, start_kdc
+from demo.hms_kerberos import HMSKerberos
+from demo.realm import REALM, Realm, start_kdc
 
 __all__ = ["GATEWAY_PRINCIPAL", "GATEWAY_SHORT_NAME", "SERVICE_PRINCIPAL", "KerberosSetup", "kerberos_topologies",
            "start_kerberos"]
@@ -91,8 +91,8 @@ def start_kerberos(keytabs: Path, extra_principals: tuple[str, ...] = (), *,
 def kerberos_topologies(source: Path, target: Path, sasl: dict[str, str]) -> Path:
     """Write every topology of ``source`` into ``target`` with ``upstream.sasl`` = ``sasl`` on each
     service that has a Thrift upstream; returns ``target``
-    (:func:`gateway.demo.topologies.rewrite_topologies`)."""
-    from gateway.demo.topologies import rewrite_topologies
+    (:func:`demo.topologies.rewrite_topologies`)."""
+    from demo.topologies import rewrite_topologies
 
     def edit(service: dict) -> None:
         upstream = service.get("upstream")

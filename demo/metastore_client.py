@@ -15,6 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from gateway.thrift.schema import DEFAULT_IDL
+from hms_gateway_client.partition_names import partition_name
+
 __all__ = [
     "CATALOG_MARKER",
     "add_partitions",
@@ -22,12 +25,10 @@ __all__ = [
     "connect",
     "load_idl",
     "parse_metastore_uri",
-    "partition_name",
 ]
 
-IDL_PATH = Path(__file__).resolve().parent.parent / "thrift" / "idl" / "hive_metastore.thrift"
 # Database property the pipeline sets on `sales` as its very last step (see pipeline.py).
-CATALOG_MARKER = ("sales", "hms_gateway.demo.catalog", "complete")
+CATALOG_MARKER = ("sales", "hms_demo.catalog", "complete")
 _BATCH = 1000  # partitions per add_partitions_req call: keeps each message a few MB at most
 
 
@@ -36,7 +37,7 @@ def load_idl():
     """Parse the project's Hive Metastore IDL with thriftpy2 (once) and return the module."""
     import thriftpy2
 
-    return thriftpy2.load(str(IDL_PATH), module_name="hive_metastore_demo_thrift")
+    return thriftpy2.load(str(DEFAULT_IDL), module_name="hive_metastore_demo_thrift")
 
 
 def parse_metastore_uri(uri: str) -> tuple[str, int]:
@@ -142,23 +143,6 @@ def add_partitions(
     with ThreadPoolExecutor(connections, thread_name_prefix="add-partitions") as pool:
         futures = [pool.submit(send) for _ in range(connections)]
         return sum(future.result() for future in futures)
-
-
-def partition_name(keys: Sequence[str], values: Sequence[str]) -> str:
-    """Hive's partition name and directory, ``k1=v1/k2=v2``, with ``FileUtils.escapePathName``
-    escaping (``%XX``, upper-case hex) of keys and values; an empty value is Hive's default
-    partition name. Follows ``Warehouse.makePartName`` (Hive 2.3) on a non-Windows host."""
-    return "/".join(f"{_escape_path_name(k)}={_escape_path_name(v)}" for k, v in zip(keys, values, strict=True))
-
-
-_DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
-_ESCAPED = frozenset(chr(c) for c in range(0x20)) | frozenset('"#%\'*/:=?\\\x7f{[]^')
-
-
-def _escape_path_name(text: str) -> str:
-    if not text:
-        return _DEFAULT_PARTITION_NAME
-    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
 
 
 def catalog_exists(metastore_uri: str, *, framed: bool = False) -> bool:

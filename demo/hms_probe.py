@@ -1,6 +1,6 @@
 """Readiness probes of the embedded Hive Metastore: one strict TBinaryProtocol
 ``get_all_databases`` CALL and a check that HMS answers it (REPLY or EXCEPTION header), plainly
-here (:func:`probe_get_all_databases`) or over SASL (gateway/demo/hms_kerberos.py)."""
+here (:func:`probe_get_all_databases`) or over SASL (demo/hms_kerberos.py)."""
 
 from __future__ import annotations
 

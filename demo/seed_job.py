@@ -14,7 +14,7 @@ Objects (all ``IF NOT EXISTS`` / ``OVERWRITE``, so a second run against the same
 Spark talks to the given metastore over Thrift (``spark.hadoop.hive.metastore.uris``); it never
 boots a Derby metastore of its own. Usage::
 
-    python -m gateway.demo.pipeline --metastore-uri thrift://127.0.0.1:9083 --warehouse var/demo/warehouse
+    python -m demo.seed_job --metastore-uri thrift://127.0.0.1:9083 --warehouse var/demo/warehouse
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from gateway.demo.metastore_client import CATALOG_MARKER, add_partitions, catalog_exists
+from demo import child_env, module_command
+from demo.metastore_client import CATALOG_MARKER, add_partitions, catalog_exists
 
-__all__ = ["SAMPLE_DB", "SAMPLE_TABLE", "MANY_PARTITIONS_TABLE", "catalog_exists", "run_pipeline", "run_pipeline_in_subprocess", "main"]
+__all__ = ["SAMPLE_DB", "SAMPLE_TABLE", "MANY_PARTITIONS_TABLE", "catalog_exists", "run_seed_job", "run_seed_job_in_subprocess", "main"]
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +120,13 @@ def _statements(warehouse_dir: Path) -> list[str]:
     ]
 
 
-def run_pipeline(metastore_uri: str, warehouse_dir: Path, *, many_partitions: int = 200) -> None:
+def run_seed_job(metastore_uri: str, warehouse_dir: Path, *, many_partitions: int = 200) -> None:
     """Create the demo catalog in the metastore at ``metastore_uri`` (``thrift://host:port``).
 
     ``warehouse_dir`` must be the metastore's ``hive.metastore.warehouse.dir`` (a local path).
     The catalog-complete marker (see ``catalog_exists``) is written last. Runs Spark in this
     process (sets ``PYSPARK_PYTHON``/``SPARK_LOCAL_IP`` if unset; the py4j JVM stays until the
-    process exits): a long-lived caller wants ``run_pipeline_in_subprocess``. Raises whatever PySpark
+    process exits): a long-lived caller wants ``run_seed_job_in_subprocess``. Raises whatever PySpark
     raises (``pyspark.errors.AnalysisException`` and friends) or thriftpy2's errors from the bulk
     partition step.
     """
@@ -150,23 +151,19 @@ def run_pipeline(metastore_uri: str, warehouse_dir: Path, *, many_partitions: in
     log.info("demo catalog written in %.1f s", time.monotonic() - started)
 
 
-def run_pipeline_in_subprocess(
+def run_seed_job_in_subprocess(
     metastore_uri: str, warehouse_dir: Path, *, many_partitions: int = 200, log_path: Path | None = None,
     timeout: float = 600,
 ) -> None:
-    """Run ``python -m gateway.demo.pipeline`` in a child process (same interpreter), so the Spark
+    """Run ``python -m demo.seed_job`` in a child process (same interpreter), so the Spark
     JVM (about 0.8 GB) exits with it instead of living on in the caller.
 
     ``timeout`` in seconds. Output goes to ``log_path`` (appended) or is inherited. Raises
     RuntimeError (with the log tail when there is a log) if the job fails or times out.
     """
-    cmd = [
-        sys.executable, "-m", "gateway.demo.pipeline", "--metastore-uri", metastore_uri,
-        "--warehouse", str(Path(warehouse_dir).resolve()), "--many-partitions", str(many_partitions),
-    ]
-    # The child must import this very package, wherever it was imported from.
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    cmd = module_command("demo.seed_job", "--metastore-uri", metastore_uri,
+                         "--warehouse", str(Path(warehouse_dir).resolve()), "--many-partitions", str(many_partitions))
+    env = child_env()
     out = open(log_path, "ab") if log_path else None
     try:
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT if out else None, timeout=timeout)
@@ -183,7 +180,7 @@ def run_pipeline_in_subprocess(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway.demo.pipeline", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m demo.seed_job", description=__doc__.splitlines()[0])
     parser.add_argument("--metastore-uri", required=True, help="thrift://host:port of the Hive Metastore")
     parser.add_argument("--warehouse", required=True, type=Path, help="the metastore's warehouse directory")
     parser.add_argument("--many-partitions", type=int, default=200, help="partitions of the events table (default %(default)s)")
@@ -193,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.skip_if_exists and catalog_exists(args.metastore_uri):
         log.info("demo catalog already present in %s", args.metastore_uri)
         return 0
-    run_pipeline(args.metastore_uri, args.warehouse, many_partitions=args.many_partitions)
+    run_seed_job(args.metastore_uri, args.warehouse, many_partitions=args.many_partitions)
     return 0
 
 

@@ -1,21 +1,21 @@
 """A PySpark data source (Spark 4 Python Data Source API, ``pyspark.sql.datasource``) of Hive
 Metastore catalog metadata read through the gateway.
 
->>> from gateway.datasource import register
+>>> from hms_gateway_client.datasource import register
 >>> register(spark)
 >>> (spark.read.format("hms").option("url", "https://gw:8443/gateway/default/hms")
 ...     .option("ca", "ca.pem").option("auth", "basic").option("user", "alice")
 ...     .option("password_env", "HMS_PASSWORD").load("tables"))
 
 ``load(view)``: ``databases``, ``tables``, ``partitions`` or ``columns`` (schemas in
-:data:`gateway.datasource.crawl.SCHEMAS`); ``spark.readStream.format("hms")…load("events")``
+:data:`hms_gateway_client.datasource.crawl.SCHEMAS`); ``spark.readStream.format("hms")…load("events")``
 follows an ``event-stream`` service (``url`` is that service's; :class:`HMSEventStreamReader`,
 options ``starting_after``, ``database``, ``table``, ``types`` as filters). The driver lists
 databases and tables and deals them into ``partitions`` input partitions, each a contiguous,
 near-equal share of the tables (or databases) in name order, cut into batches of up to
 ``batch_size`` tables of one database (one call each); an executor fetches its partition with up
 to ``threads`` calls in flight, each thread over its own kept-alive HTTPS connection
-(:func:`gateway.datasource.crawl.plan_partitions`, :func:`~gateway.datasource.crawl.partition_rows`).
+(:func:`hms_gateway_client.datasource.crawl.plan_partitions`, :func:`~hms_gateway_client.datasource.crawl.partition_rows`).
 
 Options (names as the tunnel's flags, ``_`` for ``-``): ``url`` (required), ``ca``, ``auth``
 (``basic``, ``bearer``, ``kerberos``, ``cert``; absent: no credentials), ``user``,
@@ -40,9 +40,9 @@ from urllib.parse import urlsplit
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition, SimpleDataSourceStreamReader
 
-from gateway.client.auth import Auth, auth_from_options, ssl_context
-from gateway.client.connection import PROTOCOLS, EventPoller, connect
-from gateway.datasource.crawl import SCHEMAS, VIEWS, Batch, partition_rows, plan_partitions
+from hms_gateway_client.auth import Auth, auth_from_options, ssl_context
+from hms_gateway_client.connection import PROTOCOLS, EventPoller, connect
+from hms_gateway_client.datasource.crawl import SCHEMAS, VIEWS, Batch, partition_rows, plan_partitions
 
 __all__ = ["EVENTS_SCHEMA", "HMSDataSource", "HMSEventStreamReader", "HMSReader", "register", "reader_options"]
 
@@ -133,7 +133,7 @@ def reader_options(options) -> dict:
 
 
 class _BatchPartition(InputPartition):
-    """An input partition carrying a tuple of :class:`~gateway.datasource.crawl.Batch`."""
+    """An input partition carrying a tuple of :class:`~hms_gateway_client.datasource.crawl.Batch`."""
 
     def __init__(self, batches: tuple[Batch, ...]):
         super().__init__(batches)

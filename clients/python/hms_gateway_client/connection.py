@@ -4,7 +4,7 @@ client over HTTPS.
 Each Thrift call is one HTTPS ``POST`` (strict binary or TJSON, as the gateway accepts them,
 MS-HMSHTTP) on one persistent connection (urllib3, HTTP/1.1 keep-alive; reconnected when the
 gateway closed it while idle). Authentication headers are made per request by the auth object
-(:mod:`gateway.client.auth`), so a Kerberos client sends a fresh Negotiate token each time.
+(:mod:`hms_gateway_client.auth`), so a Kerberos client sends a fresh Negotiate token each time.
 
 An HTTP status other than 200 is a :class:`GatewayError` (401, 403, 5xx have subclasses) with
 the status and the gateway's one-line reason; Thrift errors from HMS (``NoSuchObjectException``,
@@ -30,8 +30,9 @@ from thriftpy2.protocol.apache_json import TApacheJSONProtocol
 from thriftpy2.thrift import TClient
 from thriftpy2.transport import TBufferedTransportFactory
 
-from gateway.client.auth import Auth, ssl_context
-from gateway.thrift.lenient import load_lenient
+from hms_gateway_client.auth import Auth, ssl_context
+from hms_gateway_client._thrift.lenient import load_lenient
+from hms_gateway_client._thrift.schema import DEFAULT_IDL
 
 __all__ = [
     "AccessDenied",
@@ -49,7 +50,7 @@ __all__ = [
     "hive_metastore_idl",
 ]
 
-IDL_PATH = Path(__file__).resolve().parent.parent / "thrift" / "idl" / "hive_metastore.thrift"
+IDL_PATH = DEFAULT_IDL
 #: protocol name → Content-Type sent (the gateway reads the first byte; the type is informative).
 PROTOCOLS = {"binary": "application/x-thrift", "tjson": "application/vnd.apache.thrift.json"}
 _REASON_CHARS = 300  # the gateway's reasons are one line; a proxy's HTML page is cut here
@@ -62,7 +63,7 @@ def hive_metastore_idl():
     Its attributes are the Thrift types (``Table``, ``Partition``, ``NoSuchObjectException``…)
     and the service ``ThriftHiveMetastore``. The module name ends in ``_thrift``, so its
     objects pickle. ``SkewedInfo.skewedColValueLocationMaps`` is declared ``map<string,string>``
-    (:mod:`gateway.thrift.lenient`): a list-bucketed table reads without it over binary, and with
+    (:mod:`hms_gateway_client._thrift.lenient`): a list-bucketed table reads without it over binary, and with
     its keys as JSON text over TJSON, instead of failing.
     """
     return load_lenient(str(IDL_PATH), "hms_gateway_client_thrift")
@@ -171,7 +172,7 @@ class HttpsTransport:
     is one HTTPS POST and the reply body is what :meth:`read` returns.
 
     ``url``: ``https://host[:port]/gateway/<topology>/<service path>``; ``auth``: an object of
-    :mod:`gateway.client.auth` or None; ``context``: the TLS context (verifies the gateway);
+    :mod:`hms_gateway_client.auth` or None; ``context``: the TLS context (verifies the gateway);
     ``timeout``: seconds for connecting and for each read; ``content_type``: sent as is.
     Raises :class:`GatewayError` subclasses from :meth:`flush`.
     """
@@ -273,7 +274,7 @@ def connect(url: str, auth: Auth | None = None, ca: str | Path | None = None, *,
 
     ``url``: ``https://host:port/gateway/<topology>/<service path>``. ``auth``: ``BasicAuth``,
     ``BearerAuth``, ``KerberosAuth`` or ``ClientCertificateAuth`` from
-    :mod:`gateway.client.auth` (or :func:`gateway.client.auth.auth_from_options`); None sends
+    :mod:`hms_gateway_client.auth` (or :func:`hms_gateway_client.auth.auth_from_options`); None sends
     no credentials. ``ca``: PEM file to trust for the gateway's certificate (None: the system
     store); ``context`` replaces the TLS context built from ``ca`` and ``auth``.
     ``protocol``: ``"binary"`` (strict binary, the default: no translation in the gateway) or

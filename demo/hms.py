@@ -20,7 +20,7 @@ port firewalled on shared hosts; the gateway is the authenticated way in.
 
 Readiness means: the port accepts connections AND a strict TBinaryProtocol ``get_all_databases``
 call (framed when ``framed=True``) gets a REPLY header back; on a Kerberized metastore
-(``kerberos=``, gateway/demo/hms_kerberos.py) that call goes over SASL GSSAPI.
+(``kerberos=``, demo/hms_kerberos.py) that call goes over SASL GSSAPI.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ import time
 import weakref
 from pathlib import Path
 
-from gateway.demo.hms_kerberos import HMSKerberos, site_xml
-from gateway.demo.hms_probe import probe_get_all_databases
+from demo import CHECKOUT
+from demo.hms_kerberos import HMSKerberos, site_xml
+from demo.hms_probe import probe_get_all_databases
 
 __all__ = [
     "EmbeddedHMS", "HMSStartError", "PortInUseError", "listener_jar", "probe_get_all_databases", "pyspark_jars_dir",
@@ -88,7 +89,7 @@ def pyspark_jars_dir() -> Path:
 
 
 _LISTENER_CLASS = "io.hmsgateway.listener.NotificationLogListener"
-_REPO_ROOT = Path(__file__).resolve().parents[2]
+_REPO_ROOT = CHECKOUT
 
 
 def listener_jar() -> Path:
@@ -178,7 +179,7 @@ class EmbeddedHMS:
     and ``event_cleaner_interval_seconds`` how often expired entries are deleted. ``site`` adds or
     overrides ``hive-site.xml`` properties (name → value), such as a short ``hive.txn.timeout``.
     ``derby`` adds or overrides Derby system properties (:data:`DERBY_PROPERTIES`).
-    ``kerberos`` (:class:`~gateway.demo.hms_kerberos.HMSKerberos`) Kerberizes it: SASL on the
+    ``kerberos`` (:class:`~demo.hms_kerberos.HMSKerberos`) Kerberizes it: SASL on the
     Thrift port, ``conf/core-site.xml`` with the proxy users and QOP, the realm's krb5.conf.
     Use as a context manager or call start()/stop(); the JVM runs in its own process group and is
     also stopped when the Python interpreter exits.

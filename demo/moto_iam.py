@@ -1,7 +1,7 @@
 """``moto_server`` with the two IAM checks moto 5 leaves out and the gateway's delegated S3
 access relies on: an ``AssumeRole`` session policy, and the expiry of temporary credentials.
-Run as ``python -m gateway.demo.moto_iam -H host -p port`` (moto's own arguments):
-:func:`gateway.demo.s3.start_s3` starts it for ``make run S3=1`` and the tests.
+Run as ``python -m demo.moto_iam -H host -p port`` (moto's own arguments):
+:func:`demo.s3.start_s3` starts it for ``make run S3=1`` and the tests.
 
 moto checks the signature, the key, the session token and the identity policies (the role's,
 a user's); it keeps an ``AssumeRole`` ``Policy`` but never evaluates it, so a vended key for

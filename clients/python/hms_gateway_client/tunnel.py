@@ -1,12 +1,13 @@
-"""``hms-gateway tunnel``: a local binary-Thrift listener that forwards each call to the gateway
-over HTTPS, so that unmodified Hive clients (Spark's ``HiveClientImpl``, Hive's tools,
-``hmsclient``) reach the catalog from outside the cluster with ``thrift://127.0.0.1:<port>``.
+"""``hms-gateway-tunnel`` (``hms-gateway tunnel`` beside the server): a local binary-Thrift
+listener that forwards each call to the gateway over HTTPS, so that unmodified Hive clients
+(Spark's ``HiveClientImpl``, Hive's tools, ``hmsclient``) reach the catalog from outside the
+cluster with ``thrift://127.0.0.1:<port>``.
 
 One client connection carries one call at a time, as Apache Thrift's ``TSocket`` clients do.
 Each strict-binary message (unframed, its end found by
-:class:`gateway.thrift.binary.BinaryMessageScanner`, or ``TFramedTransport``'s i32 length plus
-message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the gateway URL
-with the user's ``Authorization`` (:mod:`gateway.client.auth`), over a small pool of kept-alive
+:class:`hms_gateway_client._thrift.binary.BinaryMessageScanner`, or ``TFramedTransport``'s i32
+length plus message with ``framed``) is POSTed unchanged as ``application/x-thrift`` to the gateway URL
+with the user's ``Authorization`` (:mod:`hms_gateway_client.auth`), over a small pool of kept-alive
 HTTPS connections. The gateway's binary reply is written back; a ``oneway`` call gets none.
 
 At start-up the tunnel asks the gateway once whether it takes its credentials
@@ -33,17 +34,17 @@ import aiohttp
 import aiohttp.abc
 import uvloop
 
-from gateway.client.auth import METHODS, Auth, KerberosAuth, auth_from_options, ssl_context
-from gateway.thrift.binary import ONEWAY, BinaryMessageScanner, read_message_header
-from gateway.thrift.codec import BINARY
-from gateway.thrift.errors import ProtocolError
-from gateway.thrift.translate import INTERNAL_ERROR, UNKNOWN
-from gateway.thrift.hive_methods import is_read_only
+from hms_gateway_client.auth import METHODS, Auth, KerberosAuth, auth_from_options, ssl_context
+from hms_gateway_client._thrift.binary import ONEWAY, BinaryMessageScanner, read_message_header
+from hms_gateway_client._thrift.codec import BINARY
+from hms_gateway_client._thrift.errors import ProtocolError
+from hms_gateway_client._thrift.translate import INTERNAL_ERROR, UNKNOWN
+from hms_gateway_client._thrift.hive_methods import is_read_only
 
 __all__ = ["TunnelSettings", "Tunnel", "TunnelRefused", "check_listen_address", "spark_setting",
            "run_tunnel", "untrusted_certificate", "add_arguments", "cmd_tunnel"]
 
-log = logging.getLogger("gateway.tunnel")
+log = logging.getLogger(__name__)
 
 CONTENT_TYPE = "application/x-thrift"
 READ_CHUNK = 256 * 1024

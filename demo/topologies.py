@@ -26,7 +26,7 @@ def rewrite_topologies(source: Path, target: Path, edit: Callable[[dict], None],
         data = topology.model_dump(mode="json", exclude={"name", "source"}, exclude_unset=True)
         for service in data["services"]:
             edit(service)
-        header = (f"# Written by `hms-gateway demo` from {topology.source} at each start,\n"
+        header = (f"# Written by `python -m demo` from {topology.source} at each start,\n"
                   f"# with {why}: edit that file instead.\n")
         (target / f"{name}.yaml").write_text(header + yaml.safe_dump(data, sort_keys=False))
     return target

@@ -1,5 +1,5 @@
-"""Client-side authentication to the gateway, shared by ``hms-gateway tunnel`` and
-:mod:`gateway.client`.
+"""Client-side authentication to the gateway, shared by ``hms-gateway-tunnel`` and
+:mod:`hms_gateway_client`.
 
 Each auth object gives the ``Authorization`` header for one HTTPS request
 (:meth:`headers`) and, for client certificates, the certificate to present in the TLS
@@ -99,7 +99,10 @@ class KerberosAuth:
 
     def headers(self, host: str) -> dict[str, str]:
         """``{"Authorization": "Negotiate <base64 token>"}`` for ``host`` (without port)."""
-        import spnego  # imported on use: pulls gssapi
+        try:
+            import spnego  # imported on use: pulls gssapi
+        except ImportError:
+            raise ValueError("Kerberos needs pyspnego: pip install 'hms-gateway-client[kerberos]'") from None
 
         target = self.hostname or host
         try:
