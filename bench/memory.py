@@ -51,7 +51,7 @@ MIB = 1024 * 1024
 USER, PASSWORD = "admin", "admin-password"
 #: Idle RSS bounds (MiB) of a process serving the kind (issue 41).
 ICEBERG_BOUND, THRIFT_BOUND = 150, 90
-#: The variables the demo's topologies read (gateway/demo: tokens.py and aws_keys.py set them).
+#: The variables the demo's topologies read (demo/tokens.py and demo/aws_keys.py set them).
 TOKEN_KEY_ENV, AWS_ENV = "HMS_GATEWAY_TOKEN_KEY", "HMS_GATEWAY_DEMO_AWS_CREDENTIALS"
 
 

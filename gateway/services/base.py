@@ -95,7 +95,7 @@ def _connector(up: UpstreamConfig, url: str, gateway: GatewayConfig):
     """SASL to a Kerberized HMS when ``up.sasl`` is set; None: plain Thrift (the pool's default)."""
     if up.sasl is None:
         return None
-    from gateway.upstream.secure import SaslConnector  # gssapi and pure-sasl only when used
+    from gateway.upstream.secure import SaslConnector  # gssapi and Cyrus SASL only when used
 
     return SaslConnector(up.sasl, urlsplit(url).hostname or "localhost", gateway.limits.max_reply_bytes)
 
