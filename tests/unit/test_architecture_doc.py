@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.support.source import parse as parse_source
+
 REPO = Path(__file__).resolve().parents[2]
 GATEWAY = REPO / "gateway"
 DOC = REPO / "docs" / "architecture.md"
@@ -19,7 +21,7 @@ _SOURCE = re.compile(r"`([\w./-]+\.(?:py|c))`")
 
 def _defines_something(init: Path) -> bool:
     """Whether a package's ``__init__.py`` holds more than a docstring and names handed on."""
-    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+    for node in parse_source(init.read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return True
         if isinstance(node, (ast.Assign, ast.AnnAssign)):

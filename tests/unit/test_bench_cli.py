@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.source import parse as parse_source
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -18,7 +20,7 @@ def bench_imports() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in BENCH.glob("*.py"):
         imported = set()
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse_source(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("bench."):
                 imported.add(node.module.removeprefix("bench."))
             elif isinstance(node, ast.Import):

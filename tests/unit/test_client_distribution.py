@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gateway import cli as server_cli
+from tests.support.source import parse as parse_source
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "python"
@@ -22,7 +23,7 @@ CLIENT = ROOT / "clients" / "python"
 def _imports(path: Path) -> list[tuple[int, str]]:
     """(relative level, module) of every import in ``path``, wherever it stands."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse_source(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [(0, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -20,6 +20,7 @@ from gateway.iceberg.hive_tables import ICEBERG_STORAGE_HANDLER, committed_table
 from gateway.iceberg.implementations import configures_storage, names_code, refuse_reserved
 from gateway.thrift.schema import load_schema
 from gateway.upstream.metastore import idl_module
+from tests.support.source import parse as parse_source
 
 #: Keys read from a catalog client's own configuration (``RestCatalog``'s ``auth`` block), which
 #: the gateway never builds from what a client sends: not table, view or namespace properties.
@@ -76,7 +77,7 @@ _IMPORTERS = {"import_module", "__import__"}
 
 
 def _modules() -> dict[str, ast.Module]:
-    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(encoding="utf-8")) for p in ROOT.rglob("*.py")}
+    return {str(p.relative_to(ROOT)): parse_source(p.read_text(encoding="utf-8")) for p in ROOT.rglob("*.py")}
 
 
 def _constants(modules: dict[str, ast.Module]) -> dict[str, object]:

@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+from tests.support.source import parse as parse_source
+
 GATEWAY = Path(__file__).resolve().parents[2] / "gateway"
 
 
@@ -48,7 +50,7 @@ def import_graph(root: Path = GATEWAY) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_source(path.read_text(encoding="utf-8"))
         edges: set[str] = {t for t in _registry_targets(tree) if t in modules and t != name}
         for node in _imports(tree):
             if isinstance(node, ast.Import):

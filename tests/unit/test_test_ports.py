@@ -18,6 +18,7 @@ import pytest
 
 from tests.support import ports
 from tests.support.orphans import SESSION_ENV, leftovers, reap
+from tests.support.source import parse as parse_source
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,7 +192,7 @@ def test_no_port_picking_helper_outside_the_ports_module():
         if relative.parts[0] in {".venv", "var", "build", "node_modules"} or relative == Path("tests/support/ports.py"):
             continue
         text = path.read_text(errors="replace")
-        tree = ast.parse(text)
+        tree = parse_source(text)
         offenders += [f"{relative}:{line}: returns a port whose socket it closed" for line in _returns_a_closed_port(tree)]
         for node in ast.walk(tree):
             name = getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None)
