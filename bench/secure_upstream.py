@@ -43,7 +43,7 @@ from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
 from bench.harness import load, machine  # noqa: E402
 from bench.iceberg import CommitTimer, _schema  # noqa: E402
 from bench.writers import rows  # noqa: E402
-from gateway.config import SaslConfig  # noqa: E402
+from gateway.upstream.settings import SaslConfig  # noqa: E402
 from gateway.providers.identity import Identity  # noqa: E402
 from gateway.thrift.binary import encode_binary_call  # noqa: E402
 from gateway.thrift.schema import TType  # noqa: E402

@@ -6,24 +6,29 @@ Two kinds of file, after Apache Knox:
 * one topology file per topology (``config/topologies/<name>.yaml``): its providers
   (authentication, ...) and services (kind, path, upstream, the kind's own ``options``).
 
+Each component's settings model lives beside the component (``providers/settings.py``,
+``upstream/settings.py``, ``observability/settings.py``, each authentication provider's module,
+each service kind's ``Options``); this module assembles them into the two files' models.
 Relative paths inside a file are resolved against that file's directory. Every problem is raised
 as :class:`ConfigError` naming the file, the key and the reason.
 """
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union
-from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from gateway.observability.settings import AuditConfig, LoggingConfig
 from gateway.providers.authentication.registry import PROVIDERS, settings_models
 from gateway.providers.authentication.settings import FailureThrottle
-from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping
+from gateway.providers.settings import AuthorizationConfig, IdentityAssertionConfig
+from gateway.settings_model import SettingsModel, network
+from gateway.upstream.settings import UpstreamConfig
 from gateway.validation_errors import reported_error
+
 
 class ConfigError(Exception):
     """A configuration file is unreadable or invalid; ``str()`` is ``"<file>: <key>: <reason>"``."""
@@ -33,112 +38,7 @@ class ConfigError(Exception):
         super().__init__(f"{file}: {key or '(top level)'}: {reason}")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-# --- identity assertion, authorization, audit (Knox providers) ------------------------------
-
-
-def _is_network(value: str, expected: str = "an IP address or a CIDR network") -> str:
-    """An IP address or a CIDR network (host bits allowed); returns it unchanged."""
-    try:
-        ipaddress.ip_network(value, strict=False)
-    except ValueError:
-        raise ValueError(f"{value!r} is not {expected}") from None
-    return value
-
-
-def _is_address_pattern(value: str) -> str:
-    """``*``, an IP address or a CIDR network (host bits allowed); returns it unchanged."""
-    return value if value == "*" else _is_network(value, "'*', an IP address or a CIDR network")
-
-
-class ProxyUserRule(_Model):
-    """Who a proxy user may impersonate (Hadoop ``hadoop.proxyuser.<user>.users|groups|hosts``).
-
-    ``users``/``groups``: the impersonated user must be listed or be in a listed group (``*``:
-    anyone); ``hosts``: the client address must match one entry (``*``, IP or CIDR).
-    """
-
-    users: list[str] = []
-    groups: list[str] = []
-    hosts: list[str] = Field(min_length=1)
-
-    @field_validator("hosts")
-    @classmethod
-    def _hosts(cls, hosts: list[str]) -> list[str]:
-        return [_is_address_pattern(h) for h in hosts]
-
-
-class ImpersonationConfig(_Model):
-    """``doAs`` (Knox/Hadoop): ``?doAs=<user>`` acts as another user, only as ``proxy_users``
-    allow; without proxy users, impersonation is off."""
-
-    #: Authenticated (mapped) user name → what it may impersonate.
-    proxy_users: dict[str, ProxyUserRule] = {}
-
-
-class IdentityAssertionConfig(_Model):
-    """Knox ``Default`` identity assertion: principal mapping, group mapping, impersonation."""
-
-    #: Authenticated principal → effective user; Knox string ``"guest,alice=hdfs;mary=alice2"``
-    #: or a mapping ``{guest: hdfs, ...}``.
-    principal_mapping: dict[str, str] = {}
-    #: User (``*``: everyone) → extra groups; Knox string ``"*=users;alice,bob=admins"`` or a
-    #: mapping ``{alice: [admins], "*": [users]}``.
-    group_mapping: dict[str, list[str]] = {}
-    impersonation: ImpersonationConfig = ImpersonationConfig()
-
-    @field_validator("principal_mapping", mode="before")
-    @classmethod
-    def _principal_mapping(cls, value: Any) -> Any:
-        return parse_principal_mapping(value) if isinstance(value, str) else value
-
-    @field_validator("group_mapping", mode="before")
-    @classmethod
-    def _group_mapping(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return parse_group_mapping(value)
-        if isinstance(value, dict):  # a single group may be written without a list
-            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
-        return value
-
-
-class AuthorizationConfig(_Model):
-    """Per-service ACL (Knox ``AclsAuthorizationFilter``: ``users;groups;ipaddrs`` + ``acl.mode``).
-
-    ``*`` (the default of each list) matches anyone. ``AND``: user, group and client address
-    must all match; ``OR``: one listed (non-``*``) part matching is enough.
-    """
-
-    users: list[str] = ["*"]
-    groups: list[str] = ["*"]
-    ips: list[str] = ["*"]
-    mode: Literal["AND", "OR"] = "AND"
-
-    @field_validator("ips")
-    @classmethod
-    def _ips(cls, ips: list[str]) -> list[str]:
-        return [_is_address_pattern(ip) for ip in ips]
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _mode(cls, mode: Any) -> Any:
-        return mode.upper() if isinstance(mode, str) else mode
-
-
-class AuditConfig(_Model):
-    """The audit log: one JSON line per request. ``path`` None writes to stderr."""
-
-    enabled: bool = True
-    path: Path | None = None
-
-
-# --- gateway file ---------------------------------------------------------------------------
-
-
-class Listener(_Model):
+class Listener(SettingsModel):
     host: str = "0.0.0.0"
     port: int = Field(ge=0, le=65535)
 
@@ -155,7 +55,7 @@ class GatewayListener(Listener):
     @field_validator("trusted_proxies")
     @classmethod
     def _trusted_proxies(cls, cidrs: list[str]) -> list[str]:
-        return [_is_network(c) for c in cidrs]
+        return [network(c) for c in cidrs]
 
     @model_validator(mode="after")
     def _proxy_protocol_needs_trust(self) -> "GatewayListener":
@@ -164,12 +64,12 @@ class GatewayListener(Listener):
         return self
 
 
-class Listeners(_Model):
+class Listeners(SettingsModel):
     gateway: GatewayListener = GatewayListener(port=8443)
     management: Listener = Listener(port=9464)
 
 
-class TLSConfig(_Model):
+class TLSConfig(SettingsModel):
     """Server TLS. ``minimum_version`` below 1.2 is refused (MS-HMSHTTP 2.1 requires TLS)."""
 
     certificate: Path
@@ -182,7 +82,7 @@ class TLSConfig(_Model):
     client_ca: Path | None = None
 
 
-class Limits(_Model):
+class Limits(SettingsModel):
     #: Largest accepted request body in bytes; larger gets 413.
     max_request_bytes: int = Field(default=1024 * 1024, gt=0)
     #: Largest accepted upstream reply in bytes; larger gets 502.
@@ -195,19 +95,12 @@ class Limits(_Model):
     client_body_timeout_seconds: float = Field(default=30.0, gt=0)
 
 
-class LoggingConfig(_Model):
-    """The process log on stderr (the audit log is configured apart)."""
-
-    format: Literal["json", "text"] = "json"
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-
-
-class Reload(_Model):
+class Reload(SettingsModel):
     #: How often the topology directory is checked for added, changed or removed files.
     interval_seconds: float = Field(default=2.0, gt=0)
 
 
-class Shutdown(_Model):
+class Shutdown(SettingsModel):
     """On SIGTERM: ``/readyz`` turns unready, then after ``drain_delay_seconds`` the listener
     closes and requests in flight get up to ``grace_seconds`` to finish."""
 
@@ -215,7 +108,7 @@ class Shutdown(_Model):
     grace_seconds: float = Field(default=30.0, ge=0)
 
 
-class GatewayConfig(_Model):
+class GatewayConfig(SettingsModel):
     listeners: Listeners = Listeners()
     tls: TLSConfig
     limits: Limits = Limits()
@@ -238,104 +131,11 @@ class GatewayConfig(_Model):
 AuthenticationProvider = Annotated[Union[settings_models()], Field(discriminator="type")]
 
 
-class Providers(_Model):
+class Providers(SettingsModel):
     authentication: list[AuthenticationProvider] = Field(min_length=1)
     #: Slow-down then 429 for addresses whose credentials keep failing.
     failure_throttle: FailureThrottle = FailureThrottle()
     identity_assertion: IdentityAssertionConfig = IdentityAssertionConfig()
-
-
-class SaslConfig(_Model):
-    """SASL to a Kerberized HMS (``hive.metastore.sasl.enabled=true``): the gateway logs in
-    from ``keytab`` as ``principal`` (in memory: no ``kinit``, no credential cache on disk) and
-    speaks GSSAPI to ``service_principal``; see :mod:`gateway.upstream.kerberos`. The realm
-    comes from MIT Kerberos' ``KRB5_CONFIG``."""
-
-    #: The gateway's own principal, e.g. ``hmsgw/gw.example.com@EXAMPLE.COM``; its short name
-    #: (``hmsgw``) is the Hadoop proxy user HMS must allow (``hadoop.proxyuser.hmsgw.*``).
-    principal: str = Field(min_length=1)
-    #: Keytab holding ``principal``'s keys (relative to the topology file).
-    keytab: Path
-    #: HMS's ``hive.metastore.kerberos.principal``; ``_HOST`` becomes each URL's host.
-    service_principal: str = Field(min_length=1)
-    #: HMS's ``hadoop.rpc.protection``: SASL QOP ``auth``, ``auth-int`` or ``auth-conf``, for
-    #: the gateway's GSSAPI and the end users' DIGEST-MD5 connections alike.
-    protection: Literal["authentication", "integrity", "privacy"] = "authentication"
-    #: ``delegation-token``: each end user's calls go over DIGEST-MD5 connections with a
-    #: delegation token HMS issued for that user (the gateway as Hadoop proxy user);
-    #: ``none``: every call runs as ``principal`` (authorization and audit live in the
-    #: gateway alone).
-    impersonation: Literal["delegation-token", "none"] = "delegation-token"
-    #: HMS's ``hive.cluster.delegation.token.renew-interval`` in seconds (Hadoop's default: one
-    #: day): a token not renewed within it expires.
-    token_renew_interval_seconds: float = Field(default=86400.0, gt=0)
-    #: A user's token is renewed this long before its renewal deadline, and fetched anew this
-    #: long before its maximum lifetime; the keytab login is renewed this long before the TGT
-    #: expires.
-    renew_margin_seconds: float = Field(default=60.0, gt=0)
-
-    @field_validator("principal", "service_principal")
-    @classmethod
-    def _principal(cls, name: str) -> str:
-        if any(c.isspace() for c in name) or name.count("@") > 1 or name.startswith(("@", "/")):
-            raise ValueError(f"{name!r} is not a Kerberos principal name (primary[/instance][@REALM])")
-        return name
-
-    @property
-    def short_name(self) -> str:
-        """The principal's first component: Hadoop's short name (proxy user, token renewer)."""
-        return self.principal.split("@")[0].split("/")[0]
-
-
-class UpstreamConfig(_Model):
-    """Where a service dispatches to: binary Thrift on TCP, as HMS listens on port 9083."""
-
-    urls: list[str] = Field(min_length=1)
-    transport: Literal["unframed", "framed"] = "unframed"
-    connect_timeout_seconds: float = Field(default=5.0, gt=0)
-    #: Time allowed for one call, from sending the request to the last byte of the reply.
-    timeout_seconds: float = Field(default=60.0, gt=0)
-    #: Idle connections kept per upstream URL.
-    pool_size: int = Field(default=8, ge=0)
-    #: Identities (user + groups, each its own ``set_ugi`` connections) kept idle, LRU.
-    max_identities: int = Field(default=16, ge=1)
-    #: HA (Knox semantics): upstreams tried per call, pause between tries, probing of a down
-    #: upstream, and round-robin instead of ordered failover.
-    max_failover_attempts: int = Field(default=3, ge=1)
-    failover_sleep_seconds: float = Field(default=0.1, ge=0)
-    probe_interval_seconds: float = Field(default=5.0, gt=0)
-    round_robin: bool = False
-    #: SASL/Kerberos to a secured HMS (None: plain binary Thrift, identities by ``set_ugi``).
-    sasl: SaslConfig | None = None
-
-    @model_validator(mode="after")
-    def _sasl_transport(self) -> "UpstreamConfig":
-        if self.sasl is not None:
-            if self.transport == "framed":
-                raise ValueError("sasl: is not supported with transport: framed")
-            if any(not url.lower().startswith("thrift://") for url in self.urls):
-                raise ValueError("sasl: applies to thrift:// URLs only (HTTP mode has no SASL)")
-        return self
-
-    @field_validator("urls")
-    @classmethod
-    def _thrift_urls(cls, urls: list[str]) -> list[str]:
-        # thrift://host:port: binary Thrift on TCP; http(s)://host[:port]/path: a Hive 4 HMS in
-        # HTTP mode (binary Thrift in POST bodies, gateway.upstream.http). ``transport`` only
-        # applies to thrift:// URLs.
-        for url in urls:
-            try:
-                parts = urlsplit(url)
-                port = parts.port
-            except ValueError:
-                raise ValueError(f"{url!r} is not a valid URL") from None
-            if parts.scheme in ("http", "https") and parts.hostname and not parts.username:
-                continue
-            if parts.scheme != "thrift" or not parts.hostname or not port:
-                raise ValueError(
-                    f"{url!r} is neither a thrift://host:port nor an http(s)://host[:port]/path URL"
-                )
-        return urls
 
 
 #: The reason a service-level ``methods:`` (before issue 21) is refused.
@@ -343,7 +143,7 @@ _MOVED_METHODS = ("methods moved to options.methods (a setting of the hms-thrift
                   "write options: {methods: [...]}")
 
 
-class ServiceConfig(_Model):
+class ServiceConfig(SettingsModel):
     #: Which handler serves it (``gateway.services.KINDS``): ``hms-thrift``, the HMS Thrift RPC.
     kind: str = "hms-thrift"
     #: Path below ``/gateway/{topology}/``, without leading or trailing slash.
@@ -377,7 +177,7 @@ class ServiceConfig(_Model):
         return path
 
 
-class TopologyConfig(_Model):
+class TopologyConfig(SettingsModel):
     name: str
     providers: Providers
     services: list[ServiceConfig] = Field(min_length=1)

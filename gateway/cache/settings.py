@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from gateway.settings_model import SettingsModel
+from pydantic import Field
 
 __all__ = ["CacheOptions"]
 
 
-class CacheOptions(BaseModel):
+class CacheOptions(SettingsModel):
     """``enabled`` (default false); ``max_bytes`` the bound on the replies held (keys and
     replies counted; one reply over a quarter of it is not stored); ``ttl_seconds`` how long
     an entry may serve at most (a safety net: invalidation keeps it exact);
@@ -17,8 +18,6 @@ class CacheOptions(BaseModel):
     notification log (entries then live at most that long) and caps ``ttl_seconds``;
     ``per_user``: key entries by the calling user and groups too (HMS with storage-based
     authorization on reads)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     enabled: bool = False
     max_bytes: int = Field(256 * 1024 * 1024, ge=64 * 1024)

@@ -51,12 +51,13 @@ from urllib.parse import urlsplit
 
 import stomp
 import stomp.exception
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gateway.events import hcat
 from gateway.events.feed import FeedUnavailable, Resync
 from gateway.observability import metrics
 from gateway.events.leader import LockLost, OffsetStore, PublisherLock, lock_name
+from gateway.settings_model import SettingsModel
 from gateway.upstream.locks import to_the_end
 from gateway.upstream.errors import UpstreamError
 
@@ -72,7 +73,7 @@ _VERSION = re.compile(r"\d+(?:\.\d+)+")  # "0.2" of "json-0.2", "2.0" of "gzip(j
 _SCHEMES = {"stomp": False, "stomp+ssl": True, "stomp+tls": True}
 
 
-class BrokerSettings(BaseModel):
+class BrokerSettings(SettingsModel):
     """The ``broker:`` options of an event-stream service.
 
     ``url``: ``stomp://host:port`` or ``stomp+ssl://host:port`` (TLS with the system's CAs).
@@ -91,8 +92,6 @@ class BrokerSettings(BaseModel):
     (the topology file's folder), else against the working directory.
     Raises pydantic's ``ValidationError`` naming the field.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     url: str
     login: str | None = None

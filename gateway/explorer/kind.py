@@ -26,7 +26,7 @@ import re
 from typing import ClassVar
 
 from aiohttp import hdrs, web
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from gateway.explorer import METHODS, Asset, load_assets, schema_descriptor
 from gateway.policy import PolicyEngine, load_policy_file
@@ -34,6 +34,7 @@ from gateway.policy.restrictions import table_restrictions
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed, NotFound
 from gateway.services.base import ServiceContext
+from gateway.settings_model import SettingsModel
 
 PAGE = "index.html"
 DESCRIPTOR = "schema.json"
@@ -54,10 +55,8 @@ SECURITY_HEADERS = {
 _SEGMENT = re.compile(r"[A-Za-z0-9._~-]+")
 
 
-class ExplorerOptions(BaseModel):
+class ExplorerOptions(SettingsModel):
     """``options:`` of an ``explorer`` service."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Path of the topology's ``hms-thrift`` service the page calls (e.g. ``hmshttpthrift/api/hms``);
     #: it must expose :data:`gateway.explorer.METHODS`.

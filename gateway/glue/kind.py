@@ -32,7 +32,7 @@ import json
 import logging
 
 from aiohttp import hdrs, web
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.session import CacheSession, report as report_cache
@@ -47,6 +47,7 @@ from gateway.pipeline.step import Chain
 from gateway.policy import PolicyEngine
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
+from gateway.settings_model import SettingsModel
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.failover import Upstream
 from gateway.upstream.metastore import MetastoreClient
@@ -58,10 +59,8 @@ TARGET_PREFIX = "AWSGlue."
 _REQUEST_ID = "x-amzn-RequestId"
 
 
-class GlueOptions(BaseModel):
+class GlueOptions(SettingsModel):
     """The ``glue`` kind's ``options:``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: The catalog's id (Glue's ``CatalogId``; AWS uses the account id).
     catalog_id: str = Field(default="000000000000", min_length=1, max_length=255)

@@ -16,7 +16,7 @@ from functools import cached_property, partial
 from typing import Annotated
 
 from aiohttp import hdrs, web
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo
+from pydantic import AfterValidator, Field, ValidationInfo
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.settings import CacheOptions
@@ -29,6 +29,7 @@ from gateway.pipeline.body import check_length, read_body
 from gateway.pipeline.outcomes import Answered, MethodNotAllowed, status_of
 from gateway.pipeline.step import Chain
 from gateway.services.base import MetastoreBacked, ServiceContext
+from gateway.settings_model import SettingsModel
 from gateway.thrift.codec import detect_codec
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema, load_schema
@@ -63,12 +64,10 @@ def _idl_method(name: str, info: ValidationInfo) -> str:
     return name
 
 
-class ThriftRpcOptions(BaseModel):
+class ThriftRpcOptions(SettingsModel):
     """``options:`` of an ``hms-thrift`` service. ``methods``: the IDL methods it exposes
     (default :data:`SPEC_METHODS`); the rest are answered UNKNOWN_METHOD (method exposure).
     ``cache``: the metadata cache (:mod:`gateway.cache`), off by default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     methods: list[Annotated[str, AfterValidator(_idl_method)]] = Field(
         default_factory=lambda: list(SPEC_METHODS), min_length=1)

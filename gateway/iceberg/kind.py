@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import hdrs, web
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.settings import CacheOptions
@@ -62,6 +62,7 @@ from gateway.policy import PolicyEngine
 from gateway.registry import resolve
 from gateway.services.base import ServiceContext
 from gateway.services.http_frame import HttpKind
+from gateway.settings_model import SettingsModel
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.failover import Upstream
 
@@ -79,10 +80,8 @@ ENGINE = "gateway.iceberg.engine:IcebergEngine"
 ENDPOINT = "gateway.iceberg.engine:endpoint"
 
 
-class IcebergRestOptions(BaseModel):
+class IcebergRestOptions(SettingsModel):
     """The ``iceberg-rest`` kind's ``options:``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     hive2_compatible: bool = True
     lock_wait_seconds: float = Field(default=60.0, gt=0, le=3600)

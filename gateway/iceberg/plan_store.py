@@ -27,7 +27,8 @@ import time
 import zlib
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ConfigDict, Field
+from gateway.settings_model import SettingsModel
+from pydantic import Field
 
 __all__ = ["PendingPlans", "PlanningOptions", "decode", "encode"]
 
@@ -37,10 +38,8 @@ _PENDING_PREFIX = "pending-"
 MAX_TOKEN_BYTES = 256 * 1024
 
 
-class PlanningOptions(BaseModel):
+class PlanningOptions(SettingsModel):
     """The ``iceberg-rest`` kind's ``options.planning``: server-side scan planning."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Estimated memory of parsed manifests kept per service (MiB; 0: none kept).
     manifest_cache_mib: float = Field(default=256, ge=0, le=64 * 1024)

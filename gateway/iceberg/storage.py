@@ -17,16 +17,15 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from botocore.credentials import Credentials, EnvProvider, SharedCredentialProvider
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from gateway.settings_model import SettingsModel
+from pydantic import Field, field_validator
 
 #: STS's limits for ``AssumeRole`` ``DurationSeconds`` (AWS STS API reference).
 STS_MIN_SECONDS, STS_MAX_SECONDS = 900, 43200
 
 
-class S3Options(BaseModel):
+class S3Options(SettingsModel):
     """``options.s3`` of an ``iceberg-rest`` service."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: S3 endpoint URL for S3-compatible stores (MinIO, moto, Ceph); empty: AWS
     #: (``https://s3.<region>.amazonaws.com``).

@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, Field
 
 from gateway.iceberg import errors
 from gateway.iceberg.paths import RESERVED_PREFIXES
 from gateway.policy.view import CatalogView
+from gateway.settings_model import SettingsModel
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -45,11 +46,9 @@ def _pattern(pattern: str) -> str:
     return pattern.lower()
 
 
-class Warehouse(BaseModel):
+class Warehouse(SettingsModel):
     """One warehouse: ``databases``, the HMS databases it serves as shell-style patterns
     (``*``, ``?``; matched case-insensitively, as HMS names are)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     databases: tuple[Annotated[str, AfterValidator(_pattern)], ...] = Field(min_length=1)
 

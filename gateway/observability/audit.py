@@ -43,15 +43,28 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from json.encoder import encode_basestring_ascii as _json_string
-from typing import TYPE_CHECKING
+from typing import AbstractSet, Protocol
 
 from aiohttp import web
 
 from gateway.client_address import client_address
-from gateway.config import AuditConfig
+from gateway.observability.settings import AuditConfig
 
-if TYPE_CHECKING:  # an annotation only: the audit log is loaded before any policy
-    from gateway.policy.view import CatalogView
+
+
+class PolicyCounts(Protocol):
+    """What an audit line reads of a request's catalog view
+    (:class:`gateway.policy.view.CatalogView` meets it). Stated here, not imported: the audit
+    log sits below every policy."""
+
+    @property
+    def hidden(self) -> int: ...
+
+    @property
+    def hidden_columns(self) -> AbstractSet[object]: ...
+
+    @property
+    def restricting(self) -> AbstractSet[int]: ...
 
 REQUEST_ID_HEADER = "X-Request-Id"
 
@@ -179,7 +192,7 @@ class AuditEvent:
     #: True: no line for this request (a service summarizes such requests in a later line).
     summarized: bool = False
 
-    def record_policy(self, view: CatalogView, decision: str, access: str = "_any",
+    def record_policy(self, view: PolicyCounts, decision: str, access: str = "_any",
                       policy_id: int | None = None) -> None:
         """The policy fields of the line from the request's ``view``: ``decision`` (``allowed``
         or ``denied``) on ``access``, the deciding ``policy_id`` when one policy decided the

@@ -46,7 +46,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.config import ConfigError, _read_yaml, _validate
 from gateway.policy.model import (
@@ -65,6 +65,7 @@ from gateway.policy.model import (
     expand_accesses,
 )
 from gateway.policy.restrictions import Unsupported, check_policy
+from gateway.settings_model import SettingsModel
 
 #: Ranger JSON's key names (what check_policy reports) -> this file's.
 _KEYS = (("dataMaskPolicyItems", "data_mask"), ("rowFilterPolicyItems", "row_filter"),
@@ -72,11 +73,7 @@ _KEYS = (("dataMaskPolicyItems", "data_mask"), ("rowFilterPolicyItems", "row_fil
          (".rowFilterInfo.filterExpr", ".filter"), (".values", ""))
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Values(_Model):
+class _Values(SettingsModel):
     values: list[str] = Field(min_length=1)
 
     @model_validator(mode="before")
@@ -91,7 +88,7 @@ class _Resource(_Values):
     excludes: bool = False
 
 
-class _Who(_Model):
+class _Who(SettingsModel):
     users: list[str] = []
     groups: list[str] = []
     accesses: list[str] = ["select"]
@@ -138,7 +135,7 @@ class _Url(_Values):
     recursive: bool = False  # Ranger's isRecursive
 
 
-class _Resources(_Model):
+class _Resources(SettingsModel):
     database: _Resource | None = None
     table: _Resource | None = None
     column: _Resource | None = None
@@ -157,7 +154,7 @@ class _Resources(_Model):
         return self
 
 
-class _Policy(_Model):
+class _Policy(SettingsModel):
     id: int
     name: str = ""
     enabled: bool = True
@@ -200,7 +197,7 @@ class _Policy(_Model):
         )
 
 
-class _PolicyFile(_Model):
+class _PolicyFile(SettingsModel):
     policies: list[_Policy]
 
     @field_validator("policies")

@@ -11,7 +11,7 @@ service's method list.
 
 from __future__ import annotations
 
-from gateway.config import AuthorizationConfig
+from gateway.providers.settings import AuthorizationConfig
 from gateway.providers.identity import Identity, address_in, address_matcher
 
 

@@ -26,7 +26,7 @@ from typing import Mapping
 from aiohttp import web
 
 from gateway.client_address import client_address
-from gateway.config import IdentityAssertionConfig, ProxyUserRule
+from gateway.providers.settings import IdentityAssertionConfig, ProxyUserRule
 from gateway.providers.authentication.base import Principal
 
 #: Query parameter of Knox/Hadoop impersonation, compared case-insensitively.
@@ -52,7 +52,7 @@ class Identity:
 
 
 def address_matcher(patterns: list[str]) -> tuple[bool, tuple[IPNetwork, ...]]:
-    """``(any, networks)`` for ``*`` / IP / CIDR patterns (validated by :mod:`gateway.config`)."""
+    """``(any, networks)`` for ``*`` / IP / CIDR patterns (validated by :mod:`gateway.settings_model`)."""
     if "*" in patterns:
         return True, ()
     return False, tuple(ipaddress.ip_network(p, strict=False) for p in patterns)

@@ -17,11 +17,12 @@ from pydantic import BaseModel, ValidationError
 
 from gateway.cache.reads import MetadataCache
 from gateway.cache.settings import CacheOptions
-from gateway.config import ConfigError, GatewayConfig, ServiceConfig, UpstreamConfig, reported_error
+from gateway.config import ConfigError, GatewayConfig, ServiceConfig, reported_error
 from gateway.pipeline.step import Chain, StepContext
 from gateway.upstream.failover import Upstream
 from gateway.upstream.http import HttpUpstream
 from gateway.upstream.pool import UpstreamPool
+from gateway.upstream.settings import UpstreamConfig
 
 if TYPE_CHECKING:
     from gateway.pipeline.exchange import Exchange

@@ -1,7 +1,7 @@
 /* Compiled hot paths of the TJSON <-> strict TBinaryProtocol translation.
  *
  * Same wire contract as the pure-Python modules gateway/thrift/to_tjson.py (binary -> TJSON)
- * and gateway/thrift/to_binary.py + tjson.py (TJSON -> binary): Apache Thrift's
+ * and gateway/thrift/to_binary.py + tjson_syntax.py (TJSON -> binary): Apache Thrift's
  * TBinaryProtocol (strict) and TJSONProtocol as Java/C++ write it.
  *
  * - ReplyTranslator: resumable binary REPLY/EXCEPTION -> TJSON. feed() takes socket chunks in
@@ -40,8 +40,8 @@
 #define VERSION_1 0x80010000u
 
 static PyObject *ProtocolError;  /* gateway.thrift.errors.ProtocolError */
-static PyObject *encode_base64;  /* gateway.thrift.tjson.encode_base64: bytes -> str */
-static PyObject *decode_base64;  /* gateway.thrift.tjson.decode_base64: str -> bytes */
+static PyObject *encode_base64;  /* gateway.thrift.tjson_syntax.encode_base64: bytes -> str */
+static PyObject *decode_base64;  /* gateway.thrift.tjson_syntax.decode_base64: str -> bytes */
 static double NAN_VALUE, INF_VALUE;
 
 /* ------------------------------------------------------------------ buffers */
@@ -1195,7 +1195,7 @@ static int write_value(Parser *P, int t, PyObject *spec, int depth) {
             Py_ssize_t n;
             int is_int;
             if ((rc = number_token(P, &s, &n, &is_int))) return rc;
-            /* tjson.MAX_FLOAT_LITERAL: longer fractions/exponents are refused by the Python code */
+            /* tjson_syntax.MAX_FLOAT_LITERAL: longer fractions/exponents are refused by the Python code */
             if (n > 300 || (!is_int && n > 64) || (is_int && n == 2 && s[0] == '-' && s[1] == '0')) return BAIL;
             char tmp[320];
             memcpy(tmp, s, n);
@@ -1283,7 +1283,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     if (!errors) return NULL;
     ProtocolError = PyObject_GetAttrString(errors, "ProtocolError");
     Py_DECREF(errors);
-    PyObject *tjson = PyImport_ImportModule("gateway.thrift.tjson");
+    PyObject *tjson = PyImport_ImportModule("gateway.thrift.tjson_syntax");
     if (!tjson) return NULL;
     encode_base64 = PyObject_GetAttrString(tjson, "encode_base64");
     decode_base64 = PyObject_GetAttrString(tjson, "decode_base64");
@@ -1291,7 +1291,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     Py_DECREF(tjson);
     if (!ProtocolError || !encode_base64 || !decode_base64 || !special) return NULL;
     PyObject *nan = PyDict_GetItemString(special, "NaN"), *inf = PyDict_GetItemString(special, "Infinity");
-    if (!nan || !inf) { Py_DECREF(special); PyErr_SetString(PyExc_ImportError, "tjson._SPECIAL_DOUBLES"); return NULL; }
+    if (!nan || !inf) { Py_DECREF(special); PyErr_SetString(PyExc_ImportError, "tjson_syntax._SPECIAL_DOUBLES"); return NULL; }
     NAN_VALUE = PyFloat_AsDouble(nan);
     INF_VALUE = PyFloat_AsDouble(inf);
     Py_DECREF(special);

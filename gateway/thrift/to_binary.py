@@ -1,4 +1,4 @@
-"""TJSON value tree (from :func:`gateway.thrift.tjson.parse_tjson`) → strict binary struct.
+"""TJSON value tree (from :func:`gateway.thrift.tjson_syntax.parse_tjson`) → strict binary struct.
 
 Driven by the TJSON type tags; the schema only decides whether a ``str`` is IDL
 ``binary`` (base64 → raw bytes) or ``string`` (UTF-8). Positions the schema does not
@@ -14,7 +14,7 @@ import struct
 from .binary import DOUBLE, FIELD_HEADER, I8, I16, I32, I64, LIST_HEADER, MAP_HEADER
 from .errors import MAX_DEPTH, ProtocolError, excerpt
 from .schema import BINARY, StructSchema, TType, TypeSpec
-from .tjson import TAG_TO_TYPE, decode_base64, parse_key, special_double
+from .tjson_syntax import TAG_TO_TYPE, decode_base64, parse_key, special_double
 
 __all__ = ["write_struct", "compatible_spec"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from .binary import DOUBLE, FIELD_HEADER, I8, I16, I32, I64
 from .errors import MAX_DEPTH, ProtocolError
 from .schema import BINARY, StructSchema, TType, TypeSpec
-from .tjson import TYPE_TO_TAG, encode_base64, format_double, format_double_key, quote_string
+from .tjson_syntax import TYPE_TO_TAG, encode_base64, format_double, format_double_key, quote_string
 from .to_binary import compatible_spec
 from .walk import list_header, map_header
 

@@ -1,7 +1,7 @@
 """Public translation API: TJSON calls → strict binary, strict binary replies → TJSON.
 
 Wire formats follow Apache Thrift's TJSONProtocol and TBinaryProtocol (strict), as used
-by MS-HMSHTTP clients and the Hive Metastore; see :mod:`gateway.thrift.tjson` and
+by MS-HMSHTTP clients and the Hive Metastore; see :mod:`gateway.thrift.tjson_syntax` and
 :mod:`gateway.thrift.binary` for the details.
 """
 
@@ -23,7 +23,7 @@ from .binary import (
 )
 from .errors import ProtocolError, excerpt
 from .schema import FieldSchema, ServiceSchema, StructSchema, TType
-from .tjson import parse_tjson, quote_string
+from .tjson_syntax import parse_tjson, quote_string
 from .to_binary import write_struct
 from .to_tjson import read_struct
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from gateway.config import SaslConfig
+from gateway.upstream.settings import SaslConfig
 from gateway.thrift.schema import load_schema
 from gateway.upstream.connector import GatewayCall
 from gateway.upstream.errors import UpstreamError

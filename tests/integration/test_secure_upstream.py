@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import SaslConfig
+from gateway.upstream.settings import SaslConfig
 from gateway.pipeline.outcomes import status_of
 from gateway.providers.identity import Identity
 from gateway.upstream.kerberos import KeytabLogin

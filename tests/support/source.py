@@ -1,7 +1,7 @@
 """Parsing the repository's own source in tests.
 
 CPython 3.11 keeps the AST constructor's recursion depth in interpreter-wide state, so another
-thread compiling source meanwhile (an import without a ``.pyc``: the suite runs with
+thread compiling source meanwhile (an import without a ``.pyc``, as on a machine that sets
 ``PYTHONDONTWRITEBYTECODE=1``) can make ``ast.parse`` raise ``SystemError: AST constructor
 recursion depth mismatch`` (python/cpython#106905; seen once in a clean-clone run, in a test that
 parses every module of ``gateway/``). A parse that succeeds is exact, so the parse is retried.

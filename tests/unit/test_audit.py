@@ -9,7 +9,8 @@ import uuid
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.config import AuditConfig, ConfigError, load_gateway_config
+from gateway.config import ConfigError, load_gateway_config
+from gateway.observability.settings import AuditConfig
 from gateway.observability.audit import (
     AuditEvent,
     AuditLog,

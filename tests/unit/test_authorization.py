@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.config import AuthorizationConfig
+from gateway.providers.settings import AuthorizationConfig
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authorization import Authorizer
 from gateway.providers.identity import Identity

@@ -390,8 +390,9 @@ def _topology_schema(schema):
 def test_schema_topology_keys_are_the_gateway_models(schema):
     """additionalProperties is false at each level, so the key sets must be the models' exactly:
     a key the gateway refuses passes neither, a key the gateway takes is not refused at install."""
-    from gateway.config import (AuthorizationConfig, IdentityAssertionConfig, ImpersonationConfig, Providers,
-                                SaslConfig, ServiceConfig, TopologyConfig, UpstreamConfig)
+    from gateway.config import Providers, ServiceConfig, TopologyConfig
+    from gateway.providers.settings import AuthorizationConfig, IdentityAssertionConfig, ImpersonationConfig
+    from gateway.upstream.settings import SaslConfig, UpstreamConfig
     from gateway.providers.authentication.registry import PROVIDERS
     from gateway.providers.authentication.settings import FailureThrottle
     from gateway.services import KINDS

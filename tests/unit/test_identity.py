@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from aiohttp.test_utils import make_mocked_request
 
-from gateway.config import ConfigError, IdentityAssertionConfig, load_topology_file
+from gateway.config import ConfigError, load_topology_file
+from gateway.providers.settings import IdentityAssertionConfig
 from gateway.providers.authentication.base import Principal
 from gateway.providers.identity import IdentityAsserter
 from gateway.providers.knox_syntax import parse_group_mapping, parse_principal_mapping

@@ -335,7 +335,7 @@ def test_concurrent_first_calls_of_one_user_fetch_one_token():
 def test_sasl_settings_are_validated():
     from pydantic import ValidationError
 
-    from gateway.config import SaslConfig, UpstreamConfig
+    from gateway.upstream.settings import SaslConfig, UpstreamConfig
 
     sasl = {"principal": "hmsgw/gw.example.com@EX.COM", "keytab": "gw.keytab",
             "service_principal": "hive/_HOST@EX.COM"}

@@ -54,6 +54,44 @@ def test_arrows_point_down():
     assert not upward, "imports that run up into a wing: " + ", ".join(sorted(upward))
 
 
+#: The shared floors, lowest first: a package imports only its own floor and those below it.
+#: Each component keeps its settings model beside it, so that the configuration (which
+#: assembles them) stands above every component it configures.
+SHARED_FLOORS = (
+    ("gateway.thrift", "gateway.settings_model", "gateway.registry", "gateway.client_address",
+     "gateway.validation_errors", "gateway.worker_role", "gateway.limits", "gateway.paging"),
+    ("gateway.observability",),
+    ("gateway.providers",),
+    ("gateway.upstream",),
+    ("gateway.config",),
+    ("gateway.policy", "gateway.cache"),
+    ("gateway.pipeline",),
+    ("gateway.services",),
+)
+
+
+def _shared_floor(module: str) -> int | None:
+    return next((i for i, floor in enumerate(SHARED_FLOORS) if _within(module, floor)), None)
+
+
+def test_shared_floors_import_down_only():
+    """No component below the configuration imports it (or anything higher): the upward
+    arrows of issue 41 (providers, upstream and audit reading their settings from config.py)."""
+    upward = []
+    for module, targets in import_graph().items():
+        floor = _shared_floor(module)
+        if floor is None or module in REGISTRIES:
+            continue
+        upward += [f"{module} -> {t}" for t in targets if (_shared_floor(t) or 0) > floor]
+    assert not upward, "imports that run up a floor: " + ", ".join(sorted(upward))
+
+
+def test_shared_floor_check_sees_an_upward_import():
+    assert _shared_floor("gateway.upstream.secure") < _shared_floor("gateway.config")
+    assert _shared_floor("gateway.observability.audit") < _shared_floor("gateway.policy.view")
+    assert _shared_floor("gateway.settings_model") == 0
+
+
 def test_the_check_sees_an_upward_import():
     assert _within("gateway.cache.reads", FLOORS) == "gateway.cache"
     assert _within("gateway.hms_thrift.exchange", WINGS) == "gateway.hms_thrift"

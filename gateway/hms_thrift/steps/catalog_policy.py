@@ -71,6 +71,12 @@ class CatalogPolicy(Step):
         self.topology, self.service, self.engine, self.schema = topology, service, engine, schema
         check_paths(schema)
         self._splice = PartitionSplice(schema)
+        #: The reply filter of each method whose reply the policy filters, by method family.
+        self._reply_filters = {
+            **{name: self._filter_result for name in (*OBJECT_LISTINGS, *COLUMN_REPLIES)},
+            **{name: self._filter_names for name in LISTINGS},
+            **{name: self._filter_partitions for name in PARTITION_LISTS},
+        }
         self._decisions = {
             outcome: metrics.POLICY_DECISIONS.labels(topology=topology, service=service, outcome=outcome)
             for outcome in ("allowed", "denied", "hidden", "unjudged", "columns_hidden")
@@ -101,14 +107,17 @@ class CatalogPolicy(Step):
 
     def wants_reply(self, exchange: ThriftExchange) -> bool:
         """Whether this request's reply needs :meth:`on_reply`, from the request alone: False
-        for a read of a table whose every column the user may see (the reply then streams)."""
+        for a read of a table whose every column the user may see (the reply then streams).
+        Asked after :meth:`on_call` (:meth:`Step.wants_reply`)."""
         header = exchange.header
         assert header is not None
         read = READS.get(header.name)
         if read is None or read.table is None or header.name in SECOND_TABLE:
             return header.name in self.reply_methods
-        args = self._args(exchange)
-        view = self._view(exchange)
+        view = exchange.view  # on_call judged this read, and built the view, first
+        if not isinstance(view, CatalogView):
+            return True  # judged nothing: filter the reply rather than trust it
+        args = call_args(exchange, self.schema.methods[header.name])
         return not view.all_columns(argument(args, read.db) or "", argument(args, read.table) or "")
 
     async def on_call(self, exchange: ThriftExchange) -> None:
@@ -196,17 +205,24 @@ class CatalogPolicy(Step):
         name = reply.header.name
         if name in READS and not self.wants_reply(exchange):
             return  # every column visible: the reply is not even decoded
-        view = self._view(exchange)
-        if name in PARTITION_LISTS:
-            spliced = self._splice.filter(reply.message, view)
-            if spliced is not None:
-                if view.hidden_columns:
-                    self._columns_hidden(exchange, view)
-                    reply.message = spliced
-                return
-        if name in LISTINGS:
-            self._filter_names(exchange, reply, view)
-            return
+        filter_reply = self._reply_filters.get(name)
+        if filter_reply is not None:
+            filter_reply(exchange, reply, self._view(exchange))
+
+    def _filter_partitions(self, exchange: ThriftExchange, reply: ThriftReply, view: CatalogView) -> None:
+        """A ``list<Partition>`` reply loses the columns ``view`` hides by splicing its bytes
+        (:mod:`gateway.hms_thrift.partition_splice`); decoded when it cannot be spliced."""
+        spliced = self._splice.filter(reply.message, view)
+        if spliced is None:
+            self._filter_result(exchange, reply, view)
+        elif view.hidden_columns:
+            self._columns_hidden(exchange, view)
+            reply.message = spliced
+
+    def _filter_result(self, exchange: ThriftExchange, reply: ThriftReply, view: CatalogView) -> None:
+        """A decoded reply keeps the objects (:data:`OBJECT_LISTINGS`) and the columns
+        (:data:`COLUMN_REPLIES`) ``view`` shows."""
+        name = reply.header.name
         result = reply.result
         if result.success is None:
             return  # HMS answered with a declared exception

@@ -28,10 +28,11 @@ from pydantic import Field, field_validator
 
 from gateway.providers.authentication.name_rules import parse_rules
 from gateway.providers.authentication.secrets import Secret
-from gateway.providers.authentication.settings import FrozenModel, ProviderSettings
+from gateway.providers.authentication.settings import ProviderSettings
+from gateway.settings_model import SettingsModel
 
 
-class SessionCookie(FrozenModel):
+class SessionCookie(SettingsModel):
     """The signed cookie issued after a successful SPNEGO handshake (Knox: ``hadoop.auth``)."""
 
     name: str = "hadoop.auth"

@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from gateway.registry import resolve
+from gateway.settings_model import SettingsModel
 
 if TYPE_CHECKING:
     from gateway.providers.authentication.base import AuthenticationProvider
@@ -35,13 +36,7 @@ class GatewayFile(Protocol):
     def tls(self) -> _TlsFile: ...
 
 
-class FrozenModel(BaseModel):
-    """Settings read from a file: unknown keys refused, immutable once validated."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ProviderSettings(FrozenModel):
+class ProviderSettings(SettingsModel):
     """Base of the authentication providers' settings models (Knox: role ``authentication``)."""
 
     #: Fields holding file paths that must exist, resolved against the topology file's directory.
@@ -81,7 +76,7 @@ class ProviderSettings(FrozenModel):
         return resolve(self.authenticator)(self)
 
 
-class FailureThrottle(FrozenModel):
+class FailureThrottle(SettingsModel):
     """Slow down, then refuse (429), clients whose credentials keep failing (per client address).
 
     Only requests that present credentials and fail count. Within ``window_seconds``, after

@@ -1,4 +1,4 @@
-"""TJSONProtocol pieces: type tags, parsing a request body, formatting scalars.
+"""TJSONProtocol syntax: type tags, parsing a request body, formatting scalars.
 
 Follows Apache Thrift's TJSONProtocol (lib/java, lib/cpp): message
 ``[1,"name",type,seqid,{struct}]``; struct ``{"<id>":{"<tag>":value}}``; list/set
