@@ -4,12 +4,13 @@ Iceberg's ``HiveCatalog`` (Java ``HiveTableOperations``, PyIceberg ``HiveCatalog
 and the gateway's ``iceberg-rest`` service commit a table by one ``alter_table`` that moves its
 ``metadata_location`` parameter to a new metadata file. So an ``ALTER_TABLE`` event whose table
 after the change has ``table_type=ICEBERG`` and another ``metadata_location`` than before is a
-commit, whoever wrote it. :class:`IcebergCommits` reads the new metadata file (PyIceberg
-``FileIO``: bounded in size and time, cached by location, since a metadata file never changes)
-and its current snapshot, and attaches :func:`commit_body` to the event when the feed gives it
-to a client (:meth:`gateway.events.feed.ChangeFeed.detailed`): the feed keeps events as HMS
+commit, whoever wrote it. :class:`IcebergCommits` reads the new metadata file (the gateway's
+FileIO, :mod:`gateway.iceberg.files`: bounded in size and time, cached by location, since a
+metadata file never changes) and its current snapshot, and attaches :func:`commit_body` to the
+event when the feed gives it to a client (:meth:`gateway.events.feed.ChangeFeed.detailed`): the feed keeps events as HMS
 logged them, so starting the gateway reads no metadata file of the log's history; a client
-that resumes from an old id has the commits it is given read then, once each.
+that resumes from an old id has the commits it is given read then, once each. PyIceberg is
+imported then too (:func:`file_io`), not when the kind is built.
 
 Body (Iceberg REST spec names, kebab case)::
 
@@ -33,15 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from pyiceberg.catalog import ICEBERG, METADATA_LOCATION, TABLE_TYPE
-from pyiceberg.exceptions import ValidationError as MetadataInvalid
-from pyiceberg.table.metadata import TableMetadataUtil
 
 from gateway.events.hcat import table_parameters
 from gateway.upstream.notification_messages import MessageFormatError, gunzip
 from gateway.upstream.notification_event import MetastoreEvent
-from gateway.iceberg.files import file_io
-from gateway.iceberg.hive_tables import PREVIOUS_METADATA_LOCATION
+from gateway.iceberg.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
 from gateway.iceberg.storage import S3Options, load_storage
 
 __all__ = ["ICEBERG_COMMIT", "IcebergCommits", "IcebergCommitOptions", "MetadataUnreadable",
@@ -89,6 +86,15 @@ def file_io_of(options: IcebergCommitOptions, base: Path) -> dict[str, str]:
     return {**load_storage(options.s3, base).file_io(), **options.file_io}
 
 
+def file_io(properties: Mapping[str, str], location: str):
+    """The gateway's FileIO for ``location`` (:func:`gateway.iceberg.files.file_io`), imported,
+    PyIceberg with it, when the first metadata file is read: a worker serving the change feed
+    holds PyIceberg (about 35 MiB) only once a client is given an Iceberg commit."""
+    from gateway.iceberg.files import file_io as load
+
+    return load(properties, location)
+
+
 class MetadataUnreadable(Exception):
     """A metadata file that cannot be read within the limits (missing, too large, not metadata).
     ``missing`` is True when the file does not exist."""
@@ -132,6 +138,9 @@ class SnapshotReader:
         self.reads = 0  # files actually read, for tests
 
     def _load(self, location: str) -> dict[str, Any] | None:
+        from pyiceberg.exceptions import ValidationError as MetadataInvalid  # at first use, as file_io
+        from pyiceberg.table.metadata import TableMetadataUtil
+
         limit = self.options.max_metadata_bytes
         try:
             source = file_io(self.file_io, location).new_input(location)

@@ -4,8 +4,10 @@ PyIceberg's model and the metadata files (:class:`IcebergEngine`).
 The kind's front (:mod:`gateway.iceberg.kind`: its options, error model and the
 frame's hooks) is imported with the topology; this module, and PyIceberg with it, only when a
 service gets its first request (:data:`gateway.iceberg.kind.ENGINE`), so a worker that
-has served no Iceberg request does not hold PyIceberg (about 35 MiB) nor pyarrow (about 55 MiB,
-imported by PyIceberg's ``PyArrowFileIO`` when a metadata file is first read or written).
+has served no Iceberg request does not hold PyIceberg (about 35 MiB). Serving never imports
+pyarrow (about 55 MiB, which PyIceberg's ``PyArrowFileIO`` would bring): metadata files and
+manifests are read and written with the gateway's FileIO (:mod:`gateway.iceberg.file_io`,
+fsspec's).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Iceberg metadata files, read and written with PyIceberg's ``FileIO`` (``load_file_io``: the
-scheme of the location picks it; ``file://`` and local paths are PyArrow's local filesystem)
-off the event loop (``asyncio.to_thread``; FileIO is blocking).
+"""Iceberg metadata files, read and written with the gateway's FileIO
+(:mod:`gateway.iceberg.file_io`: PyIceberg's fsspec FileIO for local and S3 locations, with
+exclusive create; it does not import pyarrow) off the event loop (``asyncio.to_thread``; FileIO
+is blocking).
 
 The gateway is a deputy: its FileIO is built from the service's own options only (never from a
 table's properties, which may name code, ``py-io-impl``, or steer its requests, ``s3.endpoint``),
@@ -33,13 +34,13 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from pyiceberg.catalog import MetastoreCatalog
-from pyiceberg.io import load_file_io
 from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
 from pyiceberg.table.locations import SimpleLocationProvider
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from gateway.iceberg import errors
+from gateway.iceberg.file_io import load as load_io
 from gateway.iceberg.local_paths import irregular, linked
 from gateway.iceberg.locations import PATH_PROPERTIES, inside
 
@@ -57,15 +58,15 @@ _written: OrderedDict[str, TableMetadata] = OrderedDict()
 
 
 def file_io(properties: Mapping[str, str], location: str):
-    """PyIceberg's FileIO for ``location`` with ``properties`` (the service's options only),
-    built once per properties and scheme (:func:`pyiceberg.io.load_file_io` builds a new one,
-    with its own filesystem and connections, on every call)."""
+    """The gateway's FileIO for ``location`` with ``properties`` (the service's options only;
+    :func:`gateway.iceberg.file_io.load`), built once per properties and scheme (each holds
+    its own filesystems and connections)."""
     return _file_io(tuple(sorted(properties.items())), urlsplit(location).scheme.lower() or "file")
 
 
 @lru_cache(maxsize=64)
 def _file_io(properties: tuple[tuple[str, str], ...], scheme: str):
-    return load_file_io(dict(properties), f"{scheme}://io/")
+    return load_io(dict(properties), scheme)
 
 
 class MetadataFiles:

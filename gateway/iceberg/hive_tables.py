@@ -15,15 +15,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pyiceberg.catalog import ICEBERG, METADATA_LOCATION, TABLE_TYPE
 from pyiceberg.catalog.hive import SchemaToHiveConverter, _construct_parameters
 from pyiceberg.schema import Schema, visit
 from pyiceberg.table.metadata import TableMetadata
 
+from gateway.iceberg.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
+
 #: The ``EnvironmentContext`` of a commit's ``alter_table``: HMS must not scan the location
 #: for statistics (Iceberg's HiveTableOperations, PyIceberg's HiveCatalog).
 COMMIT_CONTEXT = {"DO_NOT_UPDATE_STATS": "true"}
-PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 
 
 ICEBERG_VIEW, VIRTUAL_VIEW = "ICEBERG-VIEW", "VIRTUAL_VIEW"

@@ -73,7 +73,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The request side (route table, handlers, PyIceberg), imported at a service's first request:
-#: a worker that served no Iceberg request holds neither PyIceberg nor pyarrow (issue 41).
+#: a worker that served no Iceberg request holds no PyIceberg, and serving imports no pyarrow
+#: (issue 41, :mod:`gateway.iceberg.file_io`).
 ENGINE = "gateway.iceberg.engine:IcebergEngine"
 #: The route table's lookup of an operation, for the error model of a request the engine served.
 ENDPOINT = "gateway.iceberg.engine:endpoint"

@@ -8,7 +8,7 @@ and Ranger Hive's ``url`` resource (Hive asks it for ``CREATE TABLE ... LOCATION
 * **Form** (:func:`parse`; else 400): absolute (a scheme of :data:`SCHEMES`, or a bare ``/path``,
   which is ``file``), at most :data:`MAX_LENGTH` characters, no control character, backslash,
   query, fragment, user info, host of a ``file`` location (``file://localhost/x``, which
-  PyIceberg's PyArrow FileIO reads as the relative path ``localhost/x``), empty, ``.`` or
+  PyIceberg's FileIOs read as the relative path ``localhost/x``), empty, ``.`` or
   ``..`` segment (also percent-encoded), ``*`` or ``$``
   (an S3 session policy reads them as a wildcard and a variable: a location ``s3://b/ns/*``
   would be vended the whole namespace, :mod:`gateway.iceberg.vending`). Locations
@@ -134,7 +134,7 @@ def parse(value: object, what: str = "location") -> Location:
     if user and (scheme not in CONTAINER_AT_ACCOUNT or "@" in user or ":" in user):
         raise errors.BadRequest(f"{what} must not carry user information")
     if scheme == "file":
-        if authority:  # PyArrow's FileIO reads file://localhost/x as the relative path localhost/x
+        if authority:  # PyIceberg's FileIOs read file://localhost/x as the relative path localhost/x
             raise errors.BadRequest(f"{what}: a file location names no host (write file:///path)")
         authority = ""
     elif not authority:

@@ -187,6 +187,44 @@ def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytes
     assert "envsecret" not in repr(load_storage(S3Options(), tmp_path))
 
 
+def test_the_gateway_s_file_io_never_replaces_an_s3_object_and_reads_with_its_own_key(
+        s3: RunningS3, vendor: Vendor, monkeypatch: pytest.MonkeyPatch):
+    """The gateway's FileIO (gateway/iceberg/file_io.py, s3fs) with the service's key: a create
+    of a taken name is refused by its existence check and, when a writer got past the check,
+    by the server itself (``If-None-Match: *``); reads, ``s3a``/``s3n`` forms, deletes of one
+    object and of a missing one (``FileNotFoundError``, as PyArrow's FileIO); no pyarrow."""
+    from gateway.iceberg.file_io import ExclusiveOutputFile, GatewayFileIO
+    from gateway.iceberg.files import file_io
+
+    location = f"s3://{BUCKET}/lake/trips/metadata/00001-file-io.metadata.json"
+    io = file_io(vendor.storage.file_io(), location)
+    assert isinstance(io, GatewayFileIO) and "pyarrow" not in type(io).__module__
+    with io.new_output(location).create() as stream:
+        stream.write(b"first commit")
+    with pytest.raises(FileExistsError):
+        io.new_output(location).create()
+    monkeypatch.setattr(ExclusiveOutputFile, "exists", lambda self: False)  # past the check
+    with pytest.raises(FileExistsError):
+        with io.new_output(location).create() as stream:
+            stream.write(b"second commit")
+    monkeypatch.undo()
+    key = "lake/trips/metadata/00001-file-io.metadata.json"
+    assert s3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read() == b"first commit"
+    for form in (location, location.replace("s3://", "s3a://"), location.replace("s3://", "s3n://")):
+        found = file_io(vendor.storage.file_io(), form).new_input(form)
+        assert found.exists() and len(found) == 12 and found.open().read() == b"first commit"
+    io.delete(location.replace("s3://", "s3n://"))
+    with pytest.raises(FileNotFoundError):
+        io.delete(location)
+    with pytest.raises(FileNotFoundError):
+        io.new_input(location).open()
+    assert not io.new_input(location).exists()
+    assert s3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=key)["KeyCount"] == 0
+    wrong = file_io({**vendor.storage.file_io(), "s3.secret-access-key": "wrong"}, location)
+    with pytest.raises(PermissionError):
+        len(wrong.new_input(f"s3://{BUCKET}/lake/trips/data/a.parquet"))
+
+
 # --- end to end: PyIceberg through the gateway, a real HMS, the S3 server -----------------------
 
 USER, PASSWORD = "etl", "etl-password"

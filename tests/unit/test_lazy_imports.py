@@ -1,12 +1,18 @@
 """What a worker holds before it serves (issue 41, "Memory and start-up"): building a topology
-of the ``hms-thrift``, ``glue``, ``explorer`` or ``iceberg-rest`` kind imports neither pyarrow
-nor PyIceberg (with the Hive client PyIceberg's catalog brings, ``hive_metastore``); a
+of the ``hms-thrift``, ``glue``, ``explorer``, ``event-stream`` or ``iceberg-rest`` kind imports
+neither pyarrow nor PyIceberg (with the Hive client PyIceberg's catalog brings,
+``hive_metastore``); a
 Thrift-only one with Basic (htpasswd) none of the client libraries of the providers it does not
 name (ldap3, python-gssapi, botocore: ``ProviderSettings.authenticator``); the
 ``iceberg-rest`` kind imports its request side (:mod:`gateway.iceberg.engine`, PyIceberg with
 it) at its service's first request, once. The checks run in one fresh interpreter (this one has
 imported everything already), which builds each kind's topology in turn and notes what each
-build added to ``sys.modules``, then sends the Iceberg service its first requests."""
+build added to ``sys.modules``, then sends the Iceberg service its first requests.
+
+And what it holds after serving Iceberg: the gateway's FileIO (:mod:`gateway.iceberg.file_io`)
+writing, reading and deleting metadata files, the change feed reading a commit, scan planning
+and a purge reading manifests never import pyarrow (about 55 MiB); checked in another fresh
+interpreter."""
 
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ SERVICES = {
     "glue": f"[{{kind: glue, path: api, {_HMS}}}]",
     "explorer": f"[{{kind: hms-thrift, path: hms, {_HMS}, options: {{methods: [{', '.join(METHODS)}]}}}}, "
                 "{kind: explorer, path: api, options: {thrift_service: hms}}]",
+    "event-stream": f"[{{kind: event-stream, path: events, {_HMS}}}]",
     "iceberg-rest": f"[{{kind: iceberg-rest, path: ice, {_HMS}}}]",
 }
 
@@ -97,3 +104,102 @@ def test_the_iceberg_kind_loads_its_request_side_at_the_first_request(imported):
     # refused after authentication: 401 without credentials), one engine loaded for them
     assert imported["statuses"] == [401, 401, 401] and imported["engine"] == "gateway.iceberg.engine"
     assert {"pyiceberg", "gateway.iceberg.engine"} <= set(imported["served"])
+
+
+def test_the_hms_parameters_the_change_feed_reads_are_pyiceberg_s():
+    from pyiceberg import catalog
+
+    from gateway.iceberg import table_parameters
+
+    assert (table_parameters.TABLE_TYPE, table_parameters.ICEBERG, table_parameters.METADATA_LOCATION) == (
+        catalog.TABLE_TYPE, catalog.ICEBERG, catalog.METADATA_LOCATION)
+    assert table_parameters.PREVIOUS_METADATA_LOCATION == catalog.PREVIOUS_METADATA_LOCATION
+
+
+_SERVING = """
+import asyncio, json, sys
+from pathlib import Path
+from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus,
+                                write_manifest, write_manifest_list)
+from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.snapshots import Operation, Snapshot, Summary
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+from pyiceberg.table.update import AddSnapshotUpdate, SetSnapshotRefUpdate, update_table_metadata
+from pyiceberg.typedef import Record
+from pyiceberg.types import LongType, NestedField
+from pyiceberg.view.metadata import ViewMetadata
+from gateway.events.iceberg import IcebergCommitOptions, SnapshotReader
+from gateway.iceberg.files import MetadataFiles, file_io
+from gateway.iceberg.manifest_cache import ManifestCache
+from gateway.iceberg.plan_models import PlanTableScanRequest
+from gateway.iceberg.planning import manifests, plan, scope
+
+root = Path(sys.argv[1])
+table = (root / "t").as_uri()  # file:///...
+io, files = file_io({}, table), MetadataFiles()
+schema = Schema(NestedField(1, "id", LongType(), required=False))
+with write_manifest(2, UNPARTITIONED_PARTITION_SPEC, schema, io.new_output(f"{table}/metadata/m.avro"),
+                    snapshot_id=1, avro_compression="deflate") as writer:
+    data = DataFile.from_args(content=DataFileContent.DATA, file_path=f"{table}/data/d.parquet",
+                              file_format=FileFormat.PARQUET, partition=Record(), record_count=1,
+                              file_size_in_bytes=10)
+    data.spec_id = 0
+    writer.add_entry(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=1, data_file=data))
+listing = f"{table}/metadata/snap-1.avro"
+with write_manifest_list(2, io.new_output(listing), 1, None, 1, "deflate") as lists:
+    lists.add_manifests([writer.to_manifest_file()])
+base = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, table, {})
+snapshot = Snapshot(**{"snapshot-id": 1, "sequence-number": 1, "timestamp-ms": 1, "manifest-list": listing,
+                       "summary": Summary(Operation.APPEND)})
+metadata = update_table_metadata(base, (AddSnapshotUpdate(snapshot=snapshot),
+                                        SetSnapshotRefUpdate(ref_name="main", type="branch", snapshot_id=1)))
+view = ViewMetadata.model_validate({
+    "view-uuid": "fa6506c3-7681-40c8-86dc-e36561f83385", "format-version": 1, "location": f"{table}-view",
+    "current-version-id": 1, "properties": {}, "schemas": [schema.model_dump(by_alias=True)],
+    "versions": [{"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {},
+                  "representations": [{"type": "sql", "sql": "select 1", "dialect": "spark"}],
+                  "default-namespace": ["ns"]}],
+    "version-log": [{"version-id": 1, "timestamp-ms": 1}]})
+found = {}
+
+async def serve():
+    location = f"{table}/metadata/00000-a.metadata.json"
+    await files.write(metadata, location)
+    try:
+        await files.write(metadata, location)
+        found["rewrite"] = "overwritten"
+    except FileExistsError:
+        found["rewrite"] = "refused"
+    found["read"] = (await files.read(location)).table_uuid == metadata.table_uuid
+    view_file = f"{table}-view/metadata/00000-v.gz.metadata.json"
+    await files.write_view(view, view_file)
+    found["view"] = str((await files.read_view(view_file)).view_uuid)
+    found["feed"] = (await SnapshotReader(IcebergCommitOptions()).current_snapshot(location))["snapshot-id"]
+    planned = scope(metadata, PlanTableScanRequest())
+    data, deletes = manifests(planned, io, ManifestCache(1 << 20))
+    found["planned"] = [t["data-file"]["file-path"] for t in plan(planned, io, data, deletes).file_scan_tasks]
+    found["purged"] = await files.purge(metadata, location, "ns.t")
+
+asyncio.run(serve())
+found["pyarrow"] = sorted(m for m in sys.modules if m.split(".")[0] == "pyarrow")
+print(json.dumps(found))
+"""
+
+
+def test_serving_iceberg_files_imports_no_pyarrow(tmp_path):
+    """Metadata files written (a second write of one name refused), read, a view's too, a
+    commit read by the change feed, a scan planned over manifests and a table purged, all
+    through the gateway's FileIO, in a fresh interpreter: pyarrow is never imported."""
+    run = subprocess.run([sys.executable, "-c", _SERVING, str(tmp_path)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.splitlines()[-1])
+    table = (tmp_path / "t").as_uri()
+    assert found["rewrite"] == "refused" and found["read"] is True
+    assert found["view"] == "fa6506c3-7681-40c8-86dc-e36561f83385" and found["feed"] == 1
+    assert found["planned"] == [f"{table}/data/d.parquet"]
+    assert found["purged"] == 3  # the manifest list, the manifest and the metadata file (no data file there)
+    assert not (tmp_path / "t" / "metadata" / "00000-a.metadata.json").exists()
+    assert found["pyarrow"] == []
