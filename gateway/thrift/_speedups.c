@@ -1056,6 +1056,21 @@ static int write_list(Parser *P, int t, PyObject *spec, int depth) {
     return seen == count ? 0 : BAIL;
 }
 
+/* The JSON string at P->p written to the output as strict binary writes a string: an i32
+ * length, then the UTF-8 bytes; *at is where the length stands. Longer than an i32: BAIL. */
+static int write_string(Parser *P, Py_ssize_t *at) {
+    int rc;
+    *at = P->out.len;
+    if (RESERVE(&P->out, 4)) return -1;
+    P->out.len += 4;
+    if ((rc = read_string(P, &P->out))) return rc;
+    Py_ssize_t n = P->out.len - *at - 4;
+    if (n > INT32_MAX) return BAIL;
+    unsigned char *q = (unsigned char *)P->out.p + *at;
+    q[0] = (unsigned char)(n >> 24); q[1] = (unsigned char)(n >> 16); q[2] = (unsigned char)(n >> 8); q[3] = (unsigned char)n;
+    return 0;
+}
+
 /* Map keys are JSON strings: str keys as strings, integer/bool keys as "-?[0-9]{1,20}"
  * (to_binary._write_key). Other key types: BAIL. Records each key's decoded form for the
  * duplicate check. */
@@ -1068,17 +1083,11 @@ static int write_key(Parser *P, int kt, PyObject *kspec, KeySpan *key) {
     int rc;
     if (kt == T_STRING) {
         if (is_binary(kspec)) return BAIL;
-        Py_ssize_t at = P->out.len;
-        if (RESERVE(&P->out, 4)) return -1;
-        P->out.len += 4;
-        if ((rc = read_string(P, &P->out))) return rc;
-        Py_ssize_t n = P->out.len - at - 4;
-        if (n > INT32_MAX) return BAIL;
-        unsigned char *q = (unsigned char *)P->out.p + at;
-        q[0] = (unsigned char)(n >> 24); q[1] = (unsigned char)(n >> 16); q[2] = (unsigned char)(n >> 8); q[3] = (unsigned char)n;
+        Py_ssize_t at;
+        if ((rc = write_string(P, &at))) return rc;
         key->in = NULL;
         key->off = at + 4;
-        key->len = n;
+        key->len = P->out.len - at - 4;
         return 0;
     }
     if (kt == T_I8 || kt == T_I16 || kt == T_I32 || kt == T_I64 || kt == T_BOOL) {
@@ -1156,15 +1165,8 @@ static int write_value(Parser *P, int t, PyObject *spec, int depth) {
             Py_DECREF(raw);
             return rc;
         }
-        Py_ssize_t at = P->out.len;
-        if (RESERVE(&P->out, 4)) return -1;
-        P->out.len += 4;
-        if ((rc = read_string(P, &P->out))) return rc;
-        Py_ssize_t n = P->out.len - at - 4;
-        if (n > INT32_MAX) return BAIL;
-        unsigned char *q = (unsigned char *)P->out.p + at;
-        q[0] = (unsigned char)(n >> 24); q[1] = (unsigned char)(n >> 16); q[2] = (unsigned char)(n >> 8); q[3] = (unsigned char)n;
-        return 0;
+        Py_ssize_t at;
+        return write_string(P, &at);
     }
     case T_I8: case T_I16: case T_I32: case T_I64: {
         long long v;
