@@ -12,7 +12,7 @@ from __future__ import annotations
 __all__ = ["USER", "PASSWORD", "WAREHOUSE", "DUCKDB_PACKAGES", "duckdb_program", "engine_snippets",
            "pyiceberg_program", "spark_properties", "trino_catalog"]
 
-from demo.iceberg import BATCHES, NAMESPACE, TABLE
+from demo.iceberg import BATCHES, rest_catalog_program
 
 USER, PASSWORD, WAREHOUSE = "etl", "etl-password", "demo"
 
@@ -23,24 +23,10 @@ def pyiceberg_program(uri: str, ca: str, vended: bool = False) -> str:
     program asks for credentials the gateway vends."""
     rows = sorted(row for batch in BATCHES for row in batch)
     printed = "".join(f"# → {{'trip_id': {t}, 'city': {c!r}, 'fare': {f!r}}}\n" for t, c, f in rows)
-    delegation = ('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n'
-                  if vended else "")
-    return f"""\
-import os
-
-from pyiceberg.catalog.rest import RestCatalog
-
-for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
-    os.environ.pop(name, None)  # requests would prefer them to ssl.cabundle
-
-catalog = RestCatalog("demo", **{{
-    "uri": "{uri}",
-    "warehouse": "{WAREHOUSE}",
-    "credential": "{USER}:{PASSWORD}",  # OAuth2 client credentials: a user of the topology
-    "oauth2-server-uri": "{uri}/v1/oauth/tokens",  # PyIceberg warns when it is left out
-    "ssl": {{"cabundle": "{ca}"}},
-{delegation}}})
-table = catalog.load_table("{NAMESPACE}.{TABLE}")
+    login = (f'    "warehouse": "{WAREHOUSE}",\n'
+             f'    "credential": "{USER}:{PASSWORD}",  # OAuth2 client credentials: a user of the topology\n'
+             f'    "oauth2-server-uri": "{uri}/v1/oauth/tokens",  # PyIceberg warns when it is left out\n')
+    return rest_catalog_program(uri, ca, login, vended) + f"""\
 for row in table.scan().to_arrow().sort_by("trip_id").to_pylist():
     print(row)
 {printed}"""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from demo import child_env, module_command
 
-__all__ = ["BATCHES", "NAMESPACE", "TABLE", "read_back_snippet", "write_demo_table", "write_demo_table_in_subprocess"]
+__all__ = ["BATCHES", "NAMESPACE", "TABLE", "read_back_snippet", "rest_catalog_program", "write_demo_table", "write_demo_table_in_subprocess"]
 
 NAMESPACE, TABLE = "lakehouse", "trips"
 PASSWORD_ENV = "HMS_GATEWAY_DEMO_PASSWORD"
@@ -37,13 +37,11 @@ BATCHES = (
 _CA_ENV = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
-def read_back_snippet(uri: str, ca: str = "certs/ca.crt", *, vended: bool = False) -> str:
-    """The PyIceberg program that reads the demo table back through the gateway at ``uri`` (the
-    service's URL, ``https://host:port/gateway/{topology}/iceberg``), trusting the CA file ``ca``;
-    its ``# →`` lines are what it prints once the demo wrote the table. ``vended``: the table is
-    on S3 and the program asks for vended credentials (``X-Iceberg-Access-Delegation``), its
-    only storage setting."""
-    rows = [row for batch in BATCHES for row in batch]
+def rest_catalog_program(uri: str, ca: str, login: str, vended: bool) -> str:
+    """The opening of a PyIceberg program the demo prints: a ``RestCatalog`` on the service at
+    ``uri`` trusting the CA file ``ca``, logged in by ``login`` (its settings' lines, each
+    ending in a newline), that loads the demo table as ``table``. ``vended``: it asks for vended
+    credentials (``X-Iceberg-Access-Delegation``), its only storage setting."""
     delegation = ('    "header.X-Iceberg-Access-Delegation": "vended-credentials",  # S3 access from the gateway\n'
                   if vended else "")
     return f"""\
@@ -56,10 +54,21 @@ for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
 
 catalog = RestCatalog("demo", **{{
     "uri": "{uri}",
-    "auth": {{"type": "basic", "basic": {{"username": "etl", "password": "etl-password"}}}},
-    "ssl": {{"cabundle": "{ca}"}},
+{login}    "ssl": {{"cabundle": "{ca}"}},
 {delegation}}})
 table = catalog.load_table("{NAMESPACE}.{TABLE}")
+"""
+
+
+def read_back_snippet(uri: str, ca: str = "certs/ca.crt", *, vended: bool = False) -> str:
+    """The PyIceberg program that reads the demo table back through the gateway at ``uri`` (the
+    service's URL, ``https://host:port/gateway/{topology}/iceberg``), trusting the CA file ``ca``;
+    its ``# →`` lines are what it prints once the demo wrote the table. ``vended``: the table is
+    on S3 and the program asks for vended credentials (``X-Iceberg-Access-Delegation``), its
+    only storage setting."""
+    rows = [row for batch in BATCHES for row in batch]
+    basic = '    "auth": {"type": "basic", "basic": {"username": "etl", "password": "etl-password"}},\n'
+    return rest_catalog_program(uri, ca, basic, vended) + f"""\
 print([snapshot.summary.operation.value for snapshot in table.snapshots()])
 # → {['append'] * len(BATCHES)!r}
 rows = table.scan().to_arrow().sort_by("trip_id")
