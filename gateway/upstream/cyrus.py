@@ -24,6 +24,8 @@ import threading
 from typing import Iterable
 
 SASL_OK, SASL_CONTINUE, SASL_BADPARAM = 0, 1, -7
+#: A mechanism found no security layer within the connection's ``min_ssf``..``max_ssf``.
+SASL_TOOWEAK = -15
 _SASL_CB_LIST_END = 0
 _SASL_CB_AUTHNAME, _SASL_CB_PASS = 0x4002, 0x4004
 _SASL_SSF = 1

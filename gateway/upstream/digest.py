@@ -10,11 +10,19 @@ strongest cipher both sides have, RC4 with 128-bit keys against Java's server). 
 exactly the configured protection, as it does of GSSAPI (:mod:`gateway.upstream.kerberos`); an HMS
 whose ``hadoop.rpc.protection`` does not offer it is refused before any credential is sent.
 
+``privacy`` means a cipher of at least :data:`PRIVACY_MIN_SSF` bits (``3des``, ``rc4``): the
+floor is Cyrus's own ``min_ssf`` security property, so Cyrus never chooses ``rc4-40``,
+``rc4-56`` or ``des``. The cipher list in HMS's challenge is not covered by the digest (an
+active attacker can strip the strong ones), so the floor is the defense: an HMS offering only
+weaker ciphers is a 502 naming what it offered and what the gateway requires.
+
 Frames: Cyrus cuts a message into packets no larger than the server's receive buffer (HMS's
 ``maxbuf``, 64 KiB), one SASL frame each; HMS reads a message across frames. On the way in a
 frame must be whole to be checked, and DIGEST-MD5 bounds it at 16 MiB (RFC 2831's largest
-``maxbuf``, which the gateway announces): HMS sends each reply in one frame, so at ``integrity``
-and ``privacy`` a reply over 16 MiB fails with a 502 naming that limit.
+``maxbuf``, which the gateway announces: :attr:`DigestMechanism.receive_buffer`): HMS sends each
+reply in one frame, so at ``integrity`` and ``privacy`` a reply over 16 MiB fails with a 502
+naming that limit, refused from the frame's length before its body is read
+(:class:`gateway.upstream.sasl.SaslTransport`).
 """
 
 from __future__ import annotations
@@ -23,26 +31,41 @@ import base64
 import logging
 import re
 
-from gateway.upstream.cyrus import MAX_BUFFER, ClientConnection, CyrusError, split_packets
+from gateway.upstream.cyrus import MAX_BUFFER, SASL_TOOWEAK, ClientConnection, CyrusError, split_packets
 from gateway.upstream.errors import UpstreamBadReply
 from gateway.upstream.sasl import PROTECTION_OF_QOP, QOP_OF_PROTECTION, StaleCredentials, UpstreamAuthFailed
 from gateway.upstream.tokens import DelegationToken
 
 log = logging.getLogger(__name__)
 
+#: The least key strength ``privacy`` accepts, in bits: NIST's floor for a cipher still in use
+#: (SP 800-131A). Cyrus rates ``3des`` 112 and ``rc4`` 128; ``des`` 55, ``rc4-56``, ``rc4-40``.
+PRIVACY_MIN_SSF = 112
 #: Hadoop's protection → the security strength Cyrus may choose (min, max): none, integrity
-#: (ssf 1), a cipher (ssf > 1).
-_SSF_OF_PROTECTION = {"authentication": (0, 0), "integrity": (1, 1), "privacy": (2, 256)}
+#: (ssf 1), a cipher of at least PRIVACY_MIN_SSF bits.
+_SSF_OF_PROTECTION = {"authentication": (0, 0), "integrity": (1, 1), "privacy": (PRIVACY_MIN_SSF, 256)}
 _LENGTH_BYTES = 4
+
+
+def _directive(challenge: bytes, name: bytes) -> list[str] | None:
+    """The comma-separated values of directive ``name`` in a DIGEST-MD5 challenge (quoted or
+    not), or None when it is absent."""
+    found = re.search(rb'(?:^|,)\s*' + name + rb'\s*=\s*"([^"]*)"', challenge, re.IGNORECASE) or \
+        re.search(rb'(?:^|,)\s*' + name + rb'\s*=\s*([^,]*)', challenge, re.IGNORECASE)
+    if found is None:
+        return None
+    return [part.strip().decode("ascii", "replace") for part in found.group(1).split(b",") if part.strip()]
 
 
 def offered_qops(challenge: bytes) -> list[str]:
     """The QOPs of a DIGEST-MD5 challenge's ``qop-options`` (``auth`` when absent, RFC 2831)."""
-    found = re.search(rb'qop\s*=\s*"([^"]*)"', challenge, re.IGNORECASE) or \
-        re.search(rb'qop\s*=\s*([^,]*)', challenge, re.IGNORECASE)
-    if found is None:
-        return ["auth"]
-    return [part.strip().decode("ascii", "replace") for part in found.group(1).split(b",") if part.strip()]
+    found = _directive(challenge, b"qop")
+    return ["auth"] if found is None else found
+
+
+def offered_ciphers(challenge: bytes) -> list[str]:
+    """The ciphers of a DIGEST-MD5 challenge's ``cipher-opts`` (none when absent)."""
+    return _directive(challenge, b"cipher") or []
 
 
 class DigestMechanism:
@@ -53,16 +76,21 @@ class DigestMechanism:
     name = "DIGEST-MD5"
     #: Cyrus keeps its packet, output and plain-text buffers at the largest frame's size.
     retains_frames = True
+    #: The receive buffer the gateway announces (``maxbuf``), bytes.
+    receive_buffer = MAX_BUFFER
 
     def __init__(self, token: DelegationToken, protection: str, label: str):
         self.token, self.label, self.protection = token, label, protection
         self.wanted = QOP_OF_PROTECTION[protection]
         self.qop = "auth"
+        #: The negotiated layer's strength (Cyrus's SSF: 0, 1, or the cipher's key bits).
+        self.ssf = 0
         self._user = base64.b64encode(token.identifier)
-        low, high = _SSF_OF_PROTECTION[protection]
+        self._ssf_range = _SSF_OF_PROTECTION[protection]
         self._conn = ClientConnection("null", "default", authname=self._user,
                                       password=base64.b64encode(token.password),
-                                      min_ssf=low, max_ssf=high, max_buffer=MAX_BUFFER)
+                                      min_ssf=self._ssf_range[0], max_ssf=self._ssf_range[1],
+                                      max_buffer=self.receive_buffer)
         self._started = False
 
     @property
@@ -95,18 +123,31 @@ class DigestMechanism:
         try:
             response = self._conn.step(challenge)
         except CyrusError as exc:
+            if exc.code == SASL_TOOWEAK:
+                raise self._too_weak(challenge) from None
             raise UpstreamAuthFailed(f"DIGEST-MD5 with upstream {self.label} failed: "
                                      f"{self._scrub(exc)}") from None
         if self._conn.complete:
             self._check_layer()
         return response
 
+    def _too_weak(self, challenge: bytes) -> UpstreamAuthFailed:
+        offered = ",".join(offered_ciphers(challenge)) or "none"
+        log.warning("upstream %s offers DIGEST-MD5 ciphers %s only; privacy needs %d bits or more",
+                    self.label, offered, PRIVACY_MIN_SSF)
+        return UpstreamAuthFailed(
+            f"upstream {self.label} offers DIGEST-MD5 (delegation tokens) the ciphers {offered} "
+            f"but the gateway's upstream.sasl.protection privacy requires one of at least "
+            f"{PRIVACY_MIN_SSF} bits (3des or rc4): HMS's JVM offers both unless its security "
+            "providers lack them, so a challenge without them may have been altered on the way")
+
     def _check_layer(self) -> None:
-        ssf = self._conn.ssf
+        self.ssf = ssf = self._conn.ssf
         self.qop = "auth" if ssf == 0 else "auth-int" if ssf == 1 else "auth-conf"
-        if self.qop != self.wanted:  # Cyrus keeps to the asked strength; never run weaker
+        low, high = self._ssf_range
+        if self.qop != self.wanted or not low <= ssf <= high:  # Cyrus keeps to the asked range
             raise UpstreamAuthFailed(f"DIGEST-MD5 with upstream {self.label} negotiated QOP "
-                                     f"{self.qop}, not {self.wanted}")
+                                     f"{self.qop} of strength {ssf}, not {self.wanted}")
 
     def wrap(self, data: bytes) -> list[bytes]:
         try:
@@ -116,11 +157,6 @@ class DigestMechanism:
                                    f"{self.label}: {self._scrub(exc)}") from None
 
     def unwrap(self, data: bytes) -> bytes:
-        if len(data) > MAX_BUFFER:
-            raise UpstreamBadReply(
-                f"upstream {self.label} sent a SASL frame of {len(data)} bytes: DIGEST-MD5's "
-                f"{self.protection} layer carries at most {MAX_BUFFER} bytes per frame (a smaller "
-                "reply, or protection authentication, or impersonation none)")
         try:
             return self._conn.decode(len(data).to_bytes(_LENGTH_BYTES, "big") + data)
         except CyrusError as exc:

@@ -9,8 +9,11 @@ The realm and KDCs come from MIT's ``KRB5_CONFIG``.
 :class:`GssapiMechanism` is RFC 4752 over that login: the GSS-API context with HMS's service
 principal (``hive.metastore.kerberos.principal`` with ``_HOST`` replaced by the URL's host, as
 Hive's ``SecurityUtil.getServerPrincipal`` does), then the security-layer exchange: HMS offers
-its layers (``hadoop.rpc.protection``), the gateway picks the configured one. GSS-API calls
-that may ask the KDC run in a thread (blocking network I/O); ``wrap``/``unwrap`` are local.
+its layers (``hadoop.rpc.protection``), the gateway picks the configured one and announces its
+own receive buffer (16 MiB, RFC 4752's largest). At ``privacy`` the context must have
+confidentiality, and every frame sent or received must come out of GSS-API encrypted (its
+``conf_state``): one that does not is refused (502). GSS-API calls that may ask the KDC run in
+a thread (blocking network I/O); ``wrap``/``unwrap`` are local.
 
 Errors: :class:`KeytabError` (configuration: unreadable keytab, principal not in it),
 :class:`KerberosUnavailable` (503: the KDC cannot be reached), and
@@ -39,6 +42,9 @@ log = logging.getLogger(__name__)
 #: RFC 4752 security-layer bits.
 _LAYER_BITS = {"auth": 1, "auth-int": 2, "auth-conf": 4}
 _MAX_BUFFER = 0xFFFFFF
+#: The context flag each wrapping QOP needs.
+_FLAG_OF_QOP = {"auth-int": gssapi.RequirementFlag.integrity,
+                "auth-conf": gssapi.RequirementFlag.confidentiality}
 _FLAGS = [gssapi.RequirementFlag.mutual_authentication, gssapi.RequirementFlag.integrity,
           gssapi.RequirementFlag.confidentiality]
 _ccache_names = itertools.count(1)
@@ -137,6 +143,9 @@ class GssapiMechanism:
 
     name = "GSSAPI"
     retains_frames = False
+    #: The receive buffer the gateway announces in its security-layer choice (RFC 4752's
+    #: largest), bytes.
+    receive_buffer = _MAX_BUFFER
 
     def __init__(self, login: KeytabLogin, target: str, protection: str, label: str):
         self.login, self.target, self.label = login, target, label
@@ -208,15 +217,23 @@ class GssapiMechanism:
             raise UpstreamAuthFailed(
                 f"upstream {self.label} offers hadoop.rpc.protection={theirs} but the gateway's "
                 f"upstream.sasl.protection is {self.protection}: make them agree")
+        needed = _FLAG_OF_QOP.get(self.wanted)
+        if needed is not None and needed not in context.actual_flags:
+            raise UpstreamAuthFailed(f"GSSAPI with upstream {self.label}: the Kerberos context "
+                                     f"has no {needed.name} for protection {self.protection}")
         self.qop = self.wanted
-        size = min(word & _MAX_BUFFER, _MAX_BUFFER) or _MAX_BUFFER
-        reply = struct.pack("!I", _LAYER_BITS[self.wanted] << 24 | size)
+        reply = struct.pack("!I", _LAYER_BITS[self.wanted] << 24 | self.receive_buffer)
         self.complete = True
         return context.wrap(reply, False).message
 
     def wrap(self, data: bytes) -> list[bytes]:
         assert self._context is not None
-        return [self._context.wrap(data, self.qop == "auth-conf").message]
+        privacy = self.qop == "auth-conf"
+        result = self._context.wrap(data, privacy)
+        if privacy and not result.encrypted:  # never send in the clear what privacy promises
+            raise UpstreamBadReply(f"GSSAPI did not encrypt a request to upstream {self.label} "
+                                   "at privacy")
+        return [result.message]
 
     def unwrap(self, data: bytes) -> bytes:
         assert self._context is not None

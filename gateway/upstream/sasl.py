@@ -11,7 +11,9 @@ After negotiation every message travels in frames, a 4-byte length and a payload
 ``auth-int`` or ``auth-conf`` (Hadoop's ``hadoop.rpc.protection`` ``integrity``, ``privacy``) the
 payload is the mechanism's wrap of the bytes (a message may take several frames when the
 mechanism keeps to the server's receive buffer, as DIGEST-MD5 does), unwrapped frame by frame on
-the way in.
+the way in. A wrapped frame longer than the receive buffer the gateway announced in the
+negotiation (16 MiB, the largest RFC 2831 and RFC 4752 can announce) is refused from its length
+prefix, before its body is read: the prefix is not covered by the layer's MAC.
 :class:`SaslTransport` reads replies as :class:`~gateway.upstream.framing.Unframed` does, by
 scanning the message for its end, so a reply may span frames. Memory: at ``auth`` a frame is
 streamed in chunks (bounded by ``READ_CHUNK``); a wrapped frame must be whole to be unwrapped,
@@ -73,6 +75,9 @@ class Mechanism(Protocol):
     #: Whether unwrapping keeps buffers sized to the largest frame so far for the
     #: connection's life (Cyrus SASL does): the connection is then closed after a large one.
     retains_frames: bool
+    #: The receive buffer the gateway announced to the server (bytes): the longest wrapped
+    #: frame it accepts.
+    receive_buffer: int
 
     def initial_response(self) -> bytes:
         """What START is followed by (``b""`` for a server-first mechanism)."""
@@ -172,6 +177,11 @@ class SaslTransport(Unframed):
             (size,) = _LENGTH.unpack(await self.reader.readexactly(_LENGTH.size))
             if size > self.max_frame_bytes:
                 raise UpstreamBadReply(f"upstream {self.label} sent a SASL frame of {size} bytes")
+            if self.wraps and size > self.mechanism.receive_buffer:
+                raise UpstreamBadReply(
+                    f"upstream {self.label} sent a SASL frame of {size} bytes: the {self.mechanism.name} "
+                    f"{self.mechanism.qop} layer carries at most {self.mechanism.receive_buffer} bytes "
+                    "per frame (page the call, or use protection authentication)")
             if self.wraps:
                 data = self.mechanism.unwrap(await self.reader.readexactly(size))
                 if size > RETAINED_FRAME_BYTES and self.mechanism.retains_frames:

@@ -80,8 +80,8 @@ class SaslConnector:
         try:
             await negotiate(reader, writer, mechanism, label)
         except StaleCredentials:
-            assert key is not None
-            self.tokens.invalidate(key[0])
+            assert isinstance(mechanism, DigestMechanism) and key is not None
+            self.tokens.invalidate(key[0], mechanism.token)
             raise
         log.info("upstream %s: SASL %s at QOP %s as %s", label, mechanism.name, mechanism.qop,
                  self.config.principal if key is None else key[0])

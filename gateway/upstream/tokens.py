@@ -14,11 +14,15 @@ protection: :mod:`gateway.upstream.digest`.
 ``margin`` seconds are left before its renewal deadline (its issue date plus HMS's
 ``hive.cluster.delegation.token.renew-interval``, as configured for the gateway; then what a
 renewal answered), renewed, or fetched anew when HMS will not renew it; fetched anew before its
-max date; cancelled when the user's connections were evicted and at shutdown. HMS 2.3 compares
-a renewer's full principal name with the short name a token holds (``hmsgw/host@REALM tries to
-renew a token ... with non-matching renewer hmsgw``), so a gateway principal with an instance
-or realm cannot renew: after the first refusal the cache stops trying and fetches anew, as
-Trino's token cache does all along. A token's text never appears in ``repr``, logs or metrics.
+max date; cancelled when it is replaced, when HMS refused it, when the user's connections were
+evicted and at shutdown. A token HMS hands out that does not parse, or names another owner than
+the user asked for, is refused (502) and cancelled. HMS 2.3 compares a renewer's full principal
+name with the short name a token holds (``hmsgw/host@REALM tries to renew a token ... with
+non-matching renewer hmsgw``), so a gateway principal with an instance or realm cannot renew:
+after HMS refused to renew a live token the cache fetches anew instead, as Trino's token cache
+does all along, and tries renewing again one renewal interval later (a refusal may also be
+passing: HMS restarting, a token store failing over). A token's text never appears in
+``repr``, logs or metrics.
 """
 
 from __future__ import annotations
@@ -129,15 +133,17 @@ class DelegationTokens:
     renew_interval: float = 86400.0
     margin: float = 60.0
     clock: Callable[[], float] = time.time
-    #: False once HMS refused to renew a live token: tokens are then fetched anew instead.
-    renewable: bool = True
+    #: Seconds since the epoch before which no renewal is tried: one ``renew_interval`` after HMS
+    #: refused to renew a live token (tokens are fetched anew meanwhile).
+    renew_after: float = 0.0
     _held: dict[str, _Held] = field(default_factory=dict, repr=False)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict, repr=False)
     _cancels: set[asyncio.Task] = field(default_factory=set, repr=False)
-    #: Counts for tests and docs: tokens fetched, renewed, cancelled.
+    #: Counts for tests and docs: tokens fetched, renewed, cancelled; renewals refused.
     fetched: int = 0
     renewed: int = 0
     cancelled: int = 0
+    renewals_refused: int = 0
 
     async def get(self, user: str) -> DelegationToken:
         """``user``'s token, fetched or renewed as needed. Raises what ``fetch``/``renew`` raise
@@ -149,31 +155,49 @@ class DelegationTokens:
             if held is not None and now < held.token.max_date - self.margin:
                 if now < held.renew_by - self.margin:
                     return held.token
-                if self.renewable:
+                if now >= self.renew_after:
                     try:
                         held.renew_by = await self.renew(held.token.text) / 1000
                         self.renewed += 1
                         return held.token
                     except UpstreamError as exc:
-                        self.renewable = now >= held.renew_by  # refused while live: never renewable
+                        self.renewals_refused += 1
+                        if now < held.renew_by:  # refused while live: fetch instead for a while
+                            self.renew_after = now + self.renew_interval
                         log.info("renewing the delegation token of %s failed (%s): fetching a new one",
                                  user, exc)
             if held is not None:  # near its max date, or not renewed
                 self._cancel_later(self._held.pop(user).token)
-            text = await self.fetch(user)
-            try:
-                token = parse_token(text)
-            except TokenFormatError as exc:
-                raise UpstreamAuthFailed(f"HMS sent a delegation token for {user} that does not "
-                                         f"parse: {exc}") from None
+            token = self._accept(user, await self.fetch(user))
             self.fetched += 1
             renew_by = min(token.issue_date + self.renew_interval, token.max_date)
             self._held[user] = _Held(token, renew_by)
             return token
 
-    def invalidate(self, user: str) -> None:
-        """Forget ``user``'s token (HMS refused it): the next :meth:`get` fetches anew."""
-        self._held.pop(user, None)
+    def _accept(self, user: str, text: str) -> DelegationToken:
+        """``text`` as ``user``'s token. Raises :class:`UpstreamAuthFailed`, after cancelling
+        it, for one that does not parse or that HMS issued to another owner."""
+        try:
+            token = parse_token(text)
+        except TokenFormatError as exc:
+            self._cancel_later(text, user)
+            raise UpstreamAuthFailed(f"HMS sent a delegation token for {user} that does not "
+                                     f"parse: {exc}") from None
+        if token.owner != user:  # the calls would run as someone else
+            self._cancel_later(text, user)
+            raise UpstreamAuthFailed(f"HMS sent a delegation token for {user} that names "
+                                     f"another owner ({token.owner})")
+        return token
+
+    def invalidate(self, user: str, token: DelegationToken) -> None:
+        """Drop ``user``'s ``token`` (HMS refused it) and cancel it in the background, unless it
+        was replaced meanwhile: the next :meth:`get` fetches anew. HMS refuses an expired or
+        cancelled token, but also one it cannot check (a token store failing over): cancelled,
+        no token lives on unused."""
+        held = self._held.get(user)
+        if held is not None and held.token is token:
+            del self._held[user]
+            self._cancel_later(token)
 
     def release(self, user: str) -> None:
         """Cancel ``user``'s token in the background (its connections were evicted)."""
@@ -187,17 +211,18 @@ class DelegationTokens:
     def holds(self, user: str) -> bool:
         return user in self._held
 
-    def _cancel_later(self, token: DelegationToken) -> None:
-        task = asyncio.get_running_loop().create_task(self._cancel(token))
+    def _cancel_later(self, token: DelegationToken | str, owner: str = "") -> None:
+        text, owner = (token.text, token.owner) if isinstance(token, DelegationToken) else (token, owner)
+        task = asyncio.get_running_loop().create_task(self._cancel(text, owner))
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
 
-    async def _cancel(self, token: DelegationToken) -> None:
+    async def _cancel(self, text: str, owner: str) -> None:
         try:
-            await self.cancel(token.text)
+            await self.cancel(text)
             self.cancelled += 1
         except (UpstreamError, Exception) as exc:  # a token left expires at its max date anyway
-            log.warning("cancelling the delegation token of %s failed: %s", token.owner,
+            log.warning("cancelling the delegation token of %s failed: %s", owner,
                         type(exc).__name__ if not isinstance(exc, UpstreamError) else exc)
 
     async def close(self) -> None:

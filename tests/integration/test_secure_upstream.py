@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import struct
 import time
 from pathlib import Path
 
@@ -135,15 +136,75 @@ def test_each_user_under_their_own_identity_at_integrity_and_privacy(secure, pro
                 name=name, description="y" * 3900, locationUri=None, parameters=parameters))
             db = await client.call("get_database", name=name, identity=_user(user))
             await client.call("drop_database", name=name, deleteData=True, cascade=True, identity=_user(user))
-            return db, {conn.io.mechanism.name: conn.io.mechanism.qop for conn in pool._idle}
+            digest = next(conn.io.mechanism for conn in pool._idle if conn.io.mechanism.name == "DIGEST-MD5")
+            return db, {conn.io.mechanism.name: conn.io.mechanism.qop for conn in pool._idle}, digest.ssf
         finally:
             await pool.close()
 
-    db, qops = asyncio.run(go())
+    db, qops, ssf = asyncio.run(go())
     assert db.description == "y" * 3900 and len(db.parameters) == 60
     qop = {"integrity": "auth-int", "privacy": "auth-conf"}[protection]
     # the user's DIGEST-MD5 connection and the gateway's GSSAPI one (its token fetch), both at it
     assert qops == {"DIGEST-MD5": qop, "GSSAPI": qop}
+    assert ssf == {"integrity": 1, "privacy": 128}[protection]  # privacy: RC4-128 with Java's server
+
+
+async def _stripping_proxy(port: int, ciphers: bytes):
+    """A man in the middle before HMS that replaces the cipher-opts of its DIGEST-MD5 challenge
+    (the first SASL message HMS sends) with ``ciphers``; the rest passes unchanged."""
+
+    async def pipe(reader, writer):
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    async def handle(client_reader, client_writer):
+        hms_reader, hms_writer = await asyncio.open_connection("localhost", port)
+        upward = asyncio.ensure_future(pipe(client_reader, hms_writer))
+        try:
+            status, size = struct.unpack("!BI", await hms_reader.readexactly(5))
+            challenge = re.sub(rb'cipher="[^"]*"', b'cipher="' + ciphers + b'"', await hms_reader.readexactly(size))
+            client_writer.write(struct.pack("!BI", status, len(challenge)) + challenge)
+            await pipe(hms_reader, client_writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            client_writer.close()
+        finally:
+            upward.cancel()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize("ciphers,ssf", [(b"rc4-40,rc4-56,des", None), (b"rc4-40,des,rc4", 128)])
+def test_privacy_holds_to_112_bit_ciphers_when_hmss_challenge_is_stripped(secure, ciphers, ssf):
+    """HMS's cipher-opts are not covered by the digest: an attacker stripping its strong ciphers
+    gets a 502 naming both sides (Cyrus's min_ssf), never a connection at 40 or 56 bits."""
+    async def go():
+        pool = _pool(secure, protection="privacy")
+        proxy = await _stripping_proxy(secure.port, ciphers)
+        try:
+            await _client(pool).call("get_all_databases", identity=_user("stripped"))
+            mechanism = DigestMechanism(pool.connector.tokens._held["stripped"].token, "privacy", "hms")
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.sockets[0].getsockname()[1])
+            try:
+                await negotiate(reader, writer, mechanism, "hms")
+                return mechanism.ssf
+            finally:
+                writer.close()
+        finally:
+            proxy.close()
+            await pool.close()
+
+    if ssf is None:
+        with pytest.raises(UpstreamAuthFailed) as caught:
+            asyncio.run(go())
+        assert "the ciphers rc4-40,rc4-56,des but the gateway's upstream.sasl.protection privacy " \
+               "requires one of at least 112 bits (3des or rc4)" in str(caught.value)
+        assert status_of(caught.value)[0] == 502
+    else:  # the strong one among weak ones: chosen, and HMS's Java server agrees
+        assert asyncio.run(go()) == ssf
     assert secure.audit_users(f"get_database: {name}") == {user}
     assert secure.audit_users(f"create_database: Database(name:{name}") == {user}
 
@@ -216,7 +277,7 @@ def test_tokens_renewed_and_refetched_under_short_lifetimes_without_a_failed_cal
     tokens, distinct = asyncio.run(go())
     # HMS 2.3 will not let hmsgw/localhost@REALM renew (it compares the full name with the
     # token's short renewer): the cache noticed and fetched anew before each 6 s deadline.
-    assert not tokens.renewable and tokens.renewed == 0
+    assert tokens.renewed == 0 and tokens.renewals_refused >= 1
     assert tokens.fetched >= 3 and distinct == tokens.fetched
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ctypes
+import re
 import struct
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gateway.upstream import cyrus
-from gateway.upstream.digest import DigestMechanism, offered_qops
+from gateway.upstream.digest import DigestMechanism, offered_ciphers, offered_qops
 from gateway.upstream.errors import UpstreamBadReply
 from gateway.upstream.sasl import (BAD, COMPLETE, OK, SaslTransport, StaleCredentials,
                                    UpstreamAuthFailed, encode_message, negotiate)
@@ -293,11 +294,80 @@ def test_a_refused_token_is_stale_credentials_and_never_shown():
     assert token.text not in str(error)
 
 
-def test_a_frame_over_digest_md5s_buffer_is_refused_with_the_limit():
+def test_a_frame_over_digest_md5s_buffer_is_refused_from_its_length_with_the_limit():
+    """The gateway announces RFC 2831's largest maxbuf; a longer frame is refused from its
+    4-byte length, its body never awaited (the server sends 10 bytes of it and closes)."""
     token = parse_token(make_token())
+    server = CyrusServer(token)
     mech = DigestMechanism(token, "integrity", "hms:9083")
-    with pytest.raises(UpstreamBadReply, match=f"at most {cyrus.MAX_BUFFER} bytes"):
-        mech.unwrap(bytes(cyrus.MAX_BUFFER + 1))
+
+    async def exchange(reader, writer):
+        writer.write(struct.pack("!I", cyrus.MAX_BUFFER + 1) + b"\0" * 10)
+        await writer.drain()
+        writer.close()
+
+    async def go():
+        io, listener, writer = await _session(server, mech, exchange, [])
+        try:
+            await io.chunk()
+        finally:
+            writer.close()
+            listener.close()
+
+    with pytest.raises(UpstreamBadReply) as caught:
+        asyncio.run(go())
+    assert f"SASL frame of {cyrus.MAX_BUFFER + 1} bytes" in str(caught.value)
+    assert f"DIGEST-MD5 auth-int layer carries at most {cyrus.MAX_BUFFER} bytes" in str(caught.value)
+
+
+def _with_ciphers(challenge: bytes, ciphers: str) -> bytes:
+    """``challenge`` with its cipher-opts replaced, as an active attacker may (the digest does
+    not cover them)."""
+    assert re.search(rb'cipher="[^"]*3des[^"]*"', challenge)  # Cyrus offers the strong ones too
+    return re.sub(rb'cipher="[^"]*"', b'cipher="' + ciphers.encode() + b'"', challenge)
+
+
+@pytest.mark.parametrize("ciphers", ["rc4-40", "rc4-56", "des", "rc4-40,rc4-56,des"])
+def test_privacy_refuses_ciphers_under_112_bits_naming_both_sides(ciphers):
+    """Cyrus's server offering everything, its challenge stripped on the way to weak ciphers:
+    Cyrus's client, told min_ssf 112, finds no acceptable layer, and nothing is answered."""
+    token = parse_token(make_token())
+    server = CyrusServer(token)
+    mech = DigestMechanism(token, "privacy", "hms:9083")
+    mech.initial_response()
+    with pytest.raises(UpstreamAuthFailed) as caught:
+        mech.step(_with_ciphers(server.start(), ciphers))
+    message = str(caught.value)
+    assert f"offers DIGEST-MD5 (delegation tokens) the ciphers {ciphers} " in message
+    assert "upstream.sasl.protection privacy requires one of at least 112 bits (3des or rc4)" in message
+    assert not mech.complete
+
+
+def test_a_server_offering_only_weak_ciphers_is_refused():
+    """Cyrus's own server capped at 56 bits offers rc4-40, rc4-56 and des only."""
+    token = parse_token(make_token())
+    server = CyrusServer(token, offer=(0, 56))
+    challenge = server.start()
+    assert offered_ciphers(challenge) and "3des" not in offered_ciphers(challenge)
+    mech = DigestMechanism(token, "privacy", "hms:9083")
+    mech.initial_response()
+    with pytest.raises(UpstreamAuthFailed, match=f"the ciphers {','.join(offered_ciphers(challenge))} "):
+        mech.step(challenge)
+
+
+@pytest.mark.parametrize("ciphers,chosen,ssf", [("rc4", "rc4", 128), ("rc4-40,rc4-56,des,rc4", "rc4", 128)])
+def test_privacy_takes_a_strong_cipher_offered_beside_weak_ones(ciphers, chosen, ssf):
+    # (3des, at 112 bits, passes the floor too, but Debian's Cyrus 2.1.28 cannot start it.)
+    token = parse_token(make_token())
+    server = CyrusServer(token)
+    mech = DigestMechanism(token, "privacy", "hms:9083")
+    mech.initial_response()
+    response = mech.step(_with_ciphers(server.start(), ciphers))
+    assert re.search(rf"cipher={chosen}(,|$)", response.decode())
+    code, rspauth = server.step(response)
+    assert code == 1 and mech.step(rspauth) == b"" and mech.complete
+    assert (mech.qop, mech.ssf) == ("auth-conf", ssf)
+    assert server.decode(b"".join(struct.pack("!I", len(p)) + p for p in mech.wrap(b"call"))) == b"call"
 
 
 def test_cyrus_without_the_mechanism_is_a_clear_start_up_error():

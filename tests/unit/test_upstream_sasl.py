@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import struct
+from types import SimpleNamespace
 
+import gssapi
 import pytest
 
 from gateway.thrift.binary import encode_binary_call
@@ -24,6 +26,7 @@ class XorMechanism:
 
     name = "FAKE"
     retains_frames = False
+    receive_buffer = 1 << 16
 
     def __init__(self, qop: str = "auth"):
         self.complete = False
@@ -162,6 +165,43 @@ def test_oversized_frame_is_refused_before_it_is_read():
         asyncio.run(_exchange(hms))
 
 
+@pytest.mark.parametrize("qop,refused", [("auth-int", True), ("auth-conf", True), ("auth", False)])
+def test_a_wrapped_frame_over_the_announced_buffer_is_refused_from_its_length(qop, refused):
+    """The length prefix is not covered by the layer's MAC: past the receive buffer the gateway
+    announced, the frame is refused before its body is read (here HMS sends 10 bytes of it and
+    closes; had the body been awaited, the read would end short instead). At ``auth`` there is
+    no layer and no announced buffer: frames are bounded by ``max_frame_bytes`` only."""
+    size = XorMechanism.receive_buffer + 1
+
+    async def hms(reader, writer):
+        await _read_msg(reader), await _read_msg(reader)
+        writer.write(encode_message(COMPLETE, b""))
+        writer.write(struct.pack("!I", size) + b"W" * 10)
+        await writer.drain()
+        writer.close()
+
+    async def go():
+        server, reader, writer = await _server(hms)
+        mech = XorMechanism(qop)
+        try:
+            await negotiate(reader, writer, mech, "hms:9083")
+            io = SaslTransport(reader, writer, "hms:9083", mech, 1 << 20)
+            while True:
+                await io.chunk()
+        finally:
+            writer.close()
+            server.close()
+
+    if refused:
+        with pytest.raises(UpstreamBadReply) as caught:
+            asyncio.run(go())
+        assert f"SASL frame of {size} bytes" in str(caught.value)
+        assert f"FAKE {qop} layer carries at most {XorMechanism.receive_buffer} bytes" in str(caught.value)
+    else:
+        with pytest.raises(asyncio.IncompleteReadError):
+            asyncio.run(go())
+
+
 def test_host_in_service_principal():
     assert service_principal("hive/_HOST@R.TEST", "HMS1.Example.com") == "hive/hms1.example.com@R.TEST"
     assert service_principal("hive/fixed@R.TEST", "other") == "hive/fixed@R.TEST"
@@ -288,18 +328,87 @@ def test_token_cache_refetches_when_renewal_is_refused_and_on_invalidate():
         hms.now += 95
         hms.refuse_renewal = True  # as HMS 2.3 for a renewer hmsgw/host@REALM
         second = await tokens.get("bob")
-        assert second.text != first.text and not tokens.renewable
+        assert second.text != first.text and tokens.renewals_refused == 1
         await asyncio.sleep(0)
         assert first.text not in hms.live  # the old one cancelled
         hms.now += 95
         calls = len(hms.calls)
-        third = await tokens.get("bob")  # no renewal tried again: fetched anew at once
+        third = await tokens.get("bob")  # within a renewal interval of the refusal: fetched at once
         assert third.text != second.text and hms.calls[calls] == ("fetch", "bob")
-        tokens.invalidate("bob")
+        await asyncio.sleep(0)
+        tokens.invalidate("bob", third)  # HMS refused it: dropped and cancelled
         assert not tokens.holds("bob")
+        await asyncio.sleep(0)
+        assert third.text not in hms.live and hms.calls[-1] == ("cancel", "bob")
         assert (await tokens.get("bob")).text != third.text
 
     asyncio.run(go())
+
+
+def test_a_failed_renewal_is_tried_again_a_renewal_interval_later():
+    """One refusal (HMS restarting, a token store failing over) does not make the process give
+    up renewing for good: after ``renew_interval`` renewals are tried, and succeed, again."""
+    async def go():
+        hms = FakeHMS()
+        tokens = _cache(hms)
+        await tokens.get("bob")
+        hms.now += 95
+        hms.refuse_renewal = True
+        await tokens.get("bob")  # refused: fetched anew
+        hms.refuse_renewal = False  # the refusal passed
+        hms.now += 95  # still within renew_interval of the refusal: fetched, not renewed
+        third = await tokens.get("bob")
+        assert (tokens.renewed, tokens.fetched) == (0, 3)
+        hms.now += 95  # past it: renewed again
+        assert await tokens.get("bob") is third
+        assert tokens.renewed == 1 and hms.calls[-1] == ("renew", "bob")
+        hms.now += 95
+        assert await tokens.get("bob") is third and tokens.renewed == 2
+        return tokens
+
+    tokens = asyncio.run(go())
+    assert tokens.renewals_refused == 1
+
+
+def test_a_refused_token_replaced_meanwhile_leaves_the_new_one_alone():
+    async def go():
+        hms = FakeHMS()
+        tokens = _cache(hms)
+        first = await tokens.get("bob")
+        tokens.invalidate("bob", first)
+        second = await tokens.get("bob")
+        tokens.invalidate("bob", first)  # a late refusal of the old token
+        await asyncio.sleep(0)
+        assert tokens.holds("bob") and await tokens.get("bob") is second
+        assert second.text in hms.live and first.text not in hms.live
+        assert hms.calls.count(("cancel", "bob")) == 1
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("answer,reason", [
+    (lambda user: make_token(owner="mallory"), "names another owner (mallory)"),
+    (lambda user: make_token(owner=user) + "AAAA", "does not parse"),
+])
+def test_a_token_for_someone_else_or_unreadable_is_refused_and_cancelled(answer, reason):
+    cancelled = []
+
+    async def fetch(user: str) -> str:
+        return answer(user)
+
+    async def cancel(text: str) -> None:
+        cancelled.append(text)
+
+    async def go():
+        tokens = DelegationTokens(fetch, FakeHMS().renew, cancel)
+        with pytest.raises(UpstreamAuthFailed) as caught:
+            await tokens.get("alice")
+        await asyncio.sleep(0)
+        return tokens, str(caught.value)
+
+    tokens, message = asyncio.run(go())
+    assert reason in message and "alice" in message
+    assert cancelled == [answer("alice")] and not tokens.holds("alice")
 
 
 def test_release_and_close_cancel_every_token():
@@ -358,8 +467,6 @@ def test_sasl_settings_are_validated():
 
 
 def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protection():
-    from types import SimpleNamespace
-
     from gateway.upstream.kerberos import GssapiMechanism
 
     class Context:  # a fake established GSS-API context (the real one: tests/integration)
@@ -368,11 +475,13 @@ def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protec
         def __init__(self, offer: int):
             self.offer = offer
 
+        actual_flags = {gssapi.RequirementFlag.integrity, gssapi.RequirementFlag.confidentiality}
+
         def unwrap(self, data):
             return SimpleNamespace(message=struct.pack("!I", self.offer << 24 | 65536), encrypted=False)
 
         def wrap(self, data, encrypt):
-            return SimpleNamespace(message=b"wrapped:" + data)
+            return SimpleNamespace(message=b"wrapped:" + data, encrypted=encrypt)
 
     login = SimpleNamespace(principal="hmsgw/gw@R")
     mech = GssapiMechanism(login, "hive/hms@R", "privacy", "hms:9083")
@@ -386,4 +495,51 @@ def test_gssapi_layer_choice_names_both_sides_when_hms_does_not_offer_the_protec
     mech._context = Context(offer=1 | 2 | 4)
     answer = mech.step(b"offer")
     assert mech.complete and mech.qop == "auth-int"
-    assert answer == b"wrapped:" + struct.pack("!I", 2 << 24 | 65536)  # RFC 4752: layer, max size
+    # RFC 4752: the layer, and the gateway's own receive buffer (the largest one), not HMS's
+    assert answer == b"wrapped:" + struct.pack("!I", 2 << 24 | 0xFFFFFF)
+    assert mech.receive_buffer == 0xFFFFFF
+
+
+class _PrivacyContext:
+    """A fake established GSS-API context offering privacy, whose wrap and unwrap say whether
+    they encrypted (``encrypted``, python-gssapi's ``conf_state``)."""
+
+    complete = True
+
+    def __init__(self, encrypts: bool = True, flags=("integrity", "confidentiality")):
+        self.encrypts = encrypts
+        self.actual_flags = {getattr(gssapi.RequirementFlag, name) for name in flags}
+
+    def wrap(self, data, encrypt):
+        return SimpleNamespace(message=b"wrapped:" + data, encrypted=encrypt and self.encrypts)
+
+    def unwrap(self, data):
+        if data == b"offer":
+            return SimpleNamespace(message=struct.pack("!I", 4 << 24 | 65536), encrypted=False)
+        return SimpleNamespace(message=data.removeprefix(b"wrapped:"), encrypted=self.encrypts)
+
+
+def _gssapi_at_privacy(context):
+    from gateway.upstream.kerberos import GssapiMechanism
+
+    mech = GssapiMechanism(SimpleNamespace(principal="hmsgw/gw@R"), "hive/hms@R", "privacy", "hms:9083")
+    mech._context = context
+    mech.step(b"offer")
+    return mech
+
+
+def test_gssapi_privacy_never_sends_nor_accepts_an_unencrypted_frame():
+    mech = _gssapi_at_privacy(_PrivacyContext())
+    assert mech.qop == "auth-conf"
+    assert mech.wrap(b"call") == [b"wrapped:call"] and mech.unwrap(b"wrapped:reply") == b"reply"
+
+    mech = _gssapi_at_privacy(_PrivacyContext(encrypts=False))  # GSS-API applied integrity only
+    with pytest.raises(UpstreamBadReply, match="did not encrypt a request to upstream hms:9083 at privacy"):
+        mech.wrap(b"call")
+    with pytest.raises(UpstreamBadReply, match="unencrypted frame at privacy"):
+        mech.unwrap(b"wrapped:reply")
+
+
+def test_gssapi_privacy_needs_a_context_with_confidentiality():
+    with pytest.raises(UpstreamAuthFailed, match="no confidentiality for protection privacy"):
+        _gssapi_at_privacy(_PrivacyContext(flags=("integrity",)))
