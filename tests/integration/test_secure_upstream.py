@@ -147,6 +147,8 @@ def test_each_user_under_their_own_identity_at_integrity_and_privacy(secure, pro
     # the user's DIGEST-MD5 connection and the gateway's GSSAPI one (its token fetch), both at it
     assert qops == {"DIGEST-MD5": qop, "GSSAPI": qop}
     assert ssf == {"integrity": 1, "privacy": 128}[protection]  # privacy: RC4-128 with Java's server
+    assert secure.audit_users(f"get_database: {name}") == {user}
+    assert secure.audit_users(f"create_database: Database(name:{name}") == {user}
 
 
 async def _stripping_proxy(port: int, ciphers: bytes):
@@ -205,8 +207,58 @@ def test_privacy_holds_to_112_bit_ciphers_when_hmss_challenge_is_stripped(secure
         assert status_of(caught.value)[0] == 502
     else:  # the strong one among weak ones: chosen, and HMS's Java server agrees
         assert asyncio.run(go()) == ssf
-    assert secure.audit_users(f"get_database: {name}") == {user}
-    assert secure.audit_users(f"create_database: Database(name:{name}") == {user}
+
+
+@pytest.mark.parametrize("encrypt", [True, False])
+def test_gssapi_privacy_refuses_a_frame_the_peer_did_not_encrypt(secure, encrypt):
+    """MIT Kerberos on both sides: an acceptor with HMS's service keytab, speaking Thrift's
+    SASL server side, offers privacy, then wraps its reply with or without confidentiality.
+    GSS-API's unwrap tells which (python-gssapi's ``encrypted``); the gateway takes only the
+    encrypted one."""
+    import gssapi
+
+    from gateway.upstream.kerberos import GssapiMechanism
+    from gateway.upstream.sasl import COMPLETE, OK, SaslTransport, encode_message
+    from gateway.upstream.errors import UpstreamBadReply
+
+    reply = b"\x80\x01\x00\x02" + b"r" * 100
+
+    async def acceptor(reader, writer):
+        async def message():
+            status, size = struct.unpack("!BI", await reader.readexactly(5))
+            return status, await reader.readexactly(size)
+
+        creds = gssapi.Credentials(usage="accept", store={"keytab": str(secure.service_keytab)})
+        context = gssapi.SecurityContext(creds=creds, usage="accept")
+        await message()  # START GSSAPI
+        writer.write(encode_message(OK, context.step((await message())[1]) or b""))
+        await message()  # the client's last context token (empty)
+        writer.write(encode_message(OK, context.wrap(struct.pack("!I", 4 << 24 | 65536), False).message))
+        await message()  # the client's choice
+        writer.write(encode_message(COMPLETE, b""))
+        wrapped = context.wrap(reply, encrypt)
+        assert wrapped.encrypted is encrypt
+        writer.write(struct.pack("!I", len(wrapped.message)) + wrapped.message)
+        await writer.drain()
+
+    async def go():
+        server = await asyncio.start_server(acceptor, "127.0.0.1", 0)
+        mechanism = GssapiMechanism(KeytabLogin(secure.gateway_principal, secure.gateway_keytab),
+                                    secure.service_principal, "privacy", "hms")
+        await mechanism.prepare()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        try:
+            await negotiate(reader, writer, mechanism, "hms")
+            return await SaslTransport(reader, writer, "hms", mechanism, MAX_REPLY).chunk()
+        finally:
+            writer.close()
+            server.close()
+
+    if encrypt:
+        assert asyncio.run(go()) == reply
+    else:
+        with pytest.raises(UpstreamBadReply, match="unencrypted frame at privacy"):
+            asyncio.run(go())
 
 
 def test_a_refused_proxy_user_gets_a_502_naming_the_hadoop_settings(secure):
