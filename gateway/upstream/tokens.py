@@ -147,7 +147,8 @@ class DelegationTokens:
 
     async def get(self, user: str) -> DelegationToken:
         """``user``'s token, fetched or renewed as needed. Raises what ``fetch``/``renew`` raise
-        (``UpstreamError``), and :class:`UpstreamAuthFailed` for a token that does not parse."""
+        (``UpstreamError``), and :class:`UpstreamAuthFailed` for a token that does not parse or
+        names another owner (cancelled)."""
         lock = self._locks.setdefault(user, asyncio.Lock())
         async with lock:
             held = self._held.get(user)
@@ -167,7 +168,8 @@ class DelegationTokens:
                         log.info("renewing the delegation token of %s failed (%s): fetching a new one",
                                  user, exc)
             if held is not None:  # near its max date, or not renewed
-                self._cancel_later(self._held.pop(user).token)
+                old = self._held.pop(user).token
+                self._cancel_later(old.text, old.owner)
             token = self._accept(user, await self.fetch(user))
             self.fetched += 1
             renew_by = min(token.issue_date + self.renew_interval, token.max_date)
@@ -197,7 +199,7 @@ class DelegationTokens:
         held = self._held.get(user)
         if held is not None and held.token is token:
             del self._held[user]
-            self._cancel_later(token)
+            self._cancel_later(token.text, token.owner)
 
     def release(self, user: str) -> None:
         """Cancel ``user``'s token in the background (its connections were evicted)."""
@@ -206,13 +208,12 @@ class DelegationTokens:
         if lock is not None and not lock.locked():
             del self._locks[user]
         if held is not None:
-            self._cancel_later(held.token)
+            self._cancel_later(held.token.text, user)
 
     def holds(self, user: str) -> bool:
         return user in self._held
 
-    def _cancel_later(self, token: DelegationToken | str, owner: str = "") -> None:
-        text, owner = (token.text, token.owner) if isinstance(token, DelegationToken) else (token, owner)
+    def _cancel_later(self, text: str, owner: str) -> None:
         task = asyncio.get_running_loop().create_task(self._cancel(text, owner))
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
