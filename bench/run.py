@@ -6,7 +6,7 @@ calls, the floor, handshakes, 5,000 partitions, 32 clients, translation alone; i
 ``--small``, ``--rounds``, ``--warm-up``, ``--markdown``, ``--hold``, ``--workers``). ``--policy``
 runs the catalog-policy benchmark instead (``bench/policy.py``, issue 11), ``--datasource`` the
 PySpark data source benchmark (``bench/datasource.py``, issue 13), ``--tunnel``
-``bench/tunnel.py`` (``hms-gateway tunnel`` plus the gateway against direct calls, and Spark
+``bench/tunnel.py`` (``hms-gateway-tunnel`` plus the gateway against direct calls, and Spark
 through it, issue 13), ``--feed`` the change-feed benchmark (``bench/feed.py``, issue 12: delay
 from an HMS call to an SSE client, 1,000 subscribers on one gateway process), ``--iceberg``
 ``bench/iceberg.py`` (the ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly,

@@ -1,9 +1,9 @@
-"""``hms-gateway tunnel`` plus the gateway against direct binary Thrift (issue 13's performance
+"""``hms-gateway-tunnel`` plus the gateway against direct binary Thrift (issue 13's performance
 targets). Run by ``bench/run.py --tunnel`` (``make bench``) or alone:
 ``python bench/tunnel.py [--rounds N] [--no-spark]``.
 
 Starts its own Hive Metastore (full JIT) with a table of 5,000 partitions, the real gateway
-(HTTPS, Basic) and the real tunnel (``hms-gateway tunnel``, a subprocess, Basic as the bench
+(HTTPS, Basic) and the real tunnel (``hms-gateway-tunnel``, a subprocess, Basic as the bench
 user). Both sides are the same raw strict-binary client (``bench/clients.py``: one socket, request
 pre-built, reply read raw to its known length, ``set_ugi`` once after connecting): one socket to
 HMS, one to the tunnel, calls interleaved in random order so both see the same machine load.

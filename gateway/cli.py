@@ -1,6 +1,6 @@
-"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``tunnel``,
-``policy check``. ``tunnel`` is the client distribution's (``clients/python``,
-:mod:`hms_gateway_client.tunnel`), run from here when it is installed beside the server.
+"""The ``hms-gateway`` console script: ``serve``, ``certs``, ``check-config``, ``policy check``.
+The tunnel is not the server's: it is the client distribution's ``hms-gateway-tunnel``
+(``clients/python``), and ``hms-gateway tunnel`` says so.
 
 Exit status: 0 done, 1 ``policy check`` denied, 2 a configuration or usage error (one line on
 stderr naming the file, the key and the reason), 130 interrupted.
@@ -123,47 +123,17 @@ def cmd_certs(args: argparse.Namespace) -> int:
     return 0
 
 
-#: What ``hms-gateway tunnel`` says when the client distribution is not installed.
-NO_CLIENT = ("hms-gateway tunnel is part of the client distribution, which is not installed: "
-             "pip install 'hms-gateway-client[tunnel]' (clients/python in the repository; its own "
-             "console script is hms-gateway-tunnel)")
-
-
-def _client_tunnel():
-    """:mod:`hms_gateway_client.tunnel` when the client distribution is installed, else None.
-    Raises ``ImportError`` naming the extra when the client lacks the tunnel's libraries."""
-    try:
-        from hms_gateway_client.cli import tunnel_module
-    except ModuleNotFoundError as exc:
-        if exc.name != "hms_gateway_client":
-            raise
-        return None
-    return tunnel_module()
-
-
-def _tunnel_arguments(p: argparse.ArgumentParser) -> None:
-    try:
-        tunnel = _client_tunnel()
-    except ImportError:
-        tunnel = None  # cmd_tunnel says which extra is missing
-    if tunnel is None:
-        p.set_defaults(any_options=True)  # whatever they are, cmd_tunnel says what to install
-    else:
-        tunnel.add_arguments(p)
+#: What ``hms-gateway tunnel`` says: the tunnel is a client, installed where clients run, and the
+#: server's package does not carry it (its image has no client).
+TUNNEL_MOVED = ("the tunnel is not part of the server: it is the client distribution's console script "
+                "hms-gateway-tunnel, with the same options (pip install 'hms-gateway-client[tunnel]'; "
+                "clients/python in the repository)")
 
 
 def cmd_tunnel(args: argparse.Namespace) -> int:
-    """The client distribution's tunnel; exit 2 with a line saying what to install when it or its
-    ``tunnel`` extra is missing."""
-    try:
-        tunnel = _client_tunnel()
-    except ImportError as exc:
-        print(f"tunnel: {exc}", file=sys.stderr)
-        return 2
-    if tunnel is None:
-        print(f"tunnel: {NO_CLIENT}", file=sys.stderr)
-        return 2
-    return tunnel.cmd_tunnel(args)
+    """Exit 2 with one line saying where the tunnel lives (:data:`TUNNEL_MOVED`)."""
+    print(f"tunnel: {TUNNEL_MOVED}", file=sys.stderr)
+    return 2
 
 
 def _policy_services(topology: TopologyConfig, service: str | None) -> list[ServiceConfig]:
@@ -290,9 +260,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--client", action="append", default=[], metavar="NAME",
                    help="also issue a client certificate CN=NAME for mTLS (repeatable)")
 
-    p = command("tunnel", "local binary-Thrift listener forwarding to the gateway over HTTPS (the client "
-                "distribution's: pip install 'hms-gateway-client[tunnel]')", cmd_tunnel, config=False)
-    _tunnel_arguments(p)
+    p = command("tunnel", "not the server's: the tunnel is the client distribution's hms-gateway-tunnel "
+                "(pip install 'hms-gateway-client[tunnel]')", cmd_tunnel, config=False)
+    p.set_defaults(any_options=True)  # whatever they are, the answer is where the tunnel lives
 
     p = sub.add_parser("policy", help="catalog policies (Apache Ranger's Hive model)", parents=[common])
     policy_sub = p.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")

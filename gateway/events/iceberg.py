@@ -5,7 +5,7 @@ and the gateway's ``iceberg-rest`` service commit a table by one ``alter_table``
 ``metadata_location`` parameter to a new metadata file. So an ``ALTER_TABLE`` event whose table
 after the change has ``table_type=ICEBERG`` and another ``metadata_location`` than before is a
 commit, whoever wrote it. :class:`IcebergCommits` reads the new metadata file (the gateway's
-FileIO, :mod:`gateway.iceberg.files`: bounded in size and time, cached by location, since a
+FileIO, :mod:`gateway.lakehouse.file_io`: bounded in size and time, cached by location, since a
 metadata file never changes) and its current snapshot, and attaches :func:`commit_body` to the
 event when the feed gives it to a client (:meth:`gateway.events.feed.ChangeFeed.detailed`): the feed keeps events as HMS
 logged them, so starting the gateway reads no metadata file of the log's history; a client
@@ -38,8 +38,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from gateway.events.hcat import table_parameters
 from gateway.upstream.notification_messages import MessageFormatError, gunzip
 from gateway.upstream.notification_event import MetastoreEvent
-from gateway.iceberg.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
-from gateway.iceberg.storage import S3Options, load_storage
+from gateway.lakehouse.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
+from gateway.lakehouse.storage import S3Options, load_storage
 
 __all__ = ["ICEBERG_COMMIT", "IcebergCommits", "IcebergCommitOptions", "MetadataUnreadable",
            "SnapshotReader", "commit_body", "commit_locations", "file_io_of", "for_viewer"]
@@ -60,7 +60,7 @@ class IcebergCommitOptions(BaseModel):
 
     ``enabled``: attach Iceberg commits to ``ALTER_TABLE`` events; ``s3``: metadata files on S3
     read with the gateway's key from a credentials file or the environment, as the
-    ``iceberg-rest`` kind's ``options.s3`` (:mod:`gateway.iceberg.storage`; only ``endpoint``,
+    ``iceberg-rest`` kind's ``options.s3`` (:mod:`gateway.lakehouse.storage`; only ``endpoint``,
     ``region``, ``credentials_file``, ``profile`` and ``path_style`` matter here); ``file_io``:
     other PyIceberg FileIO properties for reading metadata files (they win over ``s3``'s; local
     files need none); ``max_metadata_bytes``: a larger metadata file is not read; ``cache_size``:
@@ -80,17 +80,17 @@ class IcebergCommitOptions(BaseModel):
 def file_io_of(options: IcebergCommitOptions, base: Path) -> dict[str, str]:
     """The FileIO properties of ``options``: ``s3``'s (the gateway's key read now; a relative
     ``credentials_file`` is below ``base``), then ``file_io``'s. Raises ``ValueError(key,
-    reason)`` as :func:`gateway.iceberg.storage.load_storage`."""
+    reason)`` as :func:`gateway.lakehouse.storage.load_storage`."""
     if options.s3 is None:
         return dict(options.file_io)
     return {**load_storage(options.s3, base).file_io(), **options.file_io}
 
 
 def file_io(properties: Mapping[str, str], location: str):
-    """The gateway's FileIO for ``location`` (:func:`gateway.iceberg.files.file_io`), imported,
+    """The gateway's FileIO for ``location`` (:func:`gateway.lakehouse.file_io.file_io`), imported,
     PyIceberg with it, when the first metadata file is read: a worker serving the change feed
     holds PyIceberg (about 35 MiB) only once a client is given an Iceberg commit."""
-    from gateway.iceberg.files import file_io as load
+    from gateway.lakehouse.file_io import file_io as load
 
     return load(properties, location)
 

@@ -19,8 +19,8 @@ from aiohttp.payload import BytesPayload
 from gateway.cache.reads import MetadataCache
 from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.hms_thrift.reply import ThriftReply
+from gateway.hms_thrift.step import ThriftChain
 from gateway.observability import metrics
-from gateway.pipeline.step import Chain
 from gateway.thrift.binary import ONEWAY
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.hive_methods import is_read_only
@@ -69,13 +69,13 @@ def _response(body: bytes, content_type: str) -> web.Response:
 
 
 class ThriftDispatch:
-    """The upstream half of one ``hms-thrift`` service: ``upstream`` its HMS list, ``chain``
-    its steps (their reply side), ``cache`` its metadata cache or None."""
+    """The upstream half of one ``hms-thrift`` service: ``upstream`` its HMS list, ``calls``
+    its chain's call and reply sides (the reply side here), ``cache`` its metadata cache or None."""
 
-    def __init__(self, topology: str, path: str, upstream: Upstream, chain: Chain,
+    def __init__(self, topology: str, path: str, upstream: Upstream, calls: ThriftChain,
                  schema: ServiceSchema, cache: MetadataCache | None):
         self.topology, self.path = topology, path
-        self.upstream, self.chain, self.schema, self.cache = upstream, chain, schema, cache
+        self.upstream, self.calls, self.schema, self.cache = upstream, calls, schema, cache
 
     @cached_property
     def response_bytes(self):
@@ -88,7 +88,7 @@ class ThriftDispatch:
         header, codec, event = exchange.header, exchange.codec, exchange.event
         assert header is not None and codec is not None
         oneway = header.type == ONEWAY  # the codec checked it against the IDL
-        reply_steps = self.chain.reply_steps(header.name, exchange)
+        reply_steps = self.calls.reply_steps(header.name, exchange)
         read_only = is_read_only(header.name)
         lookup = self.cache.lookup(exchange) if self.cache is not None else None
         # A cached read is read whole (to keep it); a write's reply waits for its invalidation.
@@ -134,7 +134,7 @@ class ThriftDispatch:
         try:
             if reply_steps:
                 seen = ThriftReply(reply, self.schema)
-                await self.chain.on_reply(exchange, seen, reply_steps)
+                await self.calls.on_reply(exchange, seen, reply_steps)
                 reply = seen.message
             body = codec.encode_reply(reply, self.schema, header.seqid)
         except ProtocolError as exc:  # HMS's reply, not the client's call, is malformed

@@ -24,6 +24,7 @@ from gateway.client_address import client_address
 from gateway.config import Limits
 from gateway.hms_thrift.dispatch import ThriftDispatch
 from gateway.hms_thrift.exchange import ThriftExchange
+from gateway.hms_thrift.step import ThriftChain
 from gateway.observability import metrics
 from gateway.pipeline.body import check_length, read_body
 from gateway.pipeline.outcomes import Answered, MethodNotAllowed, status_of
@@ -90,7 +91,9 @@ class ThriftRpcService(MetastoreBacked):
         self.upstream, self.chain, self.schema = upstream, chain, schema
         self.limits = limits
         self.cache = cache
-        self.dispatch = ThriftDispatch(topology, path, upstream, chain, schema, cache)
+        #: The chain's call and reply sides (:mod:`gateway.hms_thrift.step`).
+        self.calls = ThriftChain(chain)
+        self.dispatch = ThriftDispatch(topology, path, upstream, self.calls, schema, cache)
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
@@ -130,7 +133,7 @@ class ThriftRpcService(MetastoreBacked):
         event.method = header.name
         event.objects = partial(call_objects, call, self.schema)  # for the audit line, later
         try:
-            await self.chain.on_call(exchange)
+            await self.calls.on_call(exchange)
         except Answered as answer:  # a step answered as HMS would: nothing goes upstream
             event.reason = answer.reason
             reply = codec.encode_reply(answer.reply, self.schema, header.seqid)

@@ -16,8 +16,9 @@ and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HM
 ``namespaces``, ``tables`` (also what views share: listing, exists, drop, rename), ``views``,
 ``commit`` (the HiveCatalog commit protocol under HMS's lock, for tables and views), ``transactions`` (multi-table
 commits), ``register``, ``metrics_report``, ``oauth`` (the OAuth2 token endpoint); storage
-access on S3 (issue 23): ``storage`` (the gateway's key and S3 settings), ``vending`` (STS
-credentials scoped to a table), ``delegation`` (``X-Iceberg-Access-Delegation`` and the
+access on S3 (issue 23; the gateway's key and S3 settings, the HMS parameters of an Iceberg
+table and the gateway's FileIO are :mod:`gateway.lakehouse`'s, which the change feed shares):
+``vending`` (STS credentials scoped to a table), ``delegation`` (``X-Iceberg-Access-Delegation`` and the
 credentials endpoint), ``signer`` (remote signing); server-side scan planning (issue 42):
 ``scan_plans`` (the four operations), ``planning`` (PyIceberg's planning on the gateway's
 FileIO, the answer's JSON), ``manifest_cache`` (parsed manifests by path), ``plan_store`` (plan

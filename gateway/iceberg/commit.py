@@ -61,7 +61,7 @@ from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, metadata_location, new_table
-from gateway.iceberg.table_parameters import PREVIOUS_METADATA_LOCATION
+from gateway.lakehouse.table_parameters import PREVIOUS_METADATA_LOCATION
 from gateway.iceberg.bodies import CLIENT_FAULTS, CommitRequest
 from gateway.iceberg.locations import check_moved, check_properties, check_references, check_table
 from gateway.iceberg.objects import TABLE, CatalogObject

@@ -29,7 +29,7 @@ from gateway.iceberg import trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
 from gateway.iceberg.paths import Route
-from gateway.iceberg.storage import on_s3
+from gateway.lakehouse.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 
 SIGNER_ENDPOINT = "v1/namespaces/{namespace}/tables/{table}/s3-sign"

@@ -6,7 +6,7 @@ frame's hooks) is imported with the topology; this module, and PyIceberg with it
 service gets its first request (:data:`gateway.iceberg.kind.ENGINE`), so a worker that
 has served no Iceberg request does not hold PyIceberg (about 35 MiB). Serving never imports
 pyarrow (about 55 MiB, which PyIceberg's ``PyArrowFileIO`` would bring): metadata files and
-manifests are read and written with the gateway's FileIO (:mod:`gateway.iceberg.file_io`,
+manifests are read and written with the gateway's FileIO (:mod:`gateway.lakehouse.file_io`,
 fsspec's).
 """
 
@@ -27,7 +27,7 @@ from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.routes import Route, answer, endpoint, match
 from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
-from gateway.iceberg.storage import S3Storage
+from gateway.lakehouse.storage import S3Storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.warehouses import WarehouseView
 from gateway.observability.audit import AuditEvent

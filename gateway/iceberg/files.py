@@ -1,5 +1,5 @@
 """Iceberg metadata files, read and written with the gateway's FileIO
-(:mod:`gateway.iceberg.file_io`: PyIceberg's fsspec FileIO for local and S3 locations, with
+(:mod:`gateway.lakehouse.file_io`: PyIceberg's fsspec FileIO for local and S3 locations, with
 exclusive create; it does not import pyarrow) off the event loop (``asyncio.to_thread``; FileIO
 is blocking).
 
@@ -30,8 +30,6 @@ import logging
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
-from functools import lru_cache
-from urllib.parse import urlsplit
 
 from pyiceberg.catalog import MetastoreCatalog
 from pyiceberg.serializers import Compressor, FromInputFile, ToOutputFile
@@ -40,9 +38,9 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.view.metadata import ViewMetadata
 
 from gateway.iceberg import errors
-from gateway.iceberg.file_io import load as load_io
 from gateway.iceberg.local_paths import irregular, linked
 from gateway.iceberg.locations import PATH_PROPERTIES, inside
+from gateway.lakehouse.file_io import file_io
 
 VIEW_COMPRESSION, VIEW_METADATA_PATH = "write.metadata.compression-codec", "write.metadata.path"
 _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
@@ -55,18 +53,6 @@ _WRITTEN = 64
 MAX_METADATA_BYTES = 256 * 1024 * 1024
 #: location → the (frozen) metadata this process wrote there, newest last.
 _written: OrderedDict[str, TableMetadata] = OrderedDict()
-
-
-def file_io(properties: Mapping[str, str], location: str):
-    """The gateway's FileIO for ``location`` with ``properties`` (the service's options only;
-    :func:`gateway.iceberg.file_io.load`), built once per properties and scheme (each holds
-    its own filesystems and connections)."""
-    return _file_io(tuple(sorted(properties.items())), urlsplit(location).scheme.lower() or "file")
-
-
-@lru_cache(maxsize=64)
-def _file_io(properties: tuple[tuple[str, str], ...], scheme: str):
-    return load_io(dict(properties), scheme)
 
 
 class MetadataFiles:

@@ -19,7 +19,7 @@ from pyiceberg.catalog.hive import SchemaToHiveConverter, _construct_parameters
 from pyiceberg.schema import Schema, visit
 from pyiceberg.table.metadata import TableMetadata
 
-from gateway.iceberg.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
+from gateway.lakehouse.table_parameters import ICEBERG, METADATA_LOCATION, PREVIOUS_METADATA_LOCATION, TABLE_TYPE
 
 #: The ``EnvironmentContext`` of a commit's ``alter_table``: HMS must not scan the location
 #: for statistics (Iceberg's HiveTableOperations, PyIceberg's HiveCatalog).

@@ -26,7 +26,7 @@ lock before 409, default 60), ``lock_check_min_wait_seconds``/``lock_check_max_w
 docs/operations.md, HMS locks), ``file_io`` (PyIceberg FileIO properties for the
 metadata files, such as ``s3.endpoint``; values are never logged), ``s3`` (an S3 warehouse: the
 gateway's key from a credentials file or the environment, vended credentials and remote
-signing, :mod:`gateway.iceberg.storage`), ``register_prefixes``
+signing, :mod:`gateway.lakehouse.storage`), ``register_prefixes``
 (locations below which ``register`` may take metadata files besides the namespace's own),
 ``trusted_engines`` (the principals, a ``doAs`` impersonator or else the effective user, that
 may load a table with columns denied to the user, with ``authorized-columns`` in the load
@@ -53,7 +53,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.errors import IcebergErrors
 from gateway.iceberg.locations import checked as checked_location
 from gateway.iceberg.plan_store import PlanningOptions
-from gateway.iceberg.storage import S3Options, S3Storage, load_storage
+from gateway.lakehouse.storage import S3Options, S3Storage, load_storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.warehouses import Warehouses
 from gateway.pipeline.exchange import Exchange
@@ -74,7 +74,7 @@ log = logging.getLogger(__name__)
 
 #: The request side (route table, handlers, PyIceberg), imported at a service's first request:
 #: a worker that served no Iceberg request holds no PyIceberg, and serving imports no pyarrow
-#: (issue 41, :mod:`gateway.iceberg.file_io`).
+#: (issue 41, :mod:`gateway.lakehouse.file_io`).
 ENGINE = "gateway.iceberg.engine:IcebergEngine"
 #: The route table's lookup of an operation, for the error model of a request the engine served.
 ENDPOINT = "gateway.iceberg.engine:endpoint"
@@ -95,7 +95,7 @@ class IcebergRestOptions(SettingsModel):
     #: The metadata cache of this service's HMS reads (:mod:`gateway.cache`), off by default.
     cache: CacheOptions = Field(default_factory=CacheOptions)
     #: S3 warehouse: the gateway's key, endpoint, and the role for vended credentials and
-    #: remote signing (:mod:`gateway.iceberg.storage`).
+    #: remote signing (:mod:`gateway.lakehouse.storage`).
     s3: S3Options | None = None
     #: Locations (URIs) below which ``register`` may take metadata files, besides the
     #: namespace's own location (:mod:`gateway.iceberg.register`).

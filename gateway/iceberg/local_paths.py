@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 def local_path(location: str | None) -> str | None:
     """The local path of a ``file:`` location (or a bare absolute path), else None. Taken as
-    the gateway's FileIO (:mod:`gateway.iceberg.file_io`) and HMS take it: literally, never percent-decoded (so
+    the gateway's FileIO (:mod:`gateway.lakehouse.file_io`) and HMS take it: literally, never percent-decoded (so
     ``file:///wh/sec_%62.db`` is not ``/wh/sec_b.db``)."""
     if not location:
         return None

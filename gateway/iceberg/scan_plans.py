@@ -35,7 +35,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
-from gateway.iceberg.files import file_io
+from gateway.lakehouse.file_io import file_io
 from gateway.iceberg.paths import Route
 from gateway.iceberg.plan_models import (
     FetchedPlanningResult, FetchScanTasksRequest, PlanCancelled, PlanCompleted, PlanFailed, PlanningResult,

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_store import PendingPlans, PlanningOptions
-from gateway.iceberg.storage import S3Storage
+from gateway.lakehouse.storage import S3Storage
 from gateway.iceberg.vending import Vendor
 from gateway.iceberg.warehouses import Warehouse
 from gateway.pipeline.steps.authentication import Authentication

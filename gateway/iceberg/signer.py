@@ -49,7 +49,7 @@ from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
 from gateway.iceberg.paths import Route
-from gateway.iceberg.storage import split_location
+from gateway.lakehouse.storage import split_location
 from gateway.observability import metrics
 
 #: The request key telling the service that this request's audit line is summarized.

@@ -23,7 +23,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from gateway.iceberg import errors
-from gateway.iceberg.storage import S3Storage, split_location
+from gateway.lakehouse.storage import S3Storage, split_location
 
 HEADER = "X-Iceberg-Access-Delegation"
 VENDED, SIGNING = "vended-credentials", "remote-signing"

@@ -1,18 +1,12 @@
 """The interface of a pipeline step, and the chain of one service's steps.
 
-A step is a small object with up to three hooks, each optional, each either a plain method or a
-coroutine method: a check that never waits is a plain method, so that the request does not pay
-for a coroutine per step (docs/performance.md, issue 14):
-
-* ``on_request(exchange)``: HTTP level, before the body is read (authentication, identity
-  assertion, service ACL);
-* ``on_call(exchange)``: after a kind that calls per method has decoded the call (the
-  ``hms-thrift`` kind: ``exchange.header`` and ``exchange.call`` of its
-  :class:`~gateway.hms_thrift.exchange.ThriftExchange`; method exposure, ownership assertion,
-  catalog policy);
-* ``on_reply(exchange, reply)``: for the methods named in ``reply_methods`` only, with the
-  whole reply (``hms-thrift``: :class:`gateway.hms_thrift.reply.ThriftReply`) to read or
-  change. Every other method's reply streams to the client untouched (the C translator's path).
+A step has the hook every service kind runs, ``on_request(exchange)``: HTTP level, before the
+body is read (authentication, identity assertion, service ACL). It is either a plain method or
+a coroutine method: a check that never waits is a plain method, so that the request does not
+pay for a coroutine per step (docs/performance.md, issue 14). A kind whose steps also see what
+it decodes adds their hooks in its own wing, on a subclass of :class:`Step`, and runs them with
+:func:`hooks` and :func:`run_hooks` (the ``hms-thrift`` kind's call and reply hooks:
+:mod:`gateway.hms_thrift.step`).
 
 A hook ends the request by raising an :class:`gateway.pipeline.outcomes.Outcome` (or
 ``ProtocolError``, ``Throttled``); the status comes from the one table in that module.
@@ -79,12 +73,10 @@ class StepContext:
 
 
 class Step:
-    """Base class: hooks left as they are here are never called (the chain skips them)."""
+    """Base class: a hook left as it is here is never called (the chain skips it)."""
 
     #: The step's role (its key in :data:`gateway.pipeline.steps.STEPS`), for docs and logs.
     name = "step"
-    #: Methods whose replies :meth:`on_reply` must see.
-    reply_methods: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, ctx: StepContext) -> "Step | None":
@@ -95,69 +87,38 @@ class Step:
     async def on_request(self, exchange: "Exchange") -> None:
         """Before the body is read. Raise an ``Outcome`` to end the request."""
 
-    async def on_call(self, exchange: "Exchange") -> None:
-        """After the call is decoded. Raise an ``Outcome`` to end the request."""
-
-    async def on_reply(self, exchange: "Exchange", reply: Any) -> None:
-        """With the whole reply of a method in :attr:`reply_methods`."""
-
-    def wants_reply(self, exchange: "Exchange") -> bool:
-        """Whether this request's reply needs :meth:`on_reply` (asked after ``on_call``, for
-        methods in :attr:`reply_methods` only). False lets the reply stream untouched."""
-        return True
-
-
-def _overrides(step: Step, hook: str) -> bool:
-    return getattr(type(step), hook) is not getattr(Step, hook)
-
 
 #: One hook of one step, bound, and whether it is a coroutine method (to be awaited).
-_Hook = tuple[Callable[..., Any], bool]
+Hook = tuple[Callable[..., Any], bool]
 
 
-def _hooks(steps: Iterable[Step], hook: str) -> tuple[_Hook, ...]:
-    return tuple((getattr(s, hook), inspect.iscoroutinefunction(getattr(s, hook)))
-                 for s in steps if _overrides(s, hook))
+def hooks(steps: Iterable[Step], hook: str, base: type[Step] = Step) -> tuple[Hook, ...]:
+    """The ``hook`` of each of ``steps`` that overrides ``base``'s, in order, bound: the hooks a
+    chain calls (a hook left as ``base`` has it is never called)."""
+    found = []
+    for step in steps:
+        if getattr(type(step), hook) is not getattr(base, hook):
+            bound = getattr(step, hook)
+            found.append((bound, inspect.iscoroutinefunction(bound)))
+    return tuple(found)
+
+
+async def run_hooks(found: tuple[Hook, ...], *args: Any) -> None:
+    """Call each of ``found`` (:func:`hooks`) with ``args`` in order, awaiting the coroutine
+    methods. An ``Outcome`` a hook raises ends the run: the hooks after it never run."""
+    for hook, awaited in found:
+        if awaited:
+            await hook(*args)
+        else:
+            hook(*args)
 
 
 class Chain:
-    """One service's steps in order, with each hook's list worked out once at start-up."""
+    """One service's steps in order, with their ``on_request`` hooks worked out once at start-up."""
 
     def __init__(self, steps: Iterable[Step]):
         self.steps = tuple(steps)
-        self._request = _hooks(self.steps, "on_request")
-        self._call = _hooks(self.steps, "on_call")
-        reply: dict[str, list[Step]] = {}
-        for step in self.steps:
-            for method in step.reply_methods:
-                reply.setdefault(method, []).append(step)
-        self._reply = {method: tuple(steps) for method, steps in reply.items()}
+        self._request = hooks(self.steps, "on_request")
 
     async def on_request(self, exchange: "Exchange") -> None:
-        for hook, awaited in self._request:
-            if awaited:
-                await hook(exchange)
-            else:
-                hook(exchange)
-
-    async def on_call(self, exchange: "Exchange") -> None:
-        for hook, awaited in self._call:
-            if awaited:
-                await hook(exchange)
-            else:
-                hook(exchange)
-
-    def reply_steps(self, method: str, exchange: "Exchange | None" = None) -> tuple[Step, ...]:
-        """The steps that must see the reply of ``method`` (empty: stream it untouched); with
-        ``exchange``, only those whose :meth:`Step.wants_reply` says so for this request."""
-        steps = self._reply.get(method, ())
-        if exchange is None or not steps:
-            return steps
-        return tuple(s for s in steps if s.wants_reply(exchange))
-
-    async def on_reply(self, exchange: "Exchange", reply: Any,
-                       steps: tuple[Step, ...] | None = None) -> None:
-        for step in self._reply.get(reply.header.name, ()) if steps is None else steps:
-            result = step.on_reply(exchange, reply)
-            if inspect.isawaitable(result):
-                await result
+        await run_hooks(self._request, exchange)

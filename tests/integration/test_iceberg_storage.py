@@ -25,7 +25,7 @@ from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField, StringType
 
 from gateway.iceberg.signer import check_url, headers_to_sign, signed
-from gateway.iceberg.storage import S3Options, load_storage
+from gateway.lakehouse.storage import S3Options, load_storage
 from gateway.iceberg.vending import Vendor, session_policy, vended_config
 from tests.support.gateway import RunningGateway, in_workdir
 from tests.support.hms import RunningHMS, start_hms
@@ -189,12 +189,11 @@ def test_missing_gateway_key_names_the_option(tmp_path: Path, monkeypatch: pytes
 
 def test_the_gateway_s_file_io_never_replaces_an_s3_object_and_reads_with_its_own_key(
         s3: RunningS3, vendor: Vendor, monkeypatch: pytest.MonkeyPatch):
-    """The gateway's FileIO (gateway/iceberg/file_io.py, s3fs) with the service's key: a create
+    """The gateway's FileIO (gateway/lakehouse/file_io.py, s3fs) with the service's key: a create
     of a taken name is refused by its existence check and, when a writer got past the check,
     by the server itself (``If-None-Match: *``); reads, ``s3a``/``s3n`` forms, deletes of one
     object and of a missing one (``FileNotFoundError``, as PyArrow's FileIO); no pyarrow."""
-    from gateway.iceberg.file_io import ExclusiveOutputFile, GatewayFileIO
-    from gateway.iceberg.files import file_io
+    from gateway.lakehouse.file_io import ExclusiveOutputFile, GatewayFileIO, file_io
 
     location = f"s3://{BUCKET}/lake/trips/metadata/00001-file-io.metadata.json"
     io = file_io(vendor.storage.file_io(), location)

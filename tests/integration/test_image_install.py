@@ -14,7 +14,8 @@ the installed package is what runs, never the source tree):
   link against are installed by the image's runtime stage;
 * the server package holds the server only (issue 41): neither the demo (``demo/``, run from the
   repository) nor the client distribution's modules (``hms_gateway_client``: the Python client,
-  the tunnel, the Spark data source), and ``hms-gateway tunnel`` says what to install for it.
+  the tunnel, the Spark data source), and ``hms-gateway tunnel`` says the tunnel is the client
+  distribution's ``hms-gateway-tunnel`` and what to install for it.
 
 A runtime import missing from the dependencies (Apache thrift, before this issue) fails here,
 which the suite's own venv (holding every extra) cannot show.
@@ -108,6 +109,7 @@ def test_the_server_package_holds_neither_the_demo_nor_the_client_tools(image, o
                        "--auth", "basic", cwd=outside)
     assert tunnel.returncode == 2, tunnel.stderr
     assert "client distribution" in tunnel.stderr and "pip install 'hms-gateway-client[tunnel]'" in tunnel.stderr
+    assert "hms-gateway-tunnel" in tunnel.stderr
 
 
 def shipped_configurations(root: Path, materials: dict[str, Path]) -> dict[str, Path]:

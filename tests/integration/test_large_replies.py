@@ -9,7 +9,7 @@ Checks, on one ``get_partitions`` of 50,000 partitions (about 8 MB of strict bin
   wait would run out);
 * the gateway process's peak RSS (``VmHWM``) grows by less than one copy of the binary reply
   plus a constant;
-* for a strict-binary client (Hive 4's HTTP client, Trino, ``hms-gateway tunnel``) HMS's own
+* for a strict-binary client (Hive 4's HTTP client, Trino, ``hms-gateway-tunnel``) HMS's own
   bytes stream through the same way, with the client's seqid.
 """
 

@@ -1,5 +1,5 @@
 """PySpark through the gateway (issue 13 item 3): a real Spark session whose Hive client talks to
-``thrift://127.0.0.1:<tunnel>``, the real ``hms-gateway tunnel``, the real gateway serving the
+``thrift://127.0.0.1:<tunnel>``, the real ``hms-gateway-tunnel``, the real gateway serving the
 shipped ``config/examples/spark.yaml`` services, and the session's real HMS with the demo catalog.
 
 Reads run on the read-only service, writes on the read-write one, each in its own Spark process

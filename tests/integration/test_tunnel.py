@@ -1,8 +1,8 @@
-"""``hms-gateway tunnel`` end to end with every authentication provider, and the set_ugi rule.
+"""The tunnel (the client distribution's ``hms-gateway-tunnel``) end to end with every authentication provider, and the set_ugi rule.
 
 Real parts: a real HMS 2.3.10 (empty, this module's own, since the calls create databases), the
 real gateway (``hms-gateway serve``) with htpasswd, JWT, Kerberos (the test KDC) and client
-certificates in one topology, the real tunnel (``hms-gateway tunnel``, a subprocess), and
+certificates in one topology, the real tunnel (``hms-gateway-tunnel``, a subprocess), and
 Apache Thrift's generated client over a plain ``TSocket``: what Hive's own client speaks.
 
 Which user HMS acts as is read from HMS's own audit log (``HiveMetaStore.audit: ugi=<user>``)
@@ -23,7 +23,7 @@ from thrift.Thrift import TApplicationException
 
 from tests.support.gateway import stop_process
 from tests.support.thrift_gen import hive_metastore_client, hive_metastore_modules
-from tests.support.tunnel import USERS, gateway_env, secret_file, start_tunnel, token
+from tests.support.tunnel import TUNNEL, USERS, gateway_env, secret_file, start_tunnel, token
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +120,7 @@ def test_refused_credentials_stop_the_tunnel_at_start(tunnel_gateway, tmp_path):
     """The tunnel asks the gateway once before listening: wrong credentials end it with the
     gateway's reason and status 2, never with the password in a log."""
     url = tunnel_gateway.url("spark", "hive/ro")
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", url, "--listen", "127.0.0.1:0",
+    out = subprocess.run([*TUNNEL, "--gateway", url, "--listen", "127.0.0.1:0",
                           "--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW",
                           "--ca", str(tunnel_gateway.ca_file)],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "TUNNEL_PW": "wrong-password"})
@@ -132,7 +132,7 @@ def test_refused_credentials_stop_the_tunnel_at_start(tunnel_gateway, tmp_path):
 
 def test_without_ca_the_tunnel_says_the_certificate_is_not_trusted(tunnel_gateway):
     url = tunnel_gateway.url("spark", "hive/ro")
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", url, "--listen", "127.0.0.1:0",
+    out = subprocess.run([*TUNNEL, "--gateway", url, "--listen", "127.0.0.1:0",
                           "--auth", "basic", "--user", "etl", "--password-env", "TUNNEL_PW"],
                          capture_output=True, text=True, timeout=120, env={**os.environ, "TUNNEL_PW": "etl-password"})
     assert out.returncode == 2
@@ -170,7 +170,7 @@ def test_tunnel_survives_a_gateway_restart(tunnel_gateway, kerberos_realm, tmp_p
 
 
 def test_non_loopback_listen_is_refused(tunnel_gateway):
-    out = subprocess.run([sys.executable, "-m", "gateway.cli", "tunnel", "--gateway", tunnel_gateway.url("spark", "hive/ro"),
+    out = subprocess.run([*TUNNEL, "--gateway", tunnel_gateway.url("spark", "hive/ro"),
                           "--listen", "0.0.0.0:0", "--auth", "kerberos"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2

@@ -1,4 +1,5 @@
-"""Run the real ``hms-gateway tunnel`` as a subprocess in front of a test gateway.
+"""Run the real tunnel, the client distribution's ``hms-gateway-tunnel``, as a subprocess in
+front of a test gateway.
 
 The tunnel listens on a free loopback port it picks itself (``--listen 127.0.0.1:0``) and prints
 the Spark setting naming it; :func:`start_tunnel` reads the port from that line.
@@ -20,6 +21,10 @@ from jose import jwt
 
 from gateway.certs import write_client_certificate
 from tests.support.gateway import MTLS, GatewayFactory, RunningGateway, htpasswd_provider, stop_process
+
+#: The tunnel's command: the client distribution's console script (``hms-gateway-tunnel``,
+#: :mod:`hms_gateway_client.cli`) as the suite's venv holds it (``make install``).
+TUNNEL = (sys.executable, "-m", "hms_gateway_client.cli")
 
 _SETTING = re.compile(r"spark\.hadoop\.hive\.metastore\.uris=thrift://127\.0\.0\.1:(\d+)")
 
@@ -44,11 +49,11 @@ class RunningTunnel:
 
 def start_tunnel(gateway_url: str, auth_args: list[str], *, ca: Path | None, env: dict[str, str] | None = None,
                  extra: list[str] | None = None, timeout: float = 60.0,
-                 program: Sequence[str] = (sys.executable, "-m", "gateway.cli", "tunnel")) -> RunningTunnel:
-    """Start ``hms-gateway tunnel --gateway gateway_url <auth_args>`` and wait for its Spark line.
+                 program: Sequence[str] = TUNNEL) -> RunningTunnel:
+    """Start ``hms-gateway-tunnel --gateway gateway_url <auth_args>`` and wait for its Spark line.
 
     ``env`` is added to this process's environment (secrets, ``KRB5CCNAME``); ``program`` is the
-    tunnel's command (the client distribution's ``hms-gateway-tunnel`` of a fresh venv:
+    tunnel's command (default :data:`TUNNEL`; the ``hms-gateway-tunnel`` of a fresh venv:
     tests/integration/test_client_install.py). Raises RuntimeError with the tunnel's output if it
     exits or prints nothing in ``timeout`` s.
     """

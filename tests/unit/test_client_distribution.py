@@ -1,8 +1,9 @@
 """Where the server, the client distribution and the demo meet (issue 41): the client
 (clients/python) uses the Thrift wire core (gateway/thrift, packaged into its wheel as
 ``hms_gateway_client._thrift``) and nothing else of the server; that core needs thriftpy2 alone
-and imports itself relatively; the server and the client never import the demo; and
-``hms-gateway tunnel`` / ``hms-gateway-tunnel`` say what to install when a part is missing."""
+and imports itself relatively; the server imports nothing of the client (issue 48: the tunnel
+is the client's ``hms-gateway-tunnel``, and ``hms-gateway tunnel`` says so) and neither imports
+the demo; ``hms-gateway-tunnel`` says what to install when a part is missing."""
 
 from __future__ import annotations
 
@@ -51,10 +52,17 @@ def test_the_wire_core_needs_thriftpy2_alone_and_imports_itself_relatively():
     assert not wrong, wrong
 
 
-def test_the_server_imports_neither_the_demo_nor_the_client_but_to_find_the_tunnel():
+def test_the_server_imports_neither_the_demo_nor_the_client():
+    """Any import, module level or deferred (``_imports`` walks the whole tree)."""
     found = {(str(path.relative_to(ROOT)), module) for path in sorted((ROOT / "gateway").rglob("*.py"))
              for level, module in _imports(path) if level == 0 and _top(module) in ("demo", "hms_gateway_client")}
-    assert found == {("gateway/cli.py", "hms_gateway_client.cli")}
+    assert found == set()
+
+
+def test_the_import_check_sees_a_deferred_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from hms_gateway_client.cli import main\n")
+    assert _imports(module) == [(0, "hms_gateway_client.cli")]
 
 
 def test_the_client_wheel_carries_the_wire_core_from_its_one_place():
@@ -67,27 +75,21 @@ def test_the_client_wheel_carries_the_wire_core_from_its_one_place():
     assert project["project"]["scripts"] == {"hms-gateway-tunnel": "hms_gateway_client.cli:main"}
 
 
-class _NotInstalled:
-    """A meta path finder for which the client distribution is not installed."""
-
-    def find_spec(self, name, path=None, target=None):
-        if _top(name) == "hms_gateway_client":
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
-
-
-def test_the_server_cli_says_to_install_the_client_for_its_tunnel(monkeypatch, capsys):
+def test_the_server_cli_says_where_the_tunnel_lives(monkeypatch, capsys):
+    """With the client installed beside it (as here) or not, ``hms-gateway tunnel`` runs no
+    tunnel and loads nothing of the client: it names the client's command and its install."""
     for name in [name for name in sys.modules if _top(name) == "hms_gateway_client"]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setattr(sys, "meta_path", [_NotInstalled(), *sys.meta_path])
     assert server_cli.main(["tunnel", "--gateway", "https://gw:8443/gateway/t/hms", "--auth", "basic"]) == 2
+    assert [name for name in sys.modules if _top(name) == "hms_gateway_client"] == []
     err = capsys.readouterr().err
-    assert err.startswith("tunnel: hms-gateway tunnel is part of the client distribution")
-    assert "pip install 'hms-gateway-client[tunnel]'" in err and "hms-gateway-tunnel" in err
+    assert err.startswith("tunnel: the tunnel is not part of the server: it is the client distribution's "
+                          "console script hms-gateway-tunnel")
+    assert "pip install 'hms-gateway-client[tunnel]'" in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.parametrize("library", ["aiohttp", "uvloop"])
-def test_without_the_tunnel_extra_both_commands_name_it(library, monkeypatch, capsys):
+def test_without_the_tunnel_extra_the_tunnel_names_it(library, monkeypatch, capsys):
     import hms_gateway_client
     from hms_gateway_client import cli as client_cli
 
@@ -95,7 +97,5 @@ def test_without_the_tunnel_extra_both_commands_name_it(library, monkeypatch, ca
     monkeypatch.delattr(hms_gateway_client, "tunnel", raising=False)
     monkeypatch.setitem(sys.modules, library, None)  # as if the extra was not installed
     assert client_cli.main(["--gateway", "https://gw:8443/gateway/t/hms", "--auth", "basic"]) == 2
-    assert server_cli.main(["tunnel", "--gateway", "https://gw:8443/gateway/t/hms", "--auth", "basic"]) == 2
-    for line in capsys.readouterr().err.splitlines():
-        assert line == f"tunnel: the tunnel needs {library}, which is not installed: " \
-                       "pip install 'hms-gateway-client[tunnel]'"
+    assert capsys.readouterr().err.splitlines() == [f"tunnel: the tunnel needs {library}, which is not installed: "
+                                                    "pip install 'hms-gateway-client[tunnel]'"]

@@ -262,7 +262,7 @@ def test_the_service_body_filters_partition_summaries_per_user_and_types_selects
 def test_s3_metadata_files_are_read_with_the_gateways_key_from_a_file(tmp_path):
     """``options.iceberg.s3``: the key from a credentials file (never inline), ``file_io`` wins."""
     from gateway.events.iceberg import file_io_of
-    from gateway.iceberg.storage import S3Options
+    from gateway.lakehouse.storage import S3Options
 
     (tmp_path / "s3.ini").write_text("[default]\naws_access_key_id = AKIAFEED\naws_secret_access_key = feed-secret\n")
     options = IcebergCommitOptions(s3=S3Options(endpoint="http://127.0.0.1:9000", credentials_file="s3.ini"),

@@ -1,4 +1,4 @@
-"""The gateway's own FileIO on local files (:mod:`gateway.iceberg.file_io`): a create never
+"""The gateway's own FileIO on local files (:mod:`gateway.lakehouse.file_io`): a create never
 replaces a file, for every local form of a location (``file:///``, ``file:/``, a bare path),
 even when a file appears between PyIceberg's existence check and the open; deletes take one
 file and say when it is missing; other schemes and an operator's ``py-io-impl`` keep
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from pyiceberg.io.fsspec import FsspecFileIO
 
-from gateway.iceberg.file_io import ExclusiveOutputFile, GatewayFileIO, load
-from gateway.iceberg.files import file_io
+from gateway.lakehouse.file_io import ExclusiveOutputFile, GatewayFileIO, file_io, load
 
 
 def _forms(path: Path) -> list[str]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gateway.iceberg import errors
 from gateway.iceberg.service_state import Summaries
 from gateway.iceberg.signer import MAX_HEADERS, check_headers, check_url, headers_to_sign, signed
-from gateway.iceberg.storage import S3Options, split_location
+from gateway.lakehouse.storage import S3Options, split_location
 from gateway.iceberg.vending import TemporaryCredentials
 
 OPTIONS = S3Options(endpoint="http://127.0.0.1:9000")

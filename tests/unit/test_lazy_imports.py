@@ -9,7 +9,7 @@ it) at its service's first request, once. The checks run in one fresh interprete
 imported everything already), which builds each kind's topology in turn and notes what each
 build added to ``sys.modules``, then sends the Iceberg service its first requests.
 
-And what it holds after serving Iceberg: the gateway's FileIO (:mod:`gateway.iceberg.file_io`)
+And what it holds after serving Iceberg: the gateway's FileIO (:mod:`gateway.lakehouse.file_io`)
 writing, reading and deleting metadata files, the change feed reading a commit, scan planning
 and a purge reading manifests never import pyarrow (about 55 MiB); checked in another fresh
 interpreter."""
@@ -109,7 +109,7 @@ def test_the_iceberg_kind_loads_its_request_side_at_the_first_request(imported):
 def test_the_hms_parameters_the_change_feed_reads_are_pyiceberg_s():
     from pyiceberg import catalog
 
-    from gateway.iceberg import table_parameters
+    from gateway.lakehouse import table_parameters
 
     assert (table_parameters.TABLE_TYPE, table_parameters.ICEBERG, table_parameters.METADATA_LOCATION) == (
         catalog.TABLE_TYPE, catalog.ICEBERG, catalog.METADATA_LOCATION)
@@ -131,7 +131,8 @@ from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, NestedField
 from pyiceberg.view.metadata import ViewMetadata
 from gateway.events.iceberg import IcebergCommitOptions, SnapshotReader
-from gateway.iceberg.files import MetadataFiles, file_io
+from gateway.iceberg.files import MetadataFiles
+from gateway.lakehouse.file_io import file_io
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_models import PlanTableScanRequest
 from gateway.iceberg.planning import manifests, plan, scope

@@ -19,6 +19,7 @@ from gateway.pipeline.step import Chain, Step
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.throttle import Throttled
 from gateway.hms_thrift.kind import ThriftRpcService
+from gateway.hms_thrift.step import ThriftChain, ThriftStep
 from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import load_schema
 from gateway.topology import Router, Service, Topology
@@ -60,7 +61,7 @@ class _Anonymous(Step):
         exchange.principal = Principal("alice", "test")
 
 
-class _HideDefault(Step):
+class _HideDefault(ThriftStep):
     reply_methods = frozenset({"get_all_databases"})
 
     def __init__(self):
@@ -76,11 +77,25 @@ class _HideDefault(Step):
 def test_a_chain_calls_only_the_hooks_a_step_defines():
     anonymous, hide = _Anonymous(), _HideDefault()
     chain = Chain([anonymous, hide])
-    assert chain._request == ((anonymous.on_request, True),) and chain._call == ()
-    assert chain.reply_steps("get_all_databases") == (hide,) and chain.reply_steps("get_table") == ()
+    assert chain._request == ((anonymous.on_request, True),)
+    calls = ThriftChain(chain)
+    assert calls._call == ()
+    assert calls.reply_steps("get_all_databases") == (hide,) and calls.reply_steps("get_table") == ()
 
 
-class _Recorder(Step):
+def test_the_shared_step_has_only_the_request_hook():
+    """The call and reply hooks read Thrift: they are the Thrift wing's (issue 48), and a
+    shared step that defines an ``on_call`` is not run on the call side."""
+    class Shared(Step):
+        def on_call(self, exchange):
+            raise AssertionError("a shared step has no call side")
+
+    assert not {"on_call", "on_reply", "reply_methods", "wants_reply"} & set(dir(Step))
+    recorder = _Recorder([])
+    assert ThriftChain(Chain([Shared(), recorder]))._call == ((recorder.on_call, False),)
+
+
+class _Recorder(ThriftStep):
     """A plain-method step (no coroutine) between coroutine steps."""
 
     def __init__(self, seen: list, refuse: bool = False):
@@ -110,7 +125,7 @@ async def test_plain_and_coroutine_hooks_run_in_order_and_a_plain_one_can_end_th
     chain = Chain([_Anonymous(), _Recorder(seen), _AsyncRecorder(seen)])
     assert [awaited for _, awaited in chain._request] == [True, False, True]
     await chain.on_request(exchange)
-    await chain.on_call(exchange)
+    await ThriftChain(chain).on_call(exchange)
     assert seen == [("plain", "alice"), ("coroutine", "alice"), ("plain call", "alice")]
     seen.clear()
     refusing = Chain([_Anonymous(), _Recorder(seen, refuse=True), _AsyncRecorder(seen)])

@@ -341,11 +341,11 @@ async def test_a_gateway_certificate_not_trusted_says_pass_ca(certs, tmp_path, c
 
 
 def test_cmd_tunnel_with_a_missing_ca_names_the_file(tmp_path, capsys, monkeypatch):
-    from gateway.cli import main
+    from hms_gateway_client.cli import main
 
     monkeypatch.setenv("NOPE_PW", "secret")
     missing = tmp_path / "ca.pem"
-    assert main(["tunnel", "--gateway", "https://localhost:1/gateway/t/svc", "--listen", "127.0.0.1:0",
+    assert main(["--gateway", "https://localhost:1/gateway/t/svc", "--listen", "127.0.0.1:0",
                  "--auth", "basic", "--user", "u", "--password-env", "NOPE_PW", "--ca", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"tunnel: cannot load TLS files: no such CA bundle file: {missing}"

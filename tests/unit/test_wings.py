@@ -1,7 +1,7 @@
 """A wing per protocol (issue 41): each service kind lives in its protocol's wing, the wings
 stand on the shared floors and arrows point down: no floor imports a wing, no wing imports
-another wing's kind, and only the registries (``KINDS``, ``STEPS``) name the wings, as
-``"module:Class"`` strings."""
+another wing's modules (issue 48: what two wings need is on a shared floor), and only the
+registries (``KINDS``, ``STEPS``) name the wings, as ``"module:Class"`` strings."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from test_import_graph import import_graph
 WINGS = ("gateway.hms_thrift", "gateway.iceberg", "gateway.glue", "gateway.events", "gateway.explorer")
 #: What every wing may stand on.
 FLOORS = ("gateway.pipeline", "gateway.services", "gateway.cache", "gateway.policy", "gateway.providers",
-          "gateway.upstream", "gateway.thrift", "gateway.observability", "gateway.config")
+          "gateway.upstream", "gateway.thrift", "gateway.observability", "gateway.config", "gateway.lakehouse")
 #: The registries: they name the wings' classes as strings, imported when a topology asks.
 REGISTRIES = {"gateway.services", "gateway.pipeline.steps"}
 
@@ -39,9 +39,10 @@ def test_each_kind_lives_in_its_wing():
     assert {role for role, target in STEPS.items() if target.startswith("gateway.hms_thrift.")} == thrift_only
 
 
-def test_arrows_point_down():
+def _into_wings(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of ``graph`` that run into a wing from a floor or from another wing."""
     upward = []
-    for module, targets in import_graph().items():
+    for module, targets in graph.items():
         if module in REGISTRIES:
             continue
         floor, wing = _within(module, FLOORS), _within(module, WINGS)
@@ -49,9 +50,24 @@ def test_arrows_point_down():
             into = _within(target, WINGS)
             if into is None:
                 continue
-            if floor is not None or (wing not in (None, into) and target.endswith(".kind")):
+            if floor is not None or wing not in (None, into):
                 upward.append(f"{module} -> {target}")
-    assert not upward, "imports that run up into a wing: " + ", ".join(sorted(upward))
+    return sorted(upward)
+
+
+def test_arrows_point_down():
+    upward = _into_wings(import_graph())
+    assert not upward, "imports that run up into a wing, or across into another: " + ", ".join(upward)
+
+
+def test_the_check_sees_any_import_of_another_wing_s_module():
+    graph = {"gateway.events.iceberg": {"gateway.iceberg.files", "gateway.lakehouse.file_io", "gateway.events.hcat"},
+             "gateway.explorer.kind": {"gateway.hms_thrift.kind"},
+             "gateway.lakehouse.storage": {"gateway.iceberg.vending"},
+             "gateway.services": {"gateway.glue.kind"}}  # a registry names the wings
+    assert _into_wings(graph) == ["gateway.events.iceberg -> gateway.iceberg.files",
+                                  "gateway.explorer.kind -> gateway.hms_thrift.kind",
+                                  "gateway.lakehouse.storage -> gateway.iceberg.vending"]
 
 
 #: The shared floors, lowest first: a package imports only its own floor and those below it.
@@ -63,6 +79,7 @@ SHARED_FLOORS = (
     ("gateway.observability",),
     ("gateway.providers",),
     ("gateway.upstream",),
+    ("gateway.lakehouse",),
     ("gateway.config",),
     ("gateway.policy", "gateway.cache"),
     ("gateway.pipeline",),

@@ -1,6 +1,6 @@
 """``hms-gateway-tunnel``, the client distribution's console script: the tunnel
-(:mod:`hms_gateway_client.tunnel`). Where the server is installed beside it, ``hms-gateway
-tunnel`` runs the same through :func:`tunnel_module`.
+(:mod:`hms_gateway_client.tunnel`, loaded by :func:`tunnel_module`). The server's command line
+does not carry it (``hms-gateway tunnel`` only says where it lives).
 
 Exit status: 0 done, 2 a usage error, a refused start or a missing extra (one line on stderr),
 130 interrupted.

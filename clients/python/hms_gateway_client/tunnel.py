@@ -1,4 +1,4 @@
-"""``hms-gateway-tunnel`` (``hms-gateway tunnel`` beside the server): a local binary-Thrift
+"""``hms-gateway-tunnel``: a local binary-Thrift
 listener that forwards each call to the gateway over HTTPS, so that unmodified Hive clients
 (Spark's ``HiveClientImpl``, Hive's tools, ``hmsclient``) reach the catalog from outside the
 cluster with ``thrift://127.0.0.1:<port>``.

@@ -35,7 +35,8 @@ from gateway.hms_thrift.exchange import ThriftExchange, call_args
 from gateway.pipeline.outcomes import Answered
 from gateway.hms_thrift.partition_splice import PartitionSplice
 from gateway.hms_thrift.reply import ThriftReply
-from gateway.pipeline.step import Step, StepContext
+from gateway.hms_thrift.step import ThriftStep
+from gateway.pipeline.step import StepContext
 from gateway.thrift.objects import encode_reply
 from gateway.policy import Decision, PolicyEngine
 from gateway.policy.columns import filter_result
@@ -60,7 +61,7 @@ from gateway.thrift.schema import MethodSchema, ServiceSchema
 log = logging.getLogger(__name__)
 
 
-class CatalogPolicy(Step):
+class CatalogPolicy(ThriftStep):
     """Enforces ``engine`` on one ``hms-thrift`` service (see the module docstring). Raises
     ``ValueError`` when ``schema``'s IDL lacks a method or argument the policy names."""
 

@@ -9,13 +9,14 @@ import logging
 
 from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.outcomes import NotExposed
-from gateway.pipeline.step import Step, StepContext
+from gateway.hms_thrift.step import ThriftStep
+from gateway.pipeline.step import StepContext
 from gateway.thrift.translate import UNKNOWN_METHOD
 
 log = logging.getLogger(__name__)
 
 
-class MethodExposure(Step):
+class MethodExposure(ThriftStep):
     """Raises :class:`NotExposed` for a method outside ``methods``."""
 
     name = "method-exposure"

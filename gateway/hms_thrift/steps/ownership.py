@@ -6,11 +6,12 @@ from __future__ import annotations
 
 
 from gateway.hms_thrift.exchange import ThriftExchange
-from gateway.pipeline.step import Step, StepContext
+from gateway.hms_thrift.step import ThriftStep
+from gateway.pipeline.step import StepContext
 from gateway.providers.ownership import OwnerAssertion
 
 
-class OwnershipAssertion(Step):
+class OwnershipAssertion(ThriftStep):
     """Rewrites ``exchange.call``. Raises ``ProtocolError`` (400) for a malformed create call."""
 
     name = "ownership-assertion"

@@ -19,7 +19,8 @@ import logging
 
 from gateway.hms_thrift.exchange import ThriftExchange
 from gateway.pipeline.outcomes import Served
-from gateway.pipeline.step import Step, StepContext
+from gateway.hms_thrift.step import ThriftStep
+from gateway.pipeline.step import StepContext
 from gateway.thrift.objects import encode_reply
 from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.ugi import SET_UGI
@@ -37,7 +38,7 @@ def set_ugi_result(user: str, groups: frozenset[str] | set[str]) -> list[str]:
     return [*sorted(groups), user]
 
 
-class UgiClaim(Step):
+class UgiClaim(ThriftStep):
     """Answers ``set_ugi`` (raises :class:`UgiAnswered` with a strict-binary REPLY of the
     call's seqid); every other method passes untouched."""
 

@@ -30,14 +30,15 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping
-from urllib.parse import urlparse
+from functools import lru_cache
+from urllib.parse import urlparse, urlsplit
 
 from fsspec.implementations.local import LocalFileSystem
 from pyiceberg.io import PY_IO_IMPL, FileIO, InputFile, OutputFile, load_file_io
 from pyiceberg.io.fsspec import FsspecFileIO, FsspecInputFile, FsspecOutputFile
 from pyiceberg.typedef import Properties
 
-__all__ = ["GatewayFileIO", "LocalFiles", "SCHEMES", "load"]
+__all__ = ["GatewayFileIO", "LocalFiles", "SCHEMES", "file_io", "load"]
 
 #: Location schemes :class:`GatewayFileIO` serves (``""``: a bare local path).
 SCHEMES = frozenset({"", "file", "s3", "s3a", "s3n"})
@@ -103,3 +104,15 @@ def load(properties: Mapping[str, str], scheme: str) -> FileIO:
     if scheme in SCHEMES and PY_IO_IMPL not in properties:
         return GatewayFileIO(dict(properties))
     return load_file_io(dict(properties), f"{scheme or 'file'}://io/")
+
+
+def file_io(properties: Mapping[str, str], location: str) -> FileIO:
+    """The gateway's FileIO for ``location`` with ``properties`` (the service's options only;
+    :func:`load`), built once per properties and scheme (each holds its own filesystems and
+    connections)."""
+    return _file_io(tuple(sorted(properties.items())), urlsplit(location).scheme.lower() or "file")
+
+
+@lru_cache(maxsize=64)
+def _file_io(properties: tuple[tuple[str, str], ...], scheme: str) -> FileIO:
+    return load(dict(properties), scheme)

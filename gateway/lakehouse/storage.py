@@ -1,6 +1,7 @@
-"""The ``iceberg-rest`` kind's S3 storage: the gateway's own credentials for the warehouse (to
-read and write metadata files, and to call STS for vended credentials and remote signing),
-configured once per service under ``options.s3``.
+"""An S3 warehouse's storage: the gateway's own credentials for it (the ``iceberg-rest`` kind's,
+to read and write metadata files and to call STS for vended credentials and remote signing; the
+change feed's, to read a commit's metadata file), configured once per service under
+``options.s3`` (``event-stream``: ``options.iceberg.s3``).
 
 The gateway's key is read from an AWS shared-credentials file (``credentials_file``, INI with
 ``aws_access_key_id``/``aws_secret_access_key``, section ``profile``) or, without one, from the
@@ -25,7 +26,8 @@ STS_MIN_SECONDS, STS_MAX_SECONDS = 900, 43200
 
 
 class S3Options(SettingsModel):
-    """``options.s3`` of an ``iceberg-rest`` service."""
+    """``options.s3`` of an ``iceberg-rest`` service (and ``options.iceberg.s3`` of an
+    ``event-stream`` one, which reads only what a metadata file's read needs)."""
 
     #: S3 endpoint URL for S3-compatible stores (MinIO, moto, Ceph); empty: AWS
     #: (``https://s3.<region>.amazonaws.com``).
