@@ -35,6 +35,7 @@ from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.walk import call_objects
 from gateway.upstream.failover import Upstream
+from gateway.upstream.metastore import MetastoreClient
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ class ThriftRpcService(MetastoreBacked):
         self.limits = limits
         self.cache = cache
         self.dispatch = ThriftDispatch(topology, path, upstream, chain, schema, cache)
+        self.metastore = MetastoreClient(upstream, schema)
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
@@ -127,6 +129,7 @@ class ThriftRpcService(MetastoreBacked):
             event.reason = exc.reason
             raise
         exchange.codec, exchange.header, exchange.call = codec, header, call
+        exchange.metastore = self.metastore
         event.method = header.name
         event.objects = partial(call_objects, call, self.schema)  # for the audit line, later
         try:
