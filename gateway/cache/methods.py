@@ -21,7 +21,15 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_slot, table_slot
-from gateway.thrift.hive_methods import LISTINGS, READS, WHOLE_TABLE_WRITES, WRITES, argument, check_argument_paths
+from gateway.thrift.hive_methods import (
+    LISTINGS,
+    READS,
+    WHOLE_TABLE_WRITES,
+    WRITES,
+    argument,
+    check_argument_paths,
+    written_objects,
+)
 from gateway.thrift.schema import ServiceSchema
 
 __all__ = ["ALL", "CACHED", "NO_CATALOG_CHANGE", "Scope", "UNLOGGED_WRITES", "check_paths", "dependencies", "touched_by_event", "touched_by_write"]
@@ -69,18 +77,13 @@ UNLOGGED_WRITES: dict[str, tuple[str, ...]] = {
 }
 
 #: Writes of partitions and statistics that :data:`~gateway.thrift.hive_methods.WRITES` does not
-#: list (the policy refuses them), by the table they change. ``add_partitions`` names its
-#: table in each partition: see :func:`touched_by_write`.
+#: list (the policy refuses them), by the table they change.
 _TABLE_WRITES: dict[str, tuple[str, str]] = {
     **{m: ("db_name", "tbl_name") for m in (
         "append_partition", "append_partition_with_environment_context", "append_partition_by_name",
         "append_partition_by_name_with_environment_context", "drop_partition_with_environment_context",
-        "drop_partition_by_name_with_environment_context", "alter_partition", "alter_partitions",
-        "alter_partition_with_environment_context", "alter_partitions_with_environment_context",
-        "rename_partition", "markPartitionForEvent", "delete_partition_column_statistics",
+        "drop_partition_by_name_with_environment_context", "rename_partition", "markPartitionForEvent", "delete_partition_column_statistics",
         "delete_table_column_statistics")},
-    "add_partition_with_environment_context": ("new_part.dbName", "new_part.tableName"),
-    "add_partitions_req": ("request.dbName", "request.tblName"),
     "drop_partitions_req": ("req.dbName", "req.tblName"),
     "update_table_column_statistics": ("stats_obj.statsDesc.dbName", "stats_obj.statsDesc.tableName"),
     "update_partition_column_statistics": ("stats_obj.statsDesc.dbName", "stats_obj.statsDesc.tableName"),
@@ -139,15 +142,14 @@ def touched_by_write(method: str, args) -> tuple[int, ...]:
         return ALL
     write = WRITES.get(method)
     if write is not None:
-        db = _name(args, write.db)
-        if db is None:
+        objects = written_objects(write, args)  # one per partition where each names its table
+        if any(not db or (write.table is not None and not table) for db, table in objects):
             return ALL
         if write.table is None:
-            return _database(db)
-        table = _name(args, write.table)
-        if table is None:
-            return ALL
-        slots = _table(db, table)
+            return _database(objects[0][0])
+        slots: tuple[int, ...] = ()
+        for db, table in objects:
+            slots += _table(db, table)  # type: ignore[arg-type]
         if method in WHOLE_TABLE_WRITES:  # a rename: the new name's entries too
             new_db, new_table = _name(args, "new_tbl.dbName"), _name(args, "new_tbl.tableName")
             if new_db is None or new_table is None:
@@ -158,14 +160,6 @@ def touched_by_write(method: str, args) -> tuple[int, ...]:
     if paths is not None:
         db, table = _name(args, paths[0]), _name(args, paths[1])
         return ALL if db is None or table is None else _table(db, table)
-    if method == "add_partitions":
-        slots: tuple[int, ...] = ()
-        for part in getattr(args, "new_parts", None) or ():
-            db, table = _name(part, "dbName"), _name(part, "tableName")
-            if db is None or table is None:
-                return ALL
-            slots += _table(db, table)
-        return slots
     return ALL
 
 

@@ -10,7 +10,9 @@ URLs (the gateway routes exact service paths, so files are chosen by the query s
 ``GET /gateway/{topology}/{path}`` is the page; ``GET …?asset=<name>`` one of its files;
 ``GET …?restrictions=<database>/<table>`` the row filter and column masks (Ranger's row-filter
 and data-mask policies of the Thrift service's ``policy_file``) that apply to the caller on that
-table, as JSON (:func:`restrictions_answer`), which the table page shows.
+table, as JSON (:func:`restrictions_answer`), which the table page shows; only for a table the
+caller sees there (else 404, as the Thrift service answers for the table itself, so the rules
+of a hidden table are not told, nor whether it has any).
 Anything but GET is 405; an unknown asset name is 404 (names are looked up in a dictionary
 read at build time, so no request ever reaches the filesystem). Every request is
 authenticated first, as the topology does (a 401 carries every provider's challenge, so the
@@ -29,7 +31,7 @@ from aiohttp import hdrs, web
 from pydantic import BaseModel, Field, field_validator
 
 from gateway.explorer import METHODS, Asset, load_assets, schema_descriptor
-from gateway.policy import PolicyEngine, load_policy_file
+from gateway.policy import CatalogView, PolicyEngine, load_policy_file
 from gateway.policy.restrictions import table_restrictions
 from gateway.pipeline.exchange import Exchange
 from gateway.pipeline.outcomes import MethodNotAllowed, NotFound
@@ -170,6 +172,8 @@ class ExplorerService:
             raise NotFound("restrictions=<database>/<table>")
         identity = exchange.identity
         assert identity is not None  # the chain asserted it
+        if not CatalogView(self.policy, identity.user, identity.groups).visible(database, table):
+            raise NotFound("no such table")  # the words of a missing table: a hidden one is not told apart
         body = restrictions_answer(self.policy, identity.user, identity.groups, database, table)
         return web.json_response(body, headers=SECURITY_HEADERS)
 

@@ -14,6 +14,7 @@ from gateway.thrift.objects import decode_args
 if TYPE_CHECKING:
     from gateway.thrift.codec import Codec
     from gateway.thrift.schema import MethodSchema
+    from gateway.upstream.metastore import MetastoreClient
 
 
 def call_args(exchange: "ThriftExchange", method: "MethodSchema"):
@@ -31,6 +32,8 @@ class ThriftExchange(Exchange):
     client's protocol, ``header`` the call's message header, ``call`` the strict-binary message
     that goes upstream (call-side steps may replace it).
 
+    ``metastore`` is the service's own client of its HMS list, set by the kind.
+
     ``args`` is ``call``'s arguments as thriftpy2 objects, decoded once by the first step that
     needs them (catalog policy, the metadata cache: :func:`call_args`) and kept for the
     request's later hooks; None until then, and set back to None by a step that replaces
@@ -41,6 +44,10 @@ class ThriftExchange(Exchange):
     header: MessageHeader | None = None
     call: bytes = b""
     args: object | None = None
+    #: The service's :class:`~gateway.upstream.metastore.MetastoreClient`, for a call-side step
+    #: that reads what a call would change (the url rule of
+    #: :mod:`gateway.hms_thrift.steps.placing`); None outside the kind.
+    metastore: "MetastoreClient | None" = None
 
     #: :func:`call_args` of this exchange (what the metadata cache asks of a proxied call).
     arguments = call_args

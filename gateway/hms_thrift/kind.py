@@ -36,6 +36,7 @@ from gateway.thrift.errors import ProtocolError
 from gateway.thrift.schema import ServiceSchema, load_schema
 from gateway.thrift.walk import call_objects
 from gateway.upstream.failover import Upstream
+from gateway.upstream.metastore import MetastoreClient
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class ThriftRpcService(MetastoreBacked):
         #: The chain's call and reply sides (:mod:`gateway.hms_thrift.step`).
         self.calls = ThriftChain(chain)
         self.dispatch = ThriftDispatch(topology, path, upstream, self.calls, schema, cache)
+        self.metastore = MetastoreClient(upstream, schema)
 
     @classmethod
     def build(cls, ctx: ServiceContext) -> "ThriftRpcService":
@@ -130,6 +132,7 @@ class ThriftRpcService(MetastoreBacked):
             event.reason = exc.reason
             raise
         exchange.codec, exchange.header, exchange.call = codec, header, call
+        exchange.metastore = self.metastore
         event.method = header.name
         event.objects = partial(call_objects, call, self.schema)  # for the audit line, later
         try:

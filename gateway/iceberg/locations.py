@@ -230,10 +230,10 @@ def require_allowed(location: Location, roots: Iterable[Location], what: str, te
 
 
 def _url_permission(catalog, location: Location, what: str) -> None:
-    for access in ("read", "write"):
-        if not catalog.view.may_url(access, str(location)):
-            raise errors.Forbidden(f"{catalog.user} may not place {what} at {location}: it needs the url "
-                                   f"permission ({access}) on that location")
+    """The url rule of every protocol (:meth:`gateway.policy.view.CatalogView.url_refusal`) as a 403."""
+    refusal = catalog.view.url_refusal(str(location), what)
+    if refusal is not None:
+        raise errors.Forbidden(refusal)
 
 
 # --- HMS listings for the overlap checks --------------------------------------------------------

@@ -13,13 +13,25 @@ definition for ``url`` (``RangerURLResourceMatcher``, wildcards on, case-sensiti
 * both sides are compared in one form (:func:`normal_url`): scheme lower-cased (``s3a``/``s3n``
   as ``s3``, :data:`SAME_SCHEME`), ``file:/x``, ``file:///x`` and a bare ``/x`` alike, no
   trailing ``/``.
+
+Placing storage at a location (a table's or partition's location, an Iceberg metadata file, a
+namespace's location) asks for both of :data:`PLACING`, on every protocol:
+:meth:`gateway.policy.view.CatalogView.url_refusal`. A location with a ``.`` or ``..`` segment
+(also percent-encoded) is refused there (:func:`dot_segment`): the match reads it as text while
+storage resolves it (``s3://b/mine/../theirs``).
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote
 
-__all__ = ["SAME_SCHEME", "UrlMatcher", "normal_url"]
+__all__ = ["PLACING", "SAME_SCHEME", "UrlMatcher", "dot_segment", "normal_url"]
+
+#: The ``url`` accesses placing storage at a location needs: Hive asks both for ``CREATE TABLE
+#: ... LOCATION``, Ranger's HMS authorizer (``HiveMetaStoreAuthorizer``) for a location a create
+#: or alter sets.
+PLACING = ("read", "write")
 
 #: Schemes that name the same store as another (Hadoop's S3 connectors, Azure's TLS variants).
 SAME_SCHEME = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "wasbs": "wasb", "abfss": "abfs"}
@@ -40,6 +52,14 @@ def normal_url(value: str) -> str:
         value = f"{scheme}:{rest}"
     stripped = value.rstrip("/")
     return stripped if stripped and not stripped.endswith(":") else value
+
+
+def dot_segment(location: str) -> bool:
+    """Whether ``location``'s path has a ``.`` or ``..`` segment, also percent-encoded (or
+    behind an encoded ``/``): Hadoop's ``Path`` and local files resolve them, a ``url`` match
+    does not."""
+    path = location.partition("://")[2].partition("/")[2] if "://" in location else location
+    return any(segment in (".", "..") for segment in unquote(path).split("/"))
 
 
 def _regex(value: str) -> str:

@@ -10,6 +10,8 @@ A :class:`CatalogView` answers, in Ranger's Hive model (:mod:`gateway.policy.eng
   :meth:`~CatalogView.visible_tables`, in bulk) and which columns of a table are kept
   (:meth:`~CatalogView.keep`, :meth:`~CatalogView.columns`: ``select`` on the column, as
   Ranger's column-level Hive checks and Lake Formation's ``AuthorizedColumns``);
+* whether the user may place storage at a location (:meth:`~CatalogView.url_refusal`, Ranger
+  Hive's ``url`` resource, :mod:`gateway.policy.urls`), asked by every protocol alike;
 * which row filter and masks apply to the user on a table (:meth:`~CatalogView.restrictions`,
   Ranger's row-filter and data-mask policies, :mod:`gateway.policy.restrictions`);
 * how much it hid, for the audit line: ``hidden`` (listed objects), ``hidden_columns``
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from gateway.policy.engine import Decision, PolicyEngine, Resource
 from gateway.policy.model import ACCESS_TYPES, ALL, ANY_ACCESS
 from gateway.policy.restrictions import TableRestrictions, table_restrictions
+from gateway.policy.urls import PLACING, dot_segment
 
 #: A table's column predicate: whether a column (by name) stays.
 Keep = Callable[[str], bool]
@@ -79,6 +82,24 @@ class CatalogView:
         (Ranger Hive's ``url`` resource, :meth:`PolicyEngine.evaluate_url`); True without a
         policy. Raises ``ValueError`` for an unknown access type."""
         return self.engine is None or self.engine.evaluate_url(self.user, self.groups, url, access).allowed
+
+    def url_refusal(self, location: str, what: str) -> str | None:
+        """None when the user may place ``what`` (``"table db.t"``) at ``location``: Ranger's
+        ``url`` permission, both :data:`~gateway.policy.urls.PLACING` accesses, on it. Else the
+        refusal's message, naming the user, ``what`` and the location (cut to 300 characters),
+        which every protocol sends in its own error model (the Iceberg service's 403, the
+        Thrift ``MetaException``). A location with a ``.`` or ``..`` segment is refused too
+        (:func:`~gateway.policy.urls.dot_segment`). None without a policy."""
+        if self.engine is None:
+            return None
+        shown = location[:300]
+        if dot_segment(location):
+            return f"{self.user} may not place {what} at {shown}: a location must not have '.' or '..' segments"
+        for access in PLACING:
+            if not self.may_url(access, location):
+                return (f"{self.user} may not place {what} at {shown}: it needs the url permission "
+                        f"({access}) on that location")
+        return None
 
     def visible(self, database: str, table: str | None = None) -> bool:
         """Whether the database (or its table) is shown and may be named: ``_any`` on it."""

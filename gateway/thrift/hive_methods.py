@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .schema import ServiceSchema
+from .schema import ServiceSchema, TType
 
 
 class Read(NamedTuple):
@@ -100,32 +100,66 @@ NEUTRAL = frozenset({
 
 
 class Write(NamedTuple):
-    """A write: argument paths of its database and table (None: a database) and the Ranger
-    Hive access type it needs."""
+    """A write: argument paths of its database and table (None: a database), the Ranger Hive
+    access type it needs, the paths of the storage locations it may set (each needs Ranger's
+    ``url`` permission, :meth:`gateway.policy.view.CatalogView.url_refusal`), and the paths by
+    which the partitions it carries name their table again (judged too where given).
+
+    A path through a list fans out over its items (``new_parts.sd.location``: each partition's),
+    and a path into a map ends with the key (``tbl.parameters.metadata_location``):
+    :func:`arguments`."""
 
     db: str
     table: str | None
     access: str
+    locations: tuple[str, ...] = ()
+    parts: tuple[str, str] | None = None
 
+
+#: Where a table sets storage: its location, and the metadata file Iceberg's ``HiveCatalog``
+#: (and the ``iceberg-rest`` service) read it from. Ranger's HMS authorizer asks ``url`` rights
+#: on a location a create or alter sets: a database's, a table's, a partition's.
+_NEW_TABLE = ("tbl.sd.location", "tbl.parameters.metadata_location")
+_ALTERED_TABLE = ("new_tbl.sd.location", "new_tbl.parameters.metadata_location")
+_PARTS = ("new_parts.dbName", "new_parts.tableName")
 
 #: Every write the policy judges (any other write is refused while a policy is attached).
 WRITES: dict[str, Write] = {
-    "create_database": Write("database.name", None, "create"),
+    "create_database": Write("database.name", None, "create", ("database.locationUri",)),
     "drop_database": Write("name", None, "drop"),
-    "alter_database": Write("dbname", None, "alter"),
-    "create_table": Write("tbl.dbName", "tbl.tableName", "create"),
-    "create_table_with_environment_context": Write("tbl.dbName", "tbl.tableName", "create"),
+    "alter_database": Write("dbname", None, "alter", ("db.locationUri",)),
+    "create_table": Write("tbl.dbName", "tbl.tableName", "create", _NEW_TABLE),
+    "create_table_with_environment_context": Write("tbl.dbName", "tbl.tableName", "create", _NEW_TABLE),
     "drop_table": Write("dbname", "name", "drop"),
     "drop_table_with_environment_context": Write("dbname", "name", "drop"),
-    "alter_table": Write("dbname", "tbl_name", "alter"),
-    "alter_table_with_environment_context": Write("dbname", "tbl_name", "alter"),
-    "alter_table_with_cascade": Write("dbname", "tbl_name", "alter"),
-    "add_partition": Write("new_part.dbName", "new_part.tableName", "alter"),
+    "alter_table": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
+    "alter_table_with_environment_context": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
+    "alter_table_with_cascade": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
+    "add_partition": Write("new_part.dbName", "new_part.tableName", "alter", ("new_part.sd.location",)),
+    "add_partition_with_environment_context": Write("new_part.dbName", "new_part.tableName", "alter",
+                                                    ("new_part.sd.location",)),
+    "add_partitions": Write(*_PARTS, "alter", ("new_parts.sd.location",)),
+    "add_partitions_req": Write("request.dbName", "request.tblName", "alter", ("request.parts.sd.location",),
+                                ("request.parts.dbName", "request.parts.tableName")),
+    **{m: Write("db_name", "tbl_name", "alter", ("new_part.sd.location",), ("new_part.dbName", "new_part.tableName"))
+       for m in ("alter_partition", "alter_partition_with_environment_context")},
+    **{m: Write("db_name", "tbl_name", "alter", ("new_parts.sd.location",), _PARTS)
+       for m in ("alter_partitions", "alter_partitions_with_environment_context")},
     "drop_partition": Write("db_name", "tbl_name", "alter"),
     "drop_partition_by_name": Write("db_name", "tbl_name", "alter"),
 }
 #: Writes that send a whole table back: refused to a user who does not see every column.
 WHOLE_TABLE_WRITES = frozenset({"alter_table", "alter_table_with_environment_context", "alter_table_with_cascade"})
+#: Writes that send back what a read gave (a table, partitions with their storage descriptor's
+#: columns): refused to a user who does not see every column, else they would write the
+#: filtered columns back.
+WRITE_BACKS = WHOLE_TABLE_WRITES | frozenset({
+    "alter_partition", "alter_partition_with_environment_context", "alter_partitions",
+    "alter_partitions_with_environment_context"})
+#: Writes that send an existing object back whole: a location they carry that equals the
+#: object's current one is not being set (Ranger's HMS authorizer asks ``url`` rights only on a
+#: changed location), so a user without them may still alter the rest.
+ALTERS = WRITE_BACKS | {"alter_database"}
 
 #: Methods whose replies the policy reads (listings and replies carrying columns).
 REPLY_METHODS = frozenset(LISTINGS) | frozenset(OBJECT_LISTINGS) | COLUMN_REPLIES
@@ -154,12 +188,53 @@ def argument(args, path: str):
     return value
 
 
+def arguments(args, path: str) -> list:
+    """Every value at ``path`` in ``args``: a list on the way fans out over its items, a map is
+    entered by key (``"new_parts.sd.location"``, ``"tbl.parameters.metadata_location"``);
+    missing parts give nothing."""
+    values = [args]
+    for part in path.split("."):
+        step = []
+        for value in values:
+            value = value.get(part) if isinstance(value, dict) else getattr(value, part, None)
+            if isinstance(value, (list, tuple)):
+                step.extend(v for v in value if v is not None)
+            elif value is not None:
+                step.append(value)
+        values = step
+    return values
+
+
+def written_objects(write: Write, args) -> list[tuple[str, str | None]]:
+    """The distinct ``(database, table)`` pairs a call of ``write`` with ``args`` names (table
+    None for a database write; ``""`` for a name the call leaves out, which no policy grants),
+    in the order named: its own arguments' (one pair per partition where they name them in a
+    list), then the pairs its partitions give (:attr:`Write.parts`, where given)."""
+    if write.table is None:
+        dbs = arguments(args, write.db)
+        return [(db if isinstance(db, str) else "", None) for db in dbs[:1] or [""]]
+    pairs = list(_pairs(args, write.db, write.table)) or [("", "")]
+    if write.parts is not None:
+        pairs += [p for p in _pairs(args, *write.parts) if p[0] or p[1]]
+    return list(dict.fromkeys(pairs))
+
+
+def _pairs(args, db_path: str, table_path: str):
+    """``(database, table)`` pairs, walking both paths together to their last list."""
+    *head, db_name = db_path.split(".")
+    *table_head, table_name = table_path.split(".")
+    assert head == table_head, "both paths lead to one object"
+    for item in arguments(args, ".".join(head)) if head else [args]:
+        db, table = getattr(item, db_name, None), getattr(item, table_name, None)
+        yield (db if isinstance(db, str) else "", table if isinstance(table, str) else "")
+
+
 def check_paths(schema: ServiceSchema) -> None:
     """Raise ``ValueError`` naming the method or argument when the IDL of ``schema`` lacks one
     these tables name (another IDL than Hive 2.3's)."""
     paths: dict[str, tuple[str | None, ...]] = {m: (a,) for m, a in LISTINGS.items()}
     paths.update({m: (r.db, r.table, r.column) for m, r in READS.items()})
-    paths.update({m: (w.db, w.table) for m, w in WRITES.items()})
+    paths.update({m: (w.db, w.table, *w.locations, *(w.parts or ())) for m, w in WRITES.items()})
     for name, second in SECOND_TABLE.items():
         paths[name] = paths[name] + second
     check_argument_paths(schema, paths)
@@ -167,15 +242,22 @@ def check_paths(schema: ServiceSchema) -> None:
 
 def check_argument_paths(schema: ServiceSchema, paths: dict[str, tuple[str | None, ...]]) -> None:
     """Raise ``ValueError`` naming the method or argument when the IDL of ``schema`` lacks a
-    method of ``paths`` or one of its dotted argument paths (``"tbl.dbName"``; None skipped)."""
-    for name, arguments in paths.items():
+    method of ``paths`` or one of its dotted argument paths (``"tbl.dbName"``; None skipped; a
+    list's items are walked into, a map's key ends a path: :func:`arguments`)."""
+    for name, arguments_ in paths.items():
         method = schema.methods.get(name)
         if method is None:
             raise ValueError(f"the IDL has no method {name}")
-        for path in filter(None, arguments):
+        for path in filter(None, arguments_):
             cls = method.args_class
-            for part in path.split("."):
+            parts = path.split(".")
+            for index, part in enumerate(parts):
                 spec = {f[1]: f for f in (cls.thrift_spec or {}).values()} if cls is not None else {}
                 if part not in spec:
                     raise ValueError(f"{name} has no argument {path} in this IDL")
-                cls = spec[part][2] if len(spec[part]) > 2 and isinstance(spec[part][2], type) else None
+                kind, detail = spec[part][0], spec[part][2] if len(spec[part]) > 2 else None
+                if kind == TType.MAP and index == len(parts) - 2:
+                    break  # the last part is the key
+                if kind == TType.LIST and isinstance(detail, tuple) and detail[0] == TType.STRUCT:
+                    detail = detail[1]  # into the list's items
+                cls = detail if isinstance(detail, type) else None

@@ -16,11 +16,14 @@ Playwright, against the real gateway and real Hive Metastores.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime as dt
 import json
 import os
 import shutil
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -165,6 +168,10 @@ RESTRICTIONS = """\
     name: analysts see amounts hashed
     resources: {database: [sales], table: [orders], column: [amount]}
     data_mask: [{groups: [analysts], mask: MASK_HASH}]
+  - id: 9
+    name: analysts would see few ages, on a table they do not see
+    resources: {database: [hmshttptestdatabase], table: [test_table]}
+    row_filter: [{groups: [analysts], filter: "age > 60"}]
 """
 
 
@@ -322,6 +329,26 @@ def test_what_the_catalog_policy_hides_is_simply_absent(gw_policy, hms, browser)
     finally:
         page.context.close()
         transport.close()
+
+
+def test_restrictions_are_told_only_for_a_table_the_caller_sees(gw_policy):
+    """Issue 48: ``?restrictions=`` of a table alice does not see is 404, as the table itself,
+    though a row filter names her group there; of one she sees, her rules."""
+    base = f"https://localhost:{gw_policy.port}/gateway/catalog/explorer?restrictions="
+    token = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+
+    def get(table: str) -> tuple[int, bytes]:
+        request = urllib.request.Request(base + table, headers={"Authorization": f"Basic {token}"})
+        try:
+            with urllib.request.urlopen(request, context=gw_policy.ssl_context(), timeout=30) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    status, body = get("hmshttptestdatabase/test_table")
+    assert status == 404 and b"age" not in body
+    status, body = get("sales/orders")
+    assert status == 200 and json.loads(body)["row-filter"] == {"expression": "amount > 100", "policy-id": 7}
 
 
 @pytest.mark.parametrize("password", ["wrong-password", None])

@@ -232,14 +232,18 @@ def test_iceberg_metadata_keeps_64_bit_snapshot_ids_exact_and_writes_types_as_te
 
 async def test_restrictions_answer_the_callers_row_filter_and_masks(tmp_path):
     """Issue 39: ``?restrictions=<db>/<table>`` answers what the Thrift service's policy filters
-    and masks for the asserted identity; a malformed name is 404."""
+    and masks for the asserted identity; a malformed name is 404. Issue 48: so is a table the
+    caller does not see, whatever rules it has (as the Thrift service answers for the table)."""
     from gateway.providers.identity import Identity
 
     policy = tmp_path / "catalog.yaml"
     policy.write_text("""policies:
+  - {id: 6, resources: {database: [sales], table: [orders], column: ["*"]},
+     allow: [{groups: [analysts], accesses: [select]}, {users: [bob], accesses: [select]}]}
   - {id: 7, resources: {database: [sales], table: [orders]}, row_filter: [{groups: [analysts], filter: "amount > 1"}]}
   - {id: 8, resources: {database: [sales], table: [orders], column: [card]},
      data_mask: [{users: [ana], mask: MASK_NULL}]}
+  - {id: 9, resources: {database: [sales], table: [customers]}, row_filter: [{groups: [guests], filter: "region = 'eu'"}]}
 """)
     siblings = _siblings()
     siblings["hmshttpthrift/api/hms"] = ServiceConfig(path="hmshttpthrift/api/hms", policy_file=policy,
@@ -258,5 +262,10 @@ async def test_restrictions_answer_the_callers_row_filter_and_masks(tmp_path):
                    "complete": True}
     bob = await get("/gateway/sandbox/explorer?restrictions=sales/orders", "bob")
     assert bob["row-filter"] is None and bob["masks"] == []
+    for hidden in ("sales/orders", "sales/customers"):  # carol's own filter on a table she does not see
+        with pytest.raises(NotFound):
+            await get(f"/gateway/sandbox/explorer?restrictions={hidden}", "carol", frozenset({"guests"}))
+    with pytest.raises(NotFound):  # ana sees orders, not the other tables of sales
+        await get("/gateway/sandbox/explorer?restrictions=sales/customers", "ana", frozenset({"analysts"}))
     with pytest.raises(NotFound):
         await get("/gateway/sandbox/explorer?restrictions=sales", "ana")

@@ -13,8 +13,11 @@ method of the Hive 2.3 IDL that lists or names a database, table, partition, ind
   column statistics, key constraints and the column-bearing table properties
   (:mod:`gateway.policy.columns`; a ``list<Partition>`` reply by splicing its bytes,
   :mod:`gateway.hms_thrift.partition_splice`); partition keys stay (partition values and names carry them);
-* writes need the matching Ranger access; ``alter_table`` by a user who does not see every
-  column is refused too (it would write the filtered schema back);
+* writes need the matching Ranger access; ``alter_table`` and ``alter_partition(s)`` by a user
+  who does not see every column are refused too (they would write the filtered columns back);
+* a write that sets a storage location (a table's or partition's, or Iceberg's
+  ``metadata_location``) needs Ranger's ``url`` permission on it, as the ``iceberg-rest``
+  service asks (:mod:`gateway.hms_thrift.steps.placing`);
 * methods naming no catalog object (:data:`~gateway.thrift.hive_methods.NEUTRAL`) pass; any other method is refused while a
   policy is attached (fail closed): a ``MetaException`` "does not have privileges" where the
   method declares one, else a ``TApplicationException``.
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import NoReturn
 
 from gateway.observability import metrics
 from gateway.hms_thrift.exchange import ThriftExchange, call_args
@@ -49,11 +53,13 @@ from gateway.thrift.hive_methods import (
     READS,
     REPLY_METHODS,
     SECOND_TABLE,
-    WHOLE_TABLE_WRITES,
+    WRITE_BACKS,
     WRITES,
     argument,
     check_paths,
+    written_objects,
 )
+from gateway.hms_thrift.steps.placing import placing_refusal
 from gateway.policy.view import CatalogView
 from gateway.thrift.refusals import exception_reply, missing_reply
 from gateway.thrift.schema import MethodSchema, ServiceSchema
@@ -130,7 +136,7 @@ class CatalogPolicy(ThriftStep):
         method = self.schema.methods.get(name)
         view = self._view(exchange)
         if name in WRITES and method is not None:
-            self._check_write(exchange, method, view)
+            await self._check_write(exchange, method, view)
             return
         read = READS.get(name)
         user = view.user
@@ -175,29 +181,39 @@ class CatalogPolicy(ThriftStep):
             method, name, header.seqid, read.missing, database=database, table=table,
             index=argument(args, "index_name"), function=argument(args, "funcName")))
 
-    def _check_write(self, exchange: ThriftExchange, method: MethodSchema, view: CatalogView) -> None:
+    async def _check_write(self, exchange: ThriftExchange, method: MethodSchema, view: CatalogView) -> None:
         header = exchange.header
         assert header is not None
         write = WRITES[header.name]
         args = call_args(exchange, method)
-        database = argument(args, write.db) or ""
-        table = argument(args, write.table) if write.table else None
-        decision = view.decide(write.access, database, table or None)
-        assert decision is not None
-        name = database if table is None else f"{database}.{table}"
-        allowed = decision.allowed
-        message = f"User {view.user} does not have privileges for {write.access.upper()} on {name}"
-        if allowed and header.name in WHOLE_TABLE_WRITES and not view.all_columns(database, table or ""):
-            allowed = False  # the table they would send back lacks the columns they cannot see
-            message += ": some of its columns are hidden from this user"
-        self._audit(exchange, view, decision, allowed, write.access)
-        if allowed:
-            self._decisions["allowed"].inc()
-            return
+        objects = written_objects(write, args)
+        for database, table in objects:
+            decision = view.decide(write.access, database, table or None)
+            assert decision is not None
+            name = database if not table else f"{database}.{table}"
+            allowed = decision.allowed
+            message = f"User {view.user} does not have privileges for {write.access.upper()} on {name}"
+            if allowed and header.name in WRITE_BACKS and not view.all_columns(database, table or ""):
+                allowed = False  # what they would send back lacks the columns they cannot see
+                message += ": some of its columns are hidden from this user"
+            self._audit(exchange, view, decision, allowed, write.access)
+            if not allowed:
+                self._refuse(exchange, method, f"{write.access} on {name} denied to {view.user} ({decision.reason})",
+                             message)
+        refusal = await placing_refusal(exchange.metastore, header.name, write, args, view, objects[0],
+                                        exchange.identity)
+        if refusal is not None:
+            exchange.event.record_policy(view, "denied", "url")
+            self._refuse(exchange, method, f"url rule: {refusal}", refusal)
+        self._decisions["allowed"].inc()
+
+    def _refuse(self, exchange: ThriftExchange, method: MethodSchema, reason: str, message: str) -> NoReturn:
+        """Answer a refused write with the ``MetaException`` HMS's own authorizer raises."""
+        header = exchange.header
+        assert header is not None
         self._decisions["denied"].inc()
-        log.info("catalog policy of %s/%s denies %s %s to %s (%s)",
-                 self.topology, self.service, write.access, name[:200], view.user, decision.reason)
-        raise Answered(f"catalog policy: {write.access} on {name} denied to {view.user} ({decision.reason})",
+        log.info("catalog policy of %s/%s refuses %s: %s", self.topology, self.service, header.name, reason[:500])
+        raise Answered(f"catalog policy: {reason[:500]}",
                        exception_reply(method, header.name, header.seqid, "MetaException", message))
 
     async def on_reply(self, exchange: ThriftExchange, reply: ThriftReply) -> None:
