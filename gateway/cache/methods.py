@@ -24,7 +24,6 @@ from gateway.cache.generations import DATABASES, EPOCH, database_slot, listing_s
 from gateway.thrift.hive_methods import (
     LISTINGS,
     READS,
-    WHOLE_TABLE_WRITES,
     WRITES,
     argument,
     check_argument_paths,
@@ -150,8 +149,8 @@ def touched_by_write(method: str, args) -> tuple[int, ...]:
         slots: tuple[int, ...] = ()
         for db, table in objects:
             slots += _table(db, table)  # type: ignore[arg-type]
-        if method in WHOLE_TABLE_WRITES:  # a rename: the new name's entries too
-            new_db, new_table = _name(args, "new_tbl.dbName"), _name(args, "new_tbl.tableName")
+        if write.renamed is not None:  # an alter may rename: the new name's entries too
+            new_db, new_table = (_name(args, path) for path in write.renamed)
             if new_db is None or new_table is None:
                 return ALL
             slots += _table(new_db, new_table)

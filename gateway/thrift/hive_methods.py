@@ -114,6 +114,10 @@ class Write(NamedTuple):
     access: str
     locations: tuple[str, ...] = ()
     parts: tuple[str, str] | None = None
+    #: Paths of the database and name an alter gives the object: where they differ from its own
+    #: (a rename, into another database or not), the target database needs ``create``, as the
+    #: ``iceberg-rest`` service's ``renameTable`` asks (:func:`renamed_into`).
+    renamed: tuple[str, str] | None = None
 
 
 #: Where a table sets storage: its location, and the metadata file Iceberg's ``HiveCatalog``
@@ -122,6 +126,7 @@ class Write(NamedTuple):
 _NEW_TABLE = ("tbl.sd.location", "tbl.parameters.metadata_location")
 _ALTERED_TABLE = ("new_tbl.sd.location", "new_tbl.parameters.metadata_location")
 _PARTS = ("new_parts.dbName", "new_parts.tableName")
+_RENAMED = ("new_tbl.dbName", "new_tbl.tableName")
 
 #: Every write the policy judges (any other write is refused while a policy is attached).
 WRITES: dict[str, Write] = {
@@ -132,9 +137,9 @@ WRITES: dict[str, Write] = {
     "create_table_with_environment_context": Write("tbl.dbName", "tbl.tableName", "create", _NEW_TABLE),
     "drop_table": Write("dbname", "name", "drop"),
     "drop_table_with_environment_context": Write("dbname", "name", "drop"),
-    "alter_table": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
-    "alter_table_with_environment_context": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
-    "alter_table_with_cascade": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE),
+    "alter_table": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE, renamed=_RENAMED),
+    "alter_table_with_environment_context": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE, renamed=_RENAMED),
+    "alter_table_with_cascade": Write("dbname", "tbl_name", "alter", _ALTERED_TABLE, renamed=_RENAMED),
     "add_partition": Write("new_part.dbName", "new_part.tableName", "alter", ("new_part.sd.location",)),
     "add_partition_with_environment_context": Write("new_part.dbName", "new_part.tableName", "alter",
                                                     ("new_part.sd.location",)),
@@ -219,6 +224,20 @@ def written_objects(write: Write, args) -> list[tuple[str, str | None]]:
     return list(dict.fromkeys(pairs))
 
 
+def renamed_into(write: Write, args, named: tuple[str, str | None]) -> str | None:
+    """The database a call of ``write`` with ``args`` renames its object into (HMS compares
+    names case-insensitively), or None when it keeps the object's name ``named``
+    (``(database, table)``) or renames nothing."""
+    if write.renamed is None:
+        return None
+    db, table = (argument(args, path) for path in write.renamed)
+    if not isinstance(db, str) or not isinstance(table, str):
+        return None  # HMS refuses an alter without a name
+    if (db.lower(), table.lower()) == tuple((n or "").lower() for n in named):
+        return None
+    return db
+
+
 def _pairs(args, db_path: str, table_path: str):
     """``(database, table)`` pairs, walking both paths together to their last list."""
     *head, db_name = db_path.split(".")
@@ -234,7 +253,7 @@ def check_paths(schema: ServiceSchema) -> None:
     these tables name (another IDL than Hive 2.3's)."""
     paths: dict[str, tuple[str | None, ...]] = {m: (a,) for m, a in LISTINGS.items()}
     paths.update({m: (r.db, r.table, r.column) for m, r in READS.items()})
-    paths.update({m: (w.db, w.table, *w.locations, *(w.parts or ())) for m, w in WRITES.items()})
+    paths.update({m: (w.db, w.table, *w.locations, *(w.parts or ()), *(w.renamed or ())) for m, w in WRITES.items()})
     for name, second in SECOND_TABLE.items():
         paths[name] = paths[name] + second
     check_argument_paths(schema, paths)

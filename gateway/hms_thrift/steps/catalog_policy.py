@@ -57,6 +57,7 @@ from gateway.thrift.hive_methods import (
     WRITES,
     argument,
     check_paths,
+    renamed_into,
     written_objects,
 )
 from gateway.hms_thrift.steps.placing import placing_refusal
@@ -200,6 +201,14 @@ class CatalogPolicy(ThriftStep):
             if not allowed:
                 self._refuse(exchange, method, f"{write.access} on {name} denied to {view.user} ({decision.reason})",
                              message)
+        target = renamed_into(write, args, objects[0])
+        if target is not None:  # a rename: the target database receives a table
+            decision = view.decide("create", target, None)
+            assert decision is not None
+            self._audit(exchange, view, decision, decision.allowed, "create")
+            if not decision.allowed:
+                self._refuse(exchange, method, f"create on {target} denied to {view.user} ({decision.reason})",
+                             f"User {view.user} does not have privileges for CREATE on {target}")
         refusal = await placing_refusal(exchange.metastore, header.name, write, args, view, objects[0],
                                         exchange.identity)
         if refusal is not None:
