@@ -91,11 +91,12 @@ def gateway(hms, ldap, secret_file, module_gateway_factory):
     thrift = {**service([hms_url], sorted(set(SPEC_METHODS) | set(EXPLORER_METHODS))),
               "policy_file": in_workdir(POLICY_FILE)}
     explorer = {"kind": "explorer", "path": "explorer", "options": {"thrift_service": thrift["path"]}}
-    # Issue 48 (4): the engine may act for analysts (a group the directory gives) ...
+    # Issue 48 (4): the engine may act for alice and for analysts (a group the directory gives) ...
     # (Every engine request fails one provider before the other: the failure throttle is off.)
-    policed = {"providers": {"authentication": [search, htpasswd_provider()], "failure_throttle": {"enabled": False},
-                             "identity_assertion": {
-                   "impersonation": {"proxy_users": {"engine": {"groups": ["analysts"], "hosts": ["127.0.0.0/8"]}}}}},
+    engine = {"users": ["alice"], "groups": ["analysts"], "hosts": ["127.0.0.0/8"]}
+    policed = {"providers": {"authentication": [search, htpasswd_provider()],
+                             "failure_throttle": {"enabled": False},
+                             "identity_assertion": {"impersonation": {"proxy_users": {"engine": engine}}}},
                "services": [thrift, explorer]}
     # ... and here for alice, with a directory that does not answer.
     down = search_provider(ldap, secret_file, url=f"ldap://127.0.0.1:{reserve_port()}", timeout_seconds=2)
@@ -223,8 +224,8 @@ def test_items_naming_alice_apply_to_a_login_as_ALICE(gateway):
 
 @pytest.mark.parametrize("target", ["alice", "ALICE"])
 def test_an_engine_acting_for_alice_gets_her_ldap_groups(gateway, target):
-    """The proxy rule allows analysts (a group only the directory gives alice); the mask on
-    analysts applies, and ``doAs=ALICE`` is alice, with her own items."""
+    """The mask on analysts (a group only the directory gives alice) applies, and ``doAs=ALICE``
+    is alice, with her own items and the proxy rule's ``users: [alice]``."""
     answer = restrictions(gateway, ENGINE, f"doAs={target}")
     assert answer.status_code == 200, answer.text
     found = answer.json()
