@@ -119,7 +119,8 @@ class IdentityAsserter:
         """The :class:`Identity` a request acts as, for an asserter without :attr:`directories`
         (use :meth:`assert_identity_from_directories` otherwise). Raises ``PermissionError``
         (→ 403) if refused."""
-        assert not self.directories, "doAs targets must be looked up"
+        if self.directories:  # its doAs targets need a lookup: never taken as given
+            raise RuntimeError("an asserter with user directories asserts with assert_identity_from_directories")
         identity, target = self._requested(principal, request)
         if target is None:
             return identity

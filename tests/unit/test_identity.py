@@ -238,3 +238,9 @@ def test_the_step_waits_only_where_a_target_is_looked_up(tmp_path, providers, id
     step = _build_step(tmp_path, providers, identity_assertion)
     assert inspect.iscoroutinefunction(step.on_request) is waits
     assert len(step.asserter.directories) == (1 if waits else 0)
+
+
+def test_an_asserter_with_directories_never_takes_a_target_as_given():
+    a = looking_up(Directory(DIRECTORY), impersonation=PROXIES)
+    with pytest.raises(RuntimeError, match="assert_identity_from_directories"):
+        a.assert_identity(Principal("etl", "htpasswd"), request("?doAs=alice"))

@@ -117,8 +117,10 @@ class LdapAuthenticator:
         attributes = [*cfg.name_attributes, *([cfg.group_member_attribute] if cfg.group_member_attribute else [])]
         entries = self._search(conn, dn, "(objectClass=*)", ldap3.BASE, attributes)
         if len(entries) != 1:
+            log.warning("ldap: the entry %s cannot be read (%s); refused", dn, conn.result.get("description"))
             return None
         entry = entries[0]
+        dn = entry.entry_dn  # the directory's DN, for {dn} in the group search
         name = directory_spelling(user, (str(v) for a in cfg.name_attributes if a in entry
                                          for v in entry[a].values))
         if name is None:
