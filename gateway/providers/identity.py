@@ -31,7 +31,7 @@ from aiohttp import web
 
 from gateway.client_address import client_address
 from gateway.providers.settings import IdentityAssertionConfig, ProxyUserRule
-from gateway.providers.authentication.base import DirectoryUnavailable, Principal, UserDirectory
+from gateway.providers.authentication.base import DirectoryUnavailable, Principal, UserDirectory, well_formed
 
 #: Query parameter of Knox/Hadoop impersonation, compared case-insensitively.
 DOAS_PARAMETER = "doas"
@@ -143,6 +143,9 @@ class IdentityAsserter:
                 break
         if found is None:
             raise PermissionError(f"doAs names {target}, whom no user directory knows")
+        if not well_formed(found):  # as a login's principal is checked
+            raise PermissionError(f"the user directory gives {target} a name or group that is empty, "
+                                  "not UTF-8 or holds control characters")
         if found.name == identity.user:  # oneself, spelt another way: no impersonation
             return identity
         return self._impersonated(identity, found.name, found.groups | self.mapped_groups(found.name), request)

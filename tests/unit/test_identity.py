@@ -184,6 +184,7 @@ async def test_the_first_directory_that_knows_the_target_answers():
     (Directory(DIRECTORY), "etl", "?doAs=zed", "doAs names zed, whom no user directory knows"),
     (Directory(DIRECTORY), "etl", "?doAs=ETL2", "no user directory knows"),
     (Directory({"dave": ("dave", {"ops"})}), "etl", "?doAs=dave", "etl is not allowed to impersonate dave"),
+    (Directory({"eve": ("eve", {"bad\ngroup"})}), "etl", "?doAs=eve", "control characters"),
 ])
 async def test_doas_refusals_with_a_directory(directory, principal, query, refusal):
     a = looking_up(directory, impersonation=PROXIES)
