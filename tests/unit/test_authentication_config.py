@@ -31,6 +31,11 @@ def write(tmp_path: Path, provider: dict) -> Path:
         ({**LDAP, "bind_dn": "cn=gw", "bind_password": "plain"}, "bind_password", "never inline"),
         ({**LDAP, "ca_file": "nope.pem"}, "providers.authentication[0].ca_file", "no such file"),
         ({**LDAP, "url": "ldaps://l", "start_tls": True}, "providers.authentication[0]", "start_tls"),
+        # Issue 48: the user name is an attribute's value, so the settings must name the attribute.
+        ({**LDAP, "user_dn_template": "cn=x,uid={user},dc=x"}, "providers.authentication[0]",
+         "must start with <attribute>={user},"),
+        ({"type": "ldap", "url": "ldap://l", "user_search_base": "dc=x", "user_search_filter": "(uid=pre-{user})"},
+         "providers.authentication[0]", "compare an attribute with exactly {user}"),
         ({**KRB, "principal": "alice"}, "principal", "service principal"),
         (KRB, "providers.authentication[0].keytab", "no such file"),
         ({**KRB, "name_rules": ["RULE:nonsense"]}, "name_rules", "not an auth_to_local rule"),

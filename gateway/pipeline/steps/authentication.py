@@ -36,6 +36,16 @@ def authentication_providers(providers: Providers, gateway: GatewayConfig,
     return tuple(provider.build() for provider in providers.authentication)
 
 
+def topology_providers(ctx: StepContext) -> tuple[AuthenticationProvider, ...]:
+    """The authenticators of ``ctx``'s topology, built once per topology build: the
+    authentication step checks credentials with them, identity assertion looks ``doAs``
+    targets up in those that are user directories. Raises :class:`ConfigError` as
+    :func:`authentication_providers`."""
+    assert ctx.providers is not None
+    return ctx.per_topology("authentication-providers",
+                            lambda: authentication_providers(ctx.providers, ctx.gateway, ctx.source))
+
+
 class Authentication(Step):
     """Sets ``exchange.principal``. Raises :class:`Unauthenticated` or ``Throttled``."""
 
@@ -55,7 +65,7 @@ class Authentication(Step):
         assert providers is not None
 
         def make() -> "Authentication":
-            built = authentication_providers(providers, ctx.gateway, ctx.source)
+            built = topology_providers(ctx)
             throttle = AuthFailureThrottle(providers.failure_throttle, topology=ctx.topology)
             return cls(ctx.topology, built, throttle)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from aiohttp import web
 
@@ -32,6 +32,26 @@ class AuthenticationProvider(Protocol):
         """The principal when the request carries valid credentials for this provider, else None.
 
         Must not raise for bad credentials; must not log them.
+        """
+        ...
+
+
+class DirectoryUnavailable(Exception):
+    """A user directory could not answer (unreachable, timed out, refused the service account or
+    a search). The message names the directory, never a credential."""
+
+
+@runtime_checkable
+class UserDirectory(Protocol):
+    """Provider role: an authentication provider that can find a user by name, as a login as
+    that user would (LDAP). Identity assertion asks it for a ``doAs`` target, so that an
+    impersonated user has the name and groups a direct login would give."""
+
+    async def lookup(self, name: str) -> Principal | None:
+        """The principal a login as ``name`` would establish: the directory's own spelling of
+        the name and the user's groups; None when the directory has no such user.
+
+        Raises :class:`DirectoryUnavailable` when the directory cannot answer.
         """
         ...
 

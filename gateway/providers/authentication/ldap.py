@@ -6,6 +6,10 @@ Two ways to find the user's entry, as Knox's ``KnoxLdapRealm``:
 * search then bind: bind as the service account, search ``user_search_filter`` (value escaped,
   RFC 4515) below ``user_search_base``, require exactly one entry, bind as it.
 
+The user name is the directory's own spelling: the value, in the entry found, of the attribute
+that ``{user}`` was compared with (``uid`` in ``(uid={user})`` or ``uid={user},ou=people,...``),
+so that ``ALICE`` and ``alice``, which a directory matches alike, are one user to the policies.
+
 Groups: the user entry's ``group_member_attribute`` (``memberOf``) and/or a group search. The
 client library is ldap3 (synchronous; run in a worker thread). TLS is LDAPS or StartTLS
 (RFC 4513 §3) with certificate and host name checks. Verified credentials are cached
@@ -19,6 +23,7 @@ names the provider.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
@@ -27,6 +32,12 @@ from pydantic import Field, field_validator, model_validator
 
 from gateway.providers.authentication.secrets import Secret
 from gateway.providers.authentication.settings import ProviderSettings
+
+
+#: ``(attr={user})`` in a search filter (RFC 4515 equality), or ``attr={user}`` opening a DN
+#: template (RFC 4514): the attribute whose value is the user name.
+_FILTER_NAME = re.compile(r"\(([A-Za-z0-9][A-Za-z0-9.;-]*)=\{user\}\)")
+_TEMPLATE_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9.;-]*)\s*=\s*\{user\}\s*,")
 
 
 class LdapProvider(ProviderSettings):
@@ -77,10 +88,26 @@ class LdapProvider(ProviderSettings):
             raise ValueError("user_dn_template must contain {user}")
         if "{user}" not in self.user_search_filter:
             raise ValueError("user_search_filter must contain {user}")
+        if not self.name_attributes:
+            raise ValueError(
+                "user_dn_template must start with <attribute>={user}, (uid={user},ou=people,...)"
+                if self.user_dn_template is not None else
+                "user_search_filter must compare an attribute with exactly {user}, as (uid={user}):"
+                " that attribute's value in the entry is the user name")
         if (self.bind_dn is None) != (self.bind_password is None):
             raise ValueError("bind_dn and bind_password go together")
         if self.start_tls and self.url.startswith("ldaps:"):
             raise ValueError("start_tls is for ldap:// URLs; ldaps:// is already TLS")
         return self
+
+    @property
+    def name_attributes(self) -> tuple[str, ...]:
+        """The attributes whose value in the user's entry is the user name: the first RDN's of
+        ``user_dn_template`` (direct bind), else each compared with ``{user}`` in
+        ``user_search_filter``, in the filter's order. Empty: the settings name none."""
+        if self.user_dn_template is not None:
+            found = _TEMPLATE_NAME.match(self.user_dn_template)
+            return (found.group(1),) if found else ()
+        return tuple(dict.fromkeys(_FILTER_NAME.findall(self.user_search_filter)))
 
     authenticator: ClassVar[str] = "gateway.providers.authentication.ldap_authenticator:LdapAuthenticator"
