@@ -345,6 +345,25 @@ def test_read_restrictions_as_a_load_carries_them():
     check_read_restrictions(got)
 
 
+def test_the_example_of_docs_iceberg_md():
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType()),
+                    NestedField(3, "ssn", StringType()), NestedField(4, "location", StringType()),
+                    NestedField(5, "salary", DoubleType()))
+    found = TableRestrictions("location = 'US'", 201, {"ssn": ranger_mask("MASK_SHOW_LAST_4", "ssn", 101)})
+    assert read_restrictions(found, schema, denied=["salary"]) == {
+        "required-row-filter": {
+            "type": "and",
+            "left": {"type": "not-null", "child": {"type": "reference", "id": 4}},
+            "right": {"type": "eq", "left": {"type": "reference", "id": 4},
+                      "right": {"type": "literal", "value": "US"}},
+        },
+        "required-column-projections": [
+            {"field-id": 3, "action": "show-last-4"},
+            {"field-id": 5, "action": "replace-with-null"},
+        ],
+    }
+
+
 def test_no_restriction_gives_none_and_an_empty_filter_states_nothing():
     assert read_restrictions(TableRestrictions(), SCHEMA) is None
     assert read_restrictions(TableRestrictions("", 5), SCHEMA) is None
