@@ -16,6 +16,7 @@ import threading
 import uuid
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -37,8 +38,8 @@ from hms_gateway_client.iceberg import ReadRestrictionError, apply_read_restrict
 import hms_gateway_client.iceberg as reader
 from tests.support.iceberg.local_table import local_table
 from tests.support.iceberg.spec import check, check_read_restrictions
-from tests.unit.test_policy_restrictions import MASK_FILTER
 
+MASK_FILTER = Path(__file__).resolve().parents[1] / "support" / "ranger" / "test_policyengine_hive_mask_filter.json"
 UTC = datetime.timezone.utc
 #: FIPS 180-2's SHA-256 test vector: SHA-256("abc"), what Hive's mask_hash('abc') gives.
 SHA256_ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
