@@ -321,6 +321,8 @@ SQL_FILTERS = [
     "NOT (location = 'US' OR n > 4)", "NOT (location = 'US' AND n > 4)", "NOT (location IN ('US') OR n IS NULL)",
     "(location = 'CA' OR location IS NULL) AND NOT n BETWEEN 1 AND 4", "NOT NOT location <> 'CA'",
     "location = NULL", "NOT location = NULL", "TRUE", "FALSE", "NULL", "NOT (n > 0 AND location = NULL)",
+    "n BETWEEN NULL AND 5", "NOT n BETWEEN NULL AND 5", "NOT location IN ('US', NULL)", "n IN (1, 5, NULL)",
+    "NOT (location LIKE 'U%' OR amount < 0)", "location IS NULL OR NOT active", "dob BETWEEN '2001-01-01' AND '2024-01-01'",
 ]
 
 
