@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.support.iceberg.spec import check, spec_path
+from tests.support.iceberg.spec import check, check_read_restrictions, spec_path
 
 BASE = "https://gw:8443/gateway/default/iceberg"
 
@@ -53,3 +53,30 @@ def test_a_view_error_is_checked_as_the_wrapped_error_model():
     with pytest.raises(AssertionError, match="not what the spec allows"):  # not for the others
         check("GET", BASE + "/v1/namespaces/a", 404, "application/json",
               json.dumps({"message": "m", "type": "NoSuchNamespaceException", "code": 404}).encode())
+
+
+_EQ_US = {"type": "eq", "left": {"type": "reference", "id": 4}, "right": {"type": "literal", "value": "US"}}
+
+
+def test_read_restrictions_the_spec_allows_pass():
+    check_read_restrictions({"required-row-filter": _EQ_US,
+                             "required-column-projections": [{"field-id": 3, "action": "show-last-4"}]})
+    check_read_restrictions({"required-row-filter": False})
+    check_read_restrictions({})
+
+
+@pytest.mark.parametrize("restrictions, words", [
+    ({"required-column-projections": [{"field-id": 3, "action": "apply-expression"}]}, "no action of the spec"),
+    ({"required-column-projections": [{"field-id": 3}]}, "no action of the spec"),
+    ({"required-column-projections": [{"action": "show-last-4"}]}, "'field-id' is a required property"),
+    ({"required-column-projections": [{"field-id": 3, "action": "show-last-4"},
+                                      {"field-id": 3, "action": "mask-alphanum"}]}, "projected twice"),
+    ({"required-row-filter": {"type": "eq", "term": "location", "value": "US"}}, "other than by field id"),
+    ({"required-row-filter": {"type": "not", "child": {**_EQ_US, "left": {"type": "reference", "name": "location"}}}},
+     "other than by field id"),
+    ({"required-row-filter": {"type": "eq", "left": {"type": "reference", "id": "4"}, "right": "US"}}, "not valid"),
+])
+def test_read_restrictions_the_spec_does_not_allow_fail(restrictions, words):
+    with pytest.raises(AssertionError, match="not a ReadRestrictions the spec allows") as err:
+        check_read_restrictions(restrictions)
+    assert words in str(err.value)

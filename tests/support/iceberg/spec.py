@@ -17,6 +17,13 @@ The spec's ``PrimitiveTypeValue`` (a partition value, a bound, a filter's litera
 ``IntegerTypeValue`` and a ``LongTypeValue``, every string a ``StringTypeValue`` and a
 ``BinaryTypeValue``...), so no value at all would pass it: it is read as the ``anyOf`` it means.
 
+:func:`check_read_restrictions` checks a ``read-restrictions`` object alone against the spec's
+``ReadRestrictions`` schema, each projection against the schema its ``action`` names in the
+``Action`` discriminator's mapping (the schema itself takes any string as an action, so a reader
+can meet a newer spec's; a server sends only the spec's own), and what the schema cannot say but
+its text does: the row filter's columns are field ids (``IdReference``, not a name or the
+deprecated ``term``), and no field id is projected twice.
+
 Paths are checked as the spec's ``/v1/{prefix}/...``: a request without a prefix (the service
 without ``warehouses``) gets a placeholder one, a request under a warehouse's prefix keeps it;
 ``/v1/config`` and ``/v1/oauth/tokens`` have none in the spec either.
@@ -33,6 +40,7 @@ import requests
 import yaml
 from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
+from openapi_schema_validator import OAS31Validator
 
 SPEC_FILE = Path(__file__).with_name("rest-catalog-open-api.yaml")
 _UNPREFIXED = ("/v1/config", "/v1/oauth/tokens")
@@ -41,11 +49,42 @@ _OPERATIONS = {"namespaces", "tables", "views", "transactions"}
 
 
 @cache
-def openapi() -> OpenAPI:
+def _document() -> dict:
     document = _string_keys(yaml.safe_load(SPEC_FILE.read_text()))
     primitive = document["components"]["schemas"]["PrimitiveTypeValue"]
     primitive["anyOf"] = primitive.pop("oneOf")
-    return OpenAPI.from_dict(document, base_uri=SPEC_FILE.as_uri())
+    return document
+
+
+@cache
+def openapi() -> OpenAPI:
+    return OpenAPI.from_dict(_document(), base_uri=SPEC_FILE.as_uri())
+
+
+def _schema_errors(name: str, value) -> list[str]:
+    components = _document()["components"]
+    validator = OAS31Validator({"$ref": f"#/components/schemas/{name}", "components": components})
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(value)]
+
+
+def check_read_restrictions(value) -> None:
+    """Raise ``AssertionError`` when ``value`` is not a ``ReadRestrictions`` of the spec, or a
+    projection names an action the spec does not define."""
+    errors = _schema_errors("ReadRestrictions", value)
+    mapping = _document()["components"]["schemas"]["Action"]["discriminator"]["mapping"]
+    for i, projection in enumerate(value.get("required-column-projections") or ()):
+        action = projection.get("action") if isinstance(projection, dict) else None
+        if action not in mapping:
+            errors.append(f"required-column-projections/{i}: {action!r} is no action of the spec")
+        else:
+            errors += [f"required-column-projections/{i}/{e}"
+                       for e in _schema_errors(mapping[action].rsplit("/", 1)[1], projection)]
+    ids = [p.get("field-id") for p in value.get("required-column-projections") or () if isinstance(p, dict)]
+    errors += [f"field id {i} is projected twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    errors += [f"required-row-filter: {n} names a column other than by field id"
+               for n in _names_not_ids(value.get("required-row-filter"))]
+    if errors:
+        raise AssertionError(f"not a ReadRestrictions the spec allows: {'; '.join(errors)}\n{json.dumps(value)[:500]}")
 
 
 def _string_keys(value):
@@ -95,6 +134,16 @@ def _validate(request: MockRequest, body: bytes, status: int, media: str) -> Non
         else:
             return
         raise
+
+
+def _names_not_ids(node) -> list[str]:
+    """The parts of a predicate that name a column other than as ``{"type": "reference", "id"}``."""
+    if isinstance(node, list):
+        return [found for item in node for found in _names_not_ids(item)]
+    if not isinstance(node, dict):
+        return []
+    found = [json.dumps(node)[:80]] if "term" in node or (node.get("type") == "reference" and "id" not in node) else []
+    return found + [f for key, child in node.items() if key != "term" for f in _names_not_ids(child)]
 
 
 def _without_null_page_token(body: bytes) -> bytes:
