@@ -57,7 +57,7 @@ $(DEMO_STAMP): pyproject.toml $(CLIENT)/pyproject.toml scripts/install-system-de
 $(STAMP): $(DEMO_STAMP) tests/node/package-lock.json
 	@$(STEP) "Debian packages for the tests (apt-get: KDC, LDAP, ActiveMQ, Chromium, Node.js)" \
 	  ./scripts/install-system-deps.sh all
-	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]' -e '$(CLIENT)[tunnel,kerberos,spark]'
+	@$(STEP) "pip: the test tools" $(PY) -m pip install -q -e '.[test,demo]' -e '$(CLIENT)[tunnel,kerberos,spark,iceberg]'
 	@$(STEP) "Node.js test client (npm ci)" sh -c 'cd tests/node && npm ci --no-audit --no-fund --silent'
 	@touch $(STAMP)
 
