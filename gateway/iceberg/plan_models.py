@@ -96,22 +96,26 @@ class FetchScanTasksRequest(_FetchScanTasksRequest):
 
 class ScanTaskList(ScanTasks):
     """The spec's ``ScanTasks`` (also ``fetchScanTasks``'s answer, ``FetchScanTasksResult``),
-    written from the planner's JSON values (:meth:`of`; PyIceberg's own models read it)."""
+    written from the planner's JSON (:meth:`of`; PyIceberg's own models read it)."""
 
-    _values: dict | None = PrivateAttr(default=None)
+    _text: str | None = PrivateAttr(default=None)
 
     @classmethod
-    def of(cls, values: dict):
-        """An answer writing ``values`` (the spec's JSON of it, as
-        :class:`gateway.iceberg.planning.Planned` holds it), unchecked."""
+    def of(cls, tasks: str | dict, more: dict | None = None):
+        """An answer writing ``tasks`` (the spec's JSON object of them, as text or as
+        :meth:`gateway.iceberg.planning.Planned.values`), then ``more``'s members, unchecked."""
+        text = tasks if isinstance(tasks, str) else json.dumps(tasks, separators=(",", ":"))
+        if more:
+            rest = json.dumps(more, separators=(",", ":"))
+            text = rest if text == "{}" else f"{text[:-1]},{rest[1:]}"
         answer = cls.model_construct()
-        answer._values = values
+        answer._text = text
         return answer
 
     def model_dump_json(self, **kwargs: Any) -> str:
-        if self._values is None:
+        if self._text is None:
             return super().model_dump_json(**kwargs)
-        return json.dumps(self._values, separators=(",", ":"))
+        return self._text
 
 
 class PlanCompleted(ScanTaskList):

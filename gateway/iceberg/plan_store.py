@@ -73,6 +73,10 @@ class PlanningOptions(SettingsModel):
     #: Residual filters written in one answer (bytes of JSON); tasks beyond carry none, and the
     #: client applies the request's filter, as the spec says.
     max_residual_bytes: int = Field(default=1024 * 1024, ge=0, le=1024 * 1024 * 1024)
+    #: Answers of identical plans kept per service (MiB of JSON; 0: none kept), and for how long
+    #: (seconds; below ``expiry_seconds``, the life of the plan tasks they hold).
+    plan_cache_mib: float = Field(default=64, ge=0, le=64 * 1024)
+    plan_cache_seconds: float = Field(default=300.0, gt=0, le=86400)
 
     @model_validator(mode="after")
     def _shares(self) -> PlanningOptions:
@@ -80,6 +84,8 @@ class PlanningOptions(SettingsModel):
             raise ValueError("max_pending_per_user must not be above max_pending")
         if self.threads_per_user > self.threads:
             raise ValueError("threads_per_user must not be above threads")
+        if self.plan_cache_seconds >= self.expiry_seconds:
+            raise ValueError("plan_cache_seconds must be below expiry_seconds")
         return self
 
 
@@ -136,6 +142,8 @@ class Pending:
     expires: float
     stop: threading.Event = field(default_factory=threading.Event)
     work: asyncio.Future | None = None
+    #: Its key in the plan cache (:func:`gateway.iceberg.plan_cache.key`).
+    cached: tuple[str, ...] | None = None
 
     def finished(self) -> bool:
         return self.work is not None and self.work.done()

@@ -97,6 +97,10 @@ class Planned:
         return {"delete-files": self.delete_files, "file-scan-tasks": self.file_scan_tasks,
                 "plan-tasks": self.plan_tasks}
 
+    def text(self) -> str:
+        """:meth:`values` as compact JSON text."""
+        return json.dumps(self.values(), separators=(",", ":"))
+
     def add(self, other: Planned) -> None:
         """Append ``other``'s file scan tasks, its delete files kept once (by path) and its
         tasks' references renumbered into this answer's ``delete-files``."""

@@ -44,13 +44,14 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import file_io
 from gateway.iceberg.paths import Route
+from gateway.iceberg.plan_cache import key as plan_key
 from gateway.iceberg.plan_models import (
     FetchedPlanningResult, FetchScanTasksRequest, PlanCompleted, PlanFailed, PlanningResult, PlanSubmitted,
     PlanTableScanRequest, ScanTaskList, StorageCredential, filter_fault,
 )
 from gateway.iceberg.plan_store import PLAN, TASK, Full, Pending, decode, encode, owned
 from gateway.iceberg.planning import (
-    Foreign, Planned, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
+    Foreign, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
 )
 from gateway.iceberg.read_rules import Readable, readable, require_columns
 
@@ -79,17 +80,19 @@ def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **ext
     return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
 
 
-def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, stop: threading.Event) -> Planned:
-    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans."""
+def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, stop: threading.Event) -> str:
+    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans, as
+    the JSON text of the spec's ``ScanTasks`` (written on the planner's thread too)."""
     service = catalog.service
     io = file_io(catalog.files.properties, found.metadata.location)
     data, deletes = manifests(found, io, service.manifests)
-    return first_answer(found, io, data, deletes, service.planning.files_per_task,
-                        lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
-                        Residuals(found.filter, service.planning.max_residual_bytes), stop)
+    answer = first_answer(found, io, data, deletes, service.planning.files_per_task,
+                          lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
+                          Residuals(found.filter, service.planning.max_residual_bytes), stop)
+    return answer.text()
 
 
-async def _planned(catalog: Catalog, db: str, name: str, work: Callable[[threading.Event], Planned]) -> Planned:
+async def _planned(catalog: Catalog, db: str, name: str, work: Callable[[threading.Event], str]) -> str:
     """``work(stop)`` on the service's planner in the caller's turn, stopped if the request
     ends first; its failures in the error model."""
     stop = threading.Event()
@@ -99,7 +102,7 @@ async def _planned(catalog: Catalog, db: str, name: str, work: Callable[[threadi
         stop.set()
 
 
-async def _settled(work, db: str, name: str) -> Planned:
+async def _settled(work, db: str, name: str) -> str:
     """``work``'s tasks, its failures in the error model."""
     try:
         return await work
@@ -120,12 +123,13 @@ async def _settled(work, db: str, name: str) -> Planned:
 
 
 async def _completed(catalog: Catalog, request: web.BaseRequest, db: str, name: str, table: Readable,
-                     tasks: Planned, plan_id: str) -> PlanCompleted:
+                     tasks: str, plan_id: str) -> PlanCompleted:
+    """The completed answer of ``tasks`` (JSON text), with ``plan_id`` and vended credentials."""
     _, vended = await delegated(catalog, request, db, name, table.metadata.location)
-    values = {**tasks.values(), "status": "completed", "plan-id": plan_id}
+    more = {"status": "completed", "plan-id": plan_id}
     if vended:
-        values["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
-    return PlanCompleted.of(values)
+        more["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
+    return PlanCompleted.of(tasks, more)
 
 
 def _quiet(work: asyncio.Future) -> None:
@@ -151,7 +155,12 @@ async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseReque
     table, found = await _checked(catalog, db, name, ask)
     request_body = _pinned(ask, found)
     service = catalog.service
-    held = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds)
+    cached = plan_key(catalog.user, db, name, table.location, request_body)
+    tasks = service.answers.get(cached)
+    if tasks is not None:
+        plan_id = _token(catalog, db, name, request_body, PLAN)
+        return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+    held = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds, cached=cached)
     try:
         plan_id = service.pending.add(held, service.planning.max_pending_per_user, service.planning.max_pending)
     except Full as full:
@@ -168,6 +177,7 @@ async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseReque
         return Reply(body=PlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
     service.pending.drop(plan_id)  # answered now, with a plan id holding nothing
     tasks = await _settled(work, db, name)
+    service.answers.put(cached, tasks)
     plan_id = _token(catalog, db, name, request_body, PLAN)
     return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
@@ -187,6 +197,8 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
             tasks = await _settled(pending.work, db, name)
         except errors.IcebergError as exc:
             return Reply(body=FetchedPlanningResult(PlanFailed(error=exc.body()["error"])))
+        if pending.cached is not None:
+            catalog.service.answers.put(pending.cached, tasks)
         return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
     payload = decode(plan_id, PLAN)
     if not owned(payload, catalog.user, db, name):
@@ -229,13 +241,13 @@ async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequ
     found = _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
     require_columns(catalog, db, name, table, set(found.columns))
 
-    def planned(stop: threading.Event) -> Planned:
+    def planned(stop: threading.Event) -> str:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
         residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes)
-        return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop)
+        return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
     tasks = await _planned(catalog, db, name, planned)
-    return Reply(body=ScanTaskList.of(tasks.values()))
+    return Reply(body=ScanTaskList.of(tasks))
 
 
 def _request(catalog: Catalog, payload: dict, missing) -> PlanTableScanRequest:

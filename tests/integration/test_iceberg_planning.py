@@ -350,8 +350,32 @@ def test_manifests_are_read_once_and_counted(gw, tables):
     _call(gw, "POST", f"{TABLE}/parts/plan", {})  # warm
     hits = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="hit", service=PATH)
     misses = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH)
-    body = _call(gw, "POST", f"{TABLE}/parts/plan", {}).json()
+    # another request (an identical one is answered from the plan cache, reading no manifest)
+    body = _call(gw, "POST", f"{TABLE}/parts/plan", {"select": ["id", "cat"]}).json()
     assert body["status"] == "completed"
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH) == misses
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="hit", service=PATH) > hits
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_bytes", service=PATH) > 0
+
+
+def test_an_identical_plan_is_answered_from_the_plan_cache_and_never_across_a_commit(gw, client, server):
+    """Issue 50: a repeated plan is answered from the plan cache; a commit writes new metadata,
+    so the plan after it is planned again and reads exactly what client-side planning reads."""
+    table = client.create_table("plans.cached", schema=SCHEMA)
+    table.append(_rows(0, 3, "a"))
+
+    def hits() -> float:
+        return metric(gw, "hms_gateway_iceberg_plan_cache_lookups_total", result="hit", service=PATH)
+    before = hits()
+    ask = {"select": ["id"], "filter": {"type": "gt", "term": "id", "value": 0}}
+    first = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    again = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    assert hits() == before + 1 and again["file-scan-tasks"] == first["file-scan-tasks"]
+    assert metric(gw, "hms_gateway_iceberg_plan_cache_bytes", service=PATH) > 0
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 2
+    table.append(_rows(3, 2, "b"))
+    after = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    assert hits() == before + 1 and len(after["file-scan-tasks"]) == 2
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 4
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 4  # and from the cache
+    assert hits() > before + 1

@@ -19,7 +19,8 @@ from gateway.iceberg.plan_store import PlanningOptions
 from gateway.iceberg.planning import Planned
 from gateway.iceberg.service_state import ServiceState
 
-TABLE = SimpleNamespace(metadata=SimpleNamespace(location="file:///warehouse/db/t"))
+TABLE = SimpleNamespace(location="file:///warehouse/db/t/metadata/1.metadata.json",
+                        metadata=SimpleNamespace(location="file:///warehouse/db/t"))
 SCOPE = SimpleNamespace(appends=None, snapshot=None, columns=frozenset(), filter=None)
 #: Hang guard only: every wait below ends at once when the code is right.
 GUARD = 60
@@ -38,7 +39,7 @@ async def planner(monkeypatch):  # async: released before the loop waits for its
                 if stop is not None and stop.is_set():
                     fake.stopped.set()
                     break
-        return Planned(file_scan_tasks=[{"data-file": {"file-path": f"file:///warehouse/db/t/{catalog.user}"}}])
+        return Planned(file_scan_tasks=[{"data-file": {"file-path": f"file:///warehouse/db/t/{catalog.user}"}}]).text()
 
     async def checked(catalog, db, name, ask):
         return TABLE, SCOPE

@@ -1,7 +1,7 @@
 """The parts of server-side scan planning that need no gateway (issue 42): the manifest cache
 over real manifests written by PyIceberg, plan ids and plan tasks, the split into plan tasks,
 and the planning settings' validation; and the bounds of issue 50: a stopped plan's reads,
-residuals, filters, binding failures."""
+residuals, filters, binding failures, the plan cache."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from pyiceberg.types import DecimalType, LongType, NestedField
 
 from gateway.iceberg import errors
 from gateway.iceberg.manifest_cache import CachedManifest, ManifestCache
+from gateway.iceberg.plan_cache import PlanCache, key as plan_key
 from gateway.iceberg.plan_models import PlanTableScanRequest
 from gateway.iceberg.plan_store import PLAN, TASK, PlanningOptions, decode, encode, owned
 from gateway.iceberg.planning import Planned, Residuals, Scope, Slice, Stopped, plan, scope, slices
@@ -241,7 +242,32 @@ def test_a_filter_that_does_not_bind_is_400_whatever_pyiceberg_raises(tmp_path: 
 
 
 @pytest.mark.parametrize("options", [{"max_pending": 4, "max_pending_per_user": 5}, {"threads": 2, "threads_per_user": 3},
-                                     {"max_filter_depth": 1000}, {"max_filter_bytes": 1024 * 1024}])
+                                     {"max_filter_depth": 1000}, {"max_filter_bytes": 1024 * 1024},
+                                     {"expiry_seconds": 60, "plan_cache_seconds": 60}])
 def test_planning_shares_and_bounds_are_validated(options):
     with pytest.raises(ValidationError):
         PlanningOptions(**options)
+
+
+def test_the_plan_cache_keeps_answers_by_key_within_its_bytes_and_its_seconds(monkeypatch):
+    labels = ("unit", "plans")
+    now = [1000.0]
+    monkeypatch.setattr("gateway.iceberg.plan_cache.time.monotonic", lambda: now[0])
+    answers = PlanCache(25, 60.0, labels)
+    first, second, third = (plan_key("etl", "db", "t", f"m{n}.json", {"select": ["id"]}) for n in (1, 2, 3))
+    assert plan_key("etl", "db", "t", "m1.json", {"select": ["id"], "filter": True}) != first
+    assert plan_key("bob", "db", "t", "m1.json", {"select": ["id"]}) != first
+    assert answers.get(first) is None
+    answers.put(first, "{" + "a" * 9 + "}")
+    answers.put(second, "{" + "b" * 9 + "}")
+    assert answers.get(first) == "{" + "a" * 9 + "}"  # now the most recently used
+    answers.put(third, "{" + "c" * 9 + "}")  # 33 bytes: the least recently used goes
+    assert answers.get(second) is None and answers.get(first) is not None and answers.bytes == 22
+    answers.put(first, "{" + "z" * 30 + "}")  # larger than the whole cache: not kept
+    assert answers.get(first) == "{" + "a" * 9 + "}"
+    now[0] += 60
+    assert answers.get(third) is None and answers.get(first) is None and answers.bytes == 0 and len(answers) == 0
+    lookups = {result: metrics.child(metrics.ICEBERG_PLAN_CACHE_LOOKUPS, *labels, result)._value.get()
+               for result in ("hit", "miss")}
+    assert lookups == {"hit": 3, "miss": 4}
+    assert metrics.child(metrics.ICEBERG_PLAN_CACHE_BYTES, *labels)._value.get() == 0
