@@ -21,7 +21,9 @@
 
 Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of the four judges
 the caller as a load does, each time. All planning runs on the service's own threads, shared
-fairly between users (:class:`~gateway.iceberg.plan_executor.PlanExecutor`). A plan whose files
+fairly between users (:class:`~gateway.iceberg.plan_executor.PlanExecutor`); a plan identical
+to one answered before, on the same table metadata, is answered from the service's plan cache
+after the same checks (:mod:`gateway.iceberg.plan_cache`). A plan whose files
 reach outside the table's location (a manifest list, a manifest, a data or delete file) is
 refused whole with 403 and logged with the path; a manifest that cannot be read is 502
 ``ServiceFailureException``, logged without its contents.
@@ -206,7 +208,11 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
     ask = _request(catalog, payload, errors.NoSuchPlanId)
     found = _again(table, ask, errors.NoSuchPlanId)
     require_columns(catalog, db, name, table, set(found.columns))
-    tasks = await _planned(catalog, db, name, lambda stop: _first(catalog, db, name, found, payload["rq"], stop))
+    cached = plan_key(catalog.user, db, name, table.location, payload["rq"])
+    tasks = catalog.service.answers.get(cached)
+    if tasks is None:
+        tasks = await _planned(catalog, db, name, lambda stop: _first(catalog, db, name, found, payload["rq"], stop))
+        catalog.service.answers.put(cached, tasks)
     return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
 

@@ -1,7 +1,8 @@
 """Server-side scan planning bounded and fair (issue 50), through the four handlers with a fake
 planner in place of PyIceberg's (the table, its checks and vending faked too): the planner's own
 threads shared between users, the caps on plans in progress with 503 and ``Retry-After``, plans
-let go once their outcome is fetched and at once when cancelled, their work stopped."""
+let go once their outcome is fetched and at once when cancelled, their work stopped; identical
+plans answered from the plan cache."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from gateway.iceberg import errors, scan_plans
 from gateway.iceberg.paths import Route
+from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.plan_models import PlanTableScanRequest
 from gateway.iceberg.plan_store import PlanningOptions
@@ -193,3 +195,20 @@ async def test_the_planner_takes_users_in_turn():
     gate.set()
     await asyncio.wait_for(asyncio.gather(*calls), GUARD)
     assert order == ["a1", "b1", "c1", "a2", "b2", "a3"]
+
+
+async def test_an_identical_plan_is_answered_without_planning_but_never_across_a_commit(planner, monkeypatch):
+    service = ServiceState(planning=PlanningOptions(), answers=PlanCache(1 << 20, 60.0))
+    etl = _caller(service, "etl")
+    first, again = await _plan(etl), await _plan(etl)
+    assert len(planner.threads) == 1
+    assert again["status"] == "completed" and again["file-scan-tasks"] == first["file-scan-tasks"]
+    await _plan(_caller(service, "bob"))  # another caller's plan tasks name them: planned for them
+    assert len(planner.threads) == 2
+    committed = SimpleNamespace(location="file:///warehouse/db/t/metadata/2.metadata.json", metadata=TABLE.metadata)
+
+    async def checked(catalog, db, name, ask):
+        return committed, SCOPE
+    monkeypatch.setattr(scan_plans, "_checked", checked)
+    await _plan(etl)  # a commit wrote new metadata: planned again
+    assert len(planner.threads) == 3
