@@ -86,6 +86,8 @@ class PlanningOptions(SettingsModel):
             raise ValueError("threads_per_user must not be above threads")
         if self.plan_cache_seconds >= self.expiry_seconds:
             raise ValueError("plan_cache_seconds must be below expiry_seconds")
+        if self.expiry_seconds <= self.wait_seconds:  # a plan would expire while its request waits
+            raise ValueError("expiry_seconds must be above wait_seconds")
         return self
 
 

@@ -243,7 +243,8 @@ def test_a_filter_that_does_not_bind_is_400_whatever_pyiceberg_raises(tmp_path: 
 
 @pytest.mark.parametrize("options", [{"max_pending": 4, "max_pending_per_user": 5}, {"threads": 2, "threads_per_user": 3},
                                      {"max_filter_depth": 1000}, {"max_filter_bytes": 1024 * 1024},
-                                     {"expiry_seconds": 60, "plan_cache_seconds": 60}])
+                                     {"expiry_seconds": 60, "plan_cache_seconds": 60},
+                                     {"expiry_seconds": 20, "plan_cache_seconds": 10, "wait_seconds": 30}])
 def test_planning_shares_and_bounds_are_validated(options):
     with pytest.raises(ValidationError):
         PlanningOptions(**options)
