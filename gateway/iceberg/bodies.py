@@ -34,7 +34,8 @@ from gateway.iceberg import hms_bounds
 from gateway.iceberg.errors import BadRequest
 
 __all__ = ["CatalogConfig", "CommitRequest", "CreateNamespace", "CreateTableRequest", "ListNamespaces",
-           "ListTables", "ListViews", "RenameTable", "UpdateNamespaceProperties", "page_params", "parse", "read"]
+           "ListTables", "ListViews", "RenameTable", "UpdateNamespaceProperties", "page_params", "parse", "read",
+           "validated"]
 
 M = TypeVar("M", bound=BaseModel)
 _REQUIREMENTS = TypeAdapter(tuple[TableRequirement, ...])
@@ -200,8 +201,14 @@ def _refusal(what: str, exc: BaseException) -> BadRequest:
 def parse(model: type[M], body: bytes) -> M:
     """``body`` read as ``model`` and :func:`check`-ed. Raises :class:`BadRequest` naming the
     first bad field."""
+    return validated(model, document(body))
+
+
+def validated(model: type[M], value: dict) -> M:
+    """A body's JSON object ``value`` (:func:`document`) read as ``model`` and :func:`check`-ed.
+    Raises :class:`BadRequest` naming the first bad field."""
     try:
-        parsed = model.model_validate(document(body))
+        parsed = model.model_validate(value)
     except RecursionError:
         raise BadRequest("the request body is nested too deeply") from None
     except CLIENT_FAULTS as exc:

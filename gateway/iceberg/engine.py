@@ -24,6 +24,8 @@ from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
+from gateway.iceberg.plan_cache import PlanCache
+from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.routes import Route, answer, endpoint, match
 from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
@@ -87,6 +89,9 @@ class IcebergEngine:
                                 None),
             planning=options.planning,
             manifests=ManifestCache(int(options.planning.manifest_cache_mib * MIB), (kind.topology, kind.path)),
+            planner=PlanExecutor(options.planning.threads, options.planning.threads_per_user),
+            answers=PlanCache(int(options.planning.plan_cache_mib * MIB), options.planning.plan_cache_seconds,
+                              (kind.topology, kind.path)),
         )
 
     def target(self, request: web.BaseRequest) -> Route:

@@ -33,7 +33,11 @@ may load a table with columns denied to the user, with ``authorized-columns`` in
 result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``warehouses``
 (catalogs under a ``{prefix}``, each a group of HMS databases, :mod:`gateway.iceberg.warehouses`),
 ``planning`` (server-side scan planning: ``manifest_cache_mib``, ``wait_seconds``,
-``files_per_task``, ``expiry_seconds``, ``max_pending``, :mod:`gateway.iceberg.scan_plans`).
+``files_per_task``, ``expiry_seconds``, the caps ``max_pending`` and ``max_pending_per_user``,
+the planner's ``threads`` and ``threads_per_user``, the filter's bounds ``max_filter_depth``,
+``max_filter_bytes``, ``max_filter_literals``, ``max_residual_bytes``, and the plan cache's
+``plan_cache_mib`` and ``plan_cache_seconds``,
+:class:`gateway.iceberg.plan_store.PlanningOptions`, :mod:`gateway.iceberg.scan_plans`).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ file (issue 42).
 as ``ManifestFile.fetch_manifest_entry`` returns them, sequence numbers and snapshot ids
 inherited), bounded by an estimate of the memory they take (``planning.manifest_cache_mib``).
 A manifest reaches PyIceberg's planner as a :class:`CachedManifest`, a ``ManifestFile`` whose
-entries come from the cache; everything else about planning is PyIceberg's own
-(:mod:`gateway.iceberg.planning`).
+entries come from the cache, and which a plan watches (:meth:`CachedManifest.watched`: its
+entries are not read once the plan is stopped); everything else about planning is PyIceberg's
+own (:mod:`gateway.iceberg.planning`).
 
 Lookups are counted (``hms_gateway_iceberg_manifest_cache_lookups_total{result}``, hit or
 miss) and the held bytes are a gauge (``hms_gateway_iceberg_manifest_cache_bytes``). Reads run
@@ -111,11 +112,16 @@ class ManifestCache:
             self._gauge.set(0)
 
 
+class Stopped(Exception):
+    """The plan reading a manifest was stopped (cancelled, dropped or expired)."""
+
+
 class CachedManifest(ManifestFile):
     """A ``ManifestFile`` (the same record) whose live entries are read through a
-    :class:`ManifestCache`."""
+    :class:`ManifestCache`, none once its ``stop`` flag is set."""
 
     cache: ManifestCache
+    stop: threading.Event | None = None
 
     @classmethod
     def of(cls, manifest: ManifestFile, cache: ManifestCache) -> CachedManifest:
@@ -123,7 +129,16 @@ class CachedManifest(ManifestFile):
         record.cache = cache
         return record
 
+    def watched(self, stop: threading.Event) -> CachedManifest:
+        """A copy of this record for one plan: reading its entries raises :class:`Stopped` once
+        ``stop`` is set (the shared record in the cache is left as it is)."""
+        record = CachedManifest.of(self, self.cache)
+        record.stop = stop
+        return record
+
     def fetch_manifest_entry(self, io: FileIO, discard_deleted: bool = True) -> list[ManifestEntry]:
+        if self.stop is not None and self.stop.is_set():
+            raise Stopped
         if not discard_deleted:
             return super().fetch_manifest_entry(io, discard_deleted=False)
         return self.cache.entries(self, io)

@@ -10,10 +10,14 @@ user or another table, expired, or not one at all is the spec's 404
 (``NoSuchPlanIdException``/``NoSuchPlanTaskException``). A client that edits one gets at most
 the plan it could have asked for itself.
 
-A plan that does not complete within ``planning.wait_seconds`` is answered ``submitted`` with an
-id of :class:`PendingPlans` (process memory: the worker that took it answers it; another answers
-404, which the spec lets a client take as "plan again"), until it is fetched, cancelled or
-expires.
+Every plan in progress is held by :class:`PendingPlans` (process memory) from its start: at
+most ``planning.max_pending_per_user`` per user and ``planning.max_pending`` per worker, beyond
+which a plan is refused (:class:`Full`: 503 with ``Retry-After``) after dropping the oldest
+finished plan nobody fetched. A plan that completes within ``planning.wait_seconds`` is answered
+and let go at once; one that does not is answered ``submitted`` with its id (the worker that took
+it answers it; another answers 404), and held until its outcome is fetched (``completed`` or
+``failed``: the answer is the last use of it), it is cancelled (its work stops at the next
+manifest) or it expires.
 """
 
 from __future__ import annotations
@@ -23,19 +27,25 @@ import base64
 import binascii
 import json
 import secrets
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
 
 from gateway.settings_model import SettingsModel
-from pydantic import Field
+from pydantic import Field, model_validator
 
-__all__ = ["PendingPlans", "PlanningOptions", "decode", "encode"]
+__all__ = ["Full", "Pending", "PendingPlans", "PlanningOptions", "decode", "encode"]
 
 PLAN, TASK = "plan", "task"
 _PENDING_PREFIX = "pending-"
 #: Largest decompressed token, bytes.
 MAX_TOKEN_BYTES = 256 * 1024
+#: The most ``max_filter_bytes`` may be: a token holds the filter (within MAX_TOKEN_BYTES).
+MAX_FILTER_BYTES = 192 * 1024
+#: The most ``max_filter_depth`` may be: PyIceberg binds, evaluates and writes filters recursively,
+#: a few frames a level, within Python's recursion limit (1000 frames).
+MAX_FILTER_DEPTH = 128
 
 
 class PlanningOptions(SettingsModel):
@@ -49,8 +59,36 @@ class PlanningOptions(SettingsModel):
     files_per_task: int = Field(default=5000, ge=1, le=1_000_000)
     #: How long plan ids and plan tasks stay valid (seconds).
     expiry_seconds: float = Field(default=3600.0, gt=0, le=7 * 86400)
-    #: Submitted plans held at once per worker; more are refused (503).
+    #: Plans in progress or unfetched held at once per worker, and per user; more are refused
+    #: (503 with ``Retry-After``).
     max_pending: int = Field(default=64, ge=1, le=10_000)
+    max_pending_per_user: int = Field(default=8, ge=1, le=10_000)
+    #: The planner's own threads per worker, and how many of them one user's plans take at once.
+    threads: int = Field(default=4, ge=1, le=256)
+    threads_per_user: int = Field(default=2, ge=1, le=256)
+    #: A request's ``filter``: its JSON's nesting depth, size (bytes) and literal values (400 beyond).
+    max_filter_depth: int = Field(default=64, ge=2, le=MAX_FILTER_DEPTH)
+    max_filter_bytes: int = Field(default=32 * 1024, ge=64, le=MAX_FILTER_BYTES)
+    max_filter_literals: int = Field(default=1000, ge=1, le=100_000)
+    #: Residual filters written in one answer (bytes of JSON); tasks beyond carry none, and the
+    #: client applies the request's filter, as the spec says.
+    max_residual_bytes: int = Field(default=1024 * 1024, ge=0, le=1024 * 1024 * 1024)
+    #: Answers of identical plans kept per service (MiB of JSON; 0: none kept), and for how long
+    #: (seconds; below ``expiry_seconds``, the life of the plan tasks they hold).
+    plan_cache_mib: float = Field(default=64, ge=0, le=64 * 1024)
+    plan_cache_seconds: float = Field(default=300.0, gt=0, le=86400)
+
+    @model_validator(mode="after")
+    def _shares(self) -> PlanningOptions:
+        if self.max_pending_per_user > self.max_pending:
+            raise ValueError("max_pending_per_user must not be above max_pending")
+        if self.threads_per_user > self.threads:
+            raise ValueError("threads_per_user must not be above threads")
+        if self.plan_cache_seconds >= self.expiry_seconds:
+            raise ValueError("plan_cache_seconds must be below expiry_seconds")
+        if self.expiry_seconds <= self.wait_seconds:  # a plan would expire while its request waits
+            raise ValueError("expiry_seconds must be above wait_seconds")
+        return self
 
 
 def encode(payload: dict) -> str:
@@ -87,32 +125,57 @@ def owned(payload: dict | None, user: str, db: str, table: str, now: float | Non
             and isinstance(expires, (int, float)) and (now or time.time()) < expires)
 
 
+class Full(Exception):
+    """A plan refused: ``limit`` (the setting's name) plans are held already."""
+
+    def __init__(self, limit: str, value: int):
+        super().__init__(limit)
+        self.limit, self.value = limit, value
+
+
 @dataclass
 class Pending:
-    """A plan answered ``submitted``: whose, for which table, its running ``work``."""
+    """A plan in progress or unfetched: whose, for which table, its running ``work`` (None
+    until started), the flag that stops it at its next manifest."""
 
     user: str
     db: str
     table: str
     expires: float
-    work: asyncio.Future
-    cancelled: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
+    work: asyncio.Future | None = None
+    #: Its key in the plan cache (:func:`gateway.iceberg.plan_cache.key`).
+    cached: tuple[str, ...] | None = None
+
+    def finished(self) -> bool:
+        return self.work is not None and self.work.done()
 
 
 @dataclass
 class PendingPlans:
-    """This worker's submitted plans by id."""
+    """This worker's plans by id, in the order they started."""
 
     plans: dict[str, Pending] = field(default_factory=dict)
 
-    def add(self, pending: Pending, limit: int) -> str | None:
-        """A new id for ``pending``, None when ``limit`` plans are held already."""
+    def add(self, pending: Pending, per_user: int, total: int) -> str:
+        """A new id for ``pending``. Raises :class:`Full` when ``per_user`` plans of its user or
+        ``total`` plans are held, after dropping the oldest finished one of the user (or of
+        anyone, for ``total``)."""
         self.expire()
-        if len(self.plans) >= limit:
-            return None
+        mine = [k for k, p in self.plans.items() if p.user == pending.user]
+        if len(mine) >= per_user and not self._drop_finished(mine):
+            raise Full("max_pending_per_user", per_user)
+        if len(self.plans) >= total and not self._drop_finished(list(self.plans)):
+            raise Full("max_pending", total)
         plan_id = _PENDING_PREFIX + secrets.token_urlsafe(18)
         self.plans[plan_id] = pending
         return plan_id
+
+    def _drop_finished(self, ids: list[str]) -> bool:
+        oldest = next((k for k in ids if self.plans[k].finished()), None)
+        if oldest is not None:
+            self.drop(oldest)
+        return oldest is not None
 
     def get(self, plan_id: str, user: str, db: str, table: str) -> Pending | None:
         """The caller's pending plan ``plan_id`` of ``db.table``, None otherwise."""
@@ -123,9 +186,12 @@ class PendingPlans:
         return found
 
     def drop(self, plan_id: str) -> None:
+        """Let ``plan_id`` go: its work is stopped (at its next manifest) if it runs."""
         found = self.plans.pop(plan_id, None)
-        if found is not None and not found.work.done():
-            found.work.cancel()
+        if found is not None:
+            found.stop.set()
+            if found.work is not None and not found.work.done():
+                found.work.cancel()
 
     def expire(self) -> None:
         now = time.time()

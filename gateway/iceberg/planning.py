@@ -19,11 +19,20 @@ What PyIceberg does not do, written here after the spec's words:
 - **Confinement** (the gateway is a deputy): the manifest list and every manifest are read only
   below the table's location (locally: not through a symbolic link, regular files only), and a
   plan whose data or delete files lie elsewhere is refused whole (:class:`Foreign`).
+- **Stopping** (issue 50): a plan reads its manifests through copies that check the plan's
+  stop flag first, so a cancelled plan ends at its next manifest (:class:`Stopped`).
+- **Bounded residuals** (issue 50): a residual that is the request's filter itself (every task
+  of an unpartitioned table) is not written, and one answer writes at most ``max_residual_bytes``
+  of residuals (:class:`Residuals`); a task without one is read with the request's filter, which
+  the spec asks of a client ("If the residual is not present, the client must produce the
+  residual or use the original filter") and which keeps the same rows.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -40,12 +49,14 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation, Snapshot, ancestors_between_ids
 
 from gateway.iceberg import errors
+from gateway.iceberg.bodies import CLIENT_FAULTS
 from gateway.iceberg.local_paths import irregular, linked
 from gateway.iceberg.locations import stored
-from gateway.iceberg.manifest_cache import ManifestCache
+from gateway.iceberg.manifest_cache import ManifestCache, Stopped
 from gateway.iceberg.plan_models import PlanTableScanRequest
 
-__all__ = ["Foreign", "Planned", "Scope", "Slice", "first_answer", "manifests", "plan", "scope", "slices"]
+__all__ = ["Foreign", "Planned", "Residuals", "Scope", "Slice", "Stopped", "first_answer", "manifests", "plan", "scope",
+           "slices"]
 
 
 class Foreign(Exception):
@@ -85,6 +96,10 @@ class Planned:
     def values(self) -> dict:
         return {"delete-files": self.delete_files, "file-scan-tasks": self.file_scan_tasks,
                 "plan-tasks": self.plan_tasks}
+
+    def text(self) -> str:
+        """:meth:`values` as compact JSON text."""
+        return json.dumps(self.values(), separators=(",", ":"))
 
     def add(self, other: Planned) -> None:
         """Append ``other``'s file scan tasks, its delete files kept once (by path) and its
@@ -152,8 +167,10 @@ def scope(metadata: TableMetadata, ask: PlanTableScanRequest) -> Scope:
     row_filter = ask.filter if ask.filter is not None else AlwaysTrue()
     try:
         used = extract_field_ids(bind(schema, row_filter, case))
-    except (ResolveError, ValueError, TypeError) as exc:  # a missing column, a literal of the wrong type
-        raise errors.BadRequest(f"invalid filter: {str(exc)[:300]}") from None
+    except RecursionError:
+        raise errors.BadRequest("invalid filter: nested too deeply to bind") from None
+    except CLIENT_FAULTS as exc:  # a missing column, a literal of the wrong type, PyIceberg's own checks
+        raise errors.BadRequest(f"invalid filter: {str(exc)[:300] or type(exc).__name__}") from None
     used |= {_field_id(schema, name, case, "select") for name in ask.select or ()}
     stats = frozenset(_field_id(schema, name, case, "stats-fields") for name in ask.stats_fields or ())
     owners = {}
@@ -227,23 +244,31 @@ def slices(data: Sequence, files_per_task: int) -> list[Slice]:
 
 
 def first_answer(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence, files_per_task: int,
-                 task: Callable[[Slice], str]) -> Planned:
+                 task: Callable[[Slice], str], residuals: Residuals, stop: threading.Event) -> Planned:
     """The first answer to a plan: the :func:`slices` of ``data`` planned in order until the
     answer holds ``files_per_task`` file scan tasks, the slices left as plan tasks (``task``
-    names one). A filter that prunes most files is answered whole in one round trip."""
+    names one). A filter that prunes most files is answered whole in one round trip. Raises
+    what :func:`plan` raises."""
     answer = Planned()
     groups = slices(data, files_per_task)
     for number, group in enumerate(groups):
         if len(answer.file_scan_tasks) >= files_per_task:
             answer.plan_tasks.extend(task(rest) for rest in groups[number:])
             break
-        answer.add(plan(scope, io, data[group.start:group.end], deletes))
+        answer.add(plan(scope, io, data[group.start:group.end], deletes, residuals, stop))
     return answer
 
 
-def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence) -> Planned:
+def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence, residuals: Residuals,
+         stop: threading.Event) -> Planned:
     """The file scan tasks of ``data`` manifests with ``deletes`` (PyIceberg's planner), as the
-    spec's ``ScanTasks``. Raises :class:`Foreign`, and what reading raises."""
+    spec's ``ScanTasks``, residuals written within ``residuals``' bytes. Raises :class:`Stopped`
+    once ``stop`` is set (before the next manifest is read), :class:`Foreign`, and what reading
+    raises."""
+    if stop.is_set():
+        raise Stopped
+    data = [m.watched(stop) for m in data]
+    deletes = [m.watched(stop) for m in deletes]
     equality: list[ManifestEntry] = []
 
     def entry_filter(entry: ManifestEntry) -> bool:
@@ -261,7 +286,7 @@ def plan(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence) -> Planned
         for manifest in data:
             for entry in manifest.fetch_manifest_entry(io):
                 sequence[entry.data_file.file_path] = entry.sequence_number or 0
-    return _written(scope, planned, equality, sequence)
+    return _written(scope, planned, equality, sequence, residuals)
 
 
 def _equality_deletes(task: PlannedTask, equality: list[ManifestEntry], sequence: dict[str, int], unpartitioned) -> list:
@@ -301,8 +326,32 @@ _PLAIN = re.compile(r"(?:(?!\.{1,2}(?:/|$))[^/%\\\x00-\x1f\x7f?#*$]+/)*(?!\.{1,2
 _EXPRESSION = TypeAdapter(SerializableBooleanExpression)
 
 
+class Residuals:
+    """The residual filters of one answer, as written: none for a residual that is always true
+    or is the request's ``row_filter`` itself, and none once ``budget`` bytes of JSON are
+    written (one residual that would pass it ends the writing: later tasks carry none)."""
+
+    def __init__(self, row_filter: BooleanExpression, budget: int):
+        self.filter, self.left = row_filter, budget
+        self._seen: dict[int, tuple[BooleanExpression, dict, int]] = {}  # by id: PyIceberg reuses them
+
+    def of(self, residual: BooleanExpression | None) -> dict | None:
+        """``residual`` as the spec's ``Expression`` JSON, None when it is not written."""
+        if residual is None or residual is self.filter or self.left <= 0 or residual == AlwaysTrue():
+            return None
+        found = self._seen.get(id(residual))
+        if found is None:
+            value = _EXPRESSION.dump_python(residual, mode="json", by_alias=True)
+            found = self._seen[id(residual)] = (residual, value, len(json.dumps(value, separators=(",", ":"))))
+        if found[2] > self.left:
+            self.left = 0
+            return None
+        self.left -= found[2]
+        return found[1]
+
+
 def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEntry],
-             sequence: dict[str, int]) -> Planned:
+             sequence: dict[str, int], residuals: Residuals) -> Planned:
     metadata = scope.metadata
     root = _Root(metadata.location)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned()}
@@ -329,8 +378,9 @@ def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEn
         # No residual left: none written. The spec's form of it ({"type": "true"}) is one neither
         # PyIceberg nor Java writes, and PyIceberg cannot read; without one, a client applies
         # the request's filter, which keeps the same rows.
-        if task.residual is not None and task.residual != AlwaysTrue():
-            written["residual-filter"] = _EXPRESSION.dump_python(task.residual, mode="json", by_alias=True)
+        residual = residuals.of(task.residual)
+        if residual is not None:
+            written["residual-filter"] = residual
         tasks.append(written)
     return Planned(delete_files, tasks)
 

@@ -10,24 +10,33 @@
   (and the ``delete-files`` they reference, residual filters), or with ``plan-tasks`` when the
   data manifests hold more than ``planning.files_per_task`` files; with vended credentials for
   the table's location when the client asks for them, as on load. A plan that takes longer than
-  ``planning.wait_seconds`` is answered ``submitted``.
+  ``planning.wait_seconds`` is answered ``submitted``. 400 for a filter beyond the service's
+  bounds (:func:`gateway.iceberg.plan_models.filter_fault`); 503 with ``Retry-After`` when the
+  caller's or the worker's plans in progress are at their cap (:class:`~gateway.iceberg.plan_store.PendingPlans`).
 - ``GET .../plan/{plan-id}`` (``fetchPlanningResult``): a submitted plan's state (``submitted``,
-  ``completed``, ``failed``, ``cancelled``), or a completed plan planned again.
-- ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a submitted plan is dropped.
+  ``completed``, ``failed``; the last two let it go), or a completed plan planned again.
+- ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a submitted plan is let go at once and
+  its work stops at its next manifest.
 - ``POST .../tables/{table}/tasks`` (``fetchScanTasks``): one plan task's file scan tasks.
 
 Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of the four judges
-the caller as a load does, each time. A plan whose files reach outside the table's location
-(a manifest list, a manifest, a data or delete file) is refused whole with 403 and logged with
-the path; a manifest that cannot be read is 502 ``ServiceFailureException``, logged without its
-contents.
+the caller as a load does, each time. All planning runs on the service's own threads, shared
+fairly between users (:class:`~gateway.iceberg.plan_executor.PlanExecutor`); a plan identical
+to one answered before, on the same table metadata, is answered from the service's plan cache
+after the same checks (:mod:`gateway.iceberg.plan_cache`). A plan whose files
+reach outside the table's location (a manifest list, a manifest, a data or delete file) is
+refused whole with 403 and logged with the path; a manifest that cannot be read is 502
+``ServiceFailureException``, logged without its contents.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import threading
 import time
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -37,12 +46,15 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.lakehouse.file_io import file_io
 from gateway.iceberg.paths import Route
+from gateway.iceberg.plan_cache import key as plan_key
 from gateway.iceberg.plan_models import (
-    FetchedPlanningResult, FetchScanTasksRequest, PlanCancelled, PlanCompleted, PlanFailed, PlanningResult,
-    PlanSubmitted, PlanTableScanRequest, ScanTaskList, StorageCredential,
+    FetchedPlanningResult, FetchScanTasksRequest, PlanCompleted, PlanFailed, PlanningResult, PlanSubmitted,
+    PlanTableScanRequest, ScanTaskList, StorageCredential, filter_fault,
 )
-from gateway.iceberg.plan_store import PLAN, TASK, Pending, decode, encode, owned
-from gateway.iceberg.planning import Foreign, Planned, Scope, first_answer, manifests, plan, scope
+from gateway.iceberg.plan_store import PLAN, TASK, Full, Pending, decode, encode, owned
+from gateway.iceberg.planning import (
+    Foreign, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
+)
 from gateway.iceberg.read_rules import Readable, readable, require_columns
 
 log = logging.getLogger(__name__)
@@ -70,21 +82,38 @@ def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **ext
     return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
 
 
-def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict) -> Planned:
-    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans."""
+def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, stop: threading.Event) -> str:
+    """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans, as
+    the JSON text of the spec's ``ScanTasks`` (written on the planner's thread too)."""
     service = catalog.service
     io = file_io(catalog.files.properties, found.metadata.location)
     data, deletes = manifests(found, io, service.manifests)
-    return first_answer(found, io, data, deletes, service.planning.files_per_task,
-                        lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]))
+    answer = first_answer(found, io, data, deletes, service.planning.files_per_task,
+                          lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
+                          Residuals(found.filter, service.planning.max_residual_bytes), stop)
+    return answer.text()
 
 
-async def _settled(work, db: str, name: str) -> Planned:
+async def _planned(catalog: Catalog, db: str, name: str, work: Callable[[threading.Event], str]) -> str:
+    """``work(stop)`` on the service's planner in the caller's turn, stopped if the request
+    ends first; its failures in the error model."""
+    stop = threading.Event()
+    try:
+        return await _settled(catalog.service.planner.run(catalog.user, work, stop), db, name)
+    finally:
+        stop.set()
+
+
+async def _settled(work, db: str, name: str) -> str:
     """``work``'s tasks, its failures in the error model."""
     try:
         return await work
     except errors.IcebergError:
         raise
+    except RecursionError:  # bounded filters bind within the limit; this is the last guard
+        raise errors.BadRequest(f"the filter of the scan plan of {db}.{name} is nested too deeply to plan") from None
+    except Stopped:
+        raise errors.ServiceUnavailable(f"the scan plan of {db}.{name} was stopped; plan again") from None
     except Foreign as exc:
         log.warning("scan plan of %s.%s refused: it reaches %s, outside the table's location", db, name,
                     exc.path[:1024])
@@ -96,12 +125,13 @@ async def _settled(work, db: str, name: str) -> Planned:
 
 
 async def _completed(catalog: Catalog, request: web.BaseRequest, db: str, name: str, table: Readable,
-                     tasks: Planned, plan_id: str) -> PlanCompleted:
+                     tasks: str, plan_id: str) -> PlanCompleted:
+    """The completed answer of ``tasks`` (JSON text), with ``plan_id`` and vended credentials."""
     _, vended = await delegated(catalog, request, db, name, table.metadata.location)
-    values = {**tasks.values(), "status": "completed", "plan-id": plan_id}
+    more = {"status": "completed", "plan-id": plan_id}
     if vended:
-        values["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
-    return PlanCompleted.of(values)
+        more["storage-credentials"] = [StorageCredential(**c).model_dump(mode="json") for c in vended]
+    return PlanCompleted.of(tasks, more)
 
 
 def _quiet(work: asyncio.Future) -> None:
@@ -109,24 +139,47 @@ def _quiet(work: asyncio.Future) -> None:
         work.exception()  # retrieved: a submitted plan's failure is answered to its poller
 
 
+def _refused(full: Full, catalog: Catalog, db: str, name: str) -> errors.IcebergError:
+    """The 503 of a plan past a cap (the spec's answer of a busy service, which a client may
+    retry after ``Retry-After`` seconds: about how long a plan is waited for)."""
+    whose = f"of {catalog.user} " if full.limit == "max_pending_per_user" else ""
+    log.info("scan plan of %s.%s for %s refused: planning.%s (%d) reached", db, name, catalog.user, full.limit,
+             full.value)
+    retry = str(max(1, math.ceil(catalog.service.planning.wait_seconds)))
+    return errors.ServiceUnavailable(f"too many scan plans {whose}in progress: planning.{full.limit} is {full.value}; "
+                                     f"plan again in {retry} seconds", [("Retry-After", retry)])
+
+
 async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
     """``planTableScan`` (see the module docstring). Raises 400, 403, 404, 502, 503 (too many
-    submitted plans)."""
+    plans in progress, with ``Retry-After``)."""
     db, name = route.db_table()
     table, found = await _checked(catalog, db, name, ask)
     request_body = _pinned(ask, found)
-    work = asyncio.ensure_future(asyncio.to_thread(_first, catalog, db, name, found, request_body))
     service = catalog.service
-    finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
+    cached = plan_key(catalog.user, db, name, table.location, request_body)
+    tasks = service.answers.get(cached)
+    if tasks is not None:
+        plan_id = _token(catalog, db, name, request_body, PLAN)
+        return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+    held = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds, cached=cached)
+    try:
+        plan_id = service.pending.add(held, service.planning.max_pending_per_user, service.planning.max_pending)
+    except Full as full:
+        raise _refused(full, catalog, db, name) from None
+    work = held.work = asyncio.ensure_future(
+        service.planner.run(catalog.user, _first, catalog, db, name, found, request_body, held.stop))
+    work.add_done_callback(_quiet)
+    try:
+        finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
+    except asyncio.CancelledError:  # the client left: nobody will poll
+        service.pending.drop(plan_id)
+        raise
     if not finished:
-        pending = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds, work)
-        plan_id = service.pending.add(pending, service.planning.max_pending)
-        work.add_done_callback(_quiet)
-        if plan_id is None:
-            work.cancel()
-            raise errors.ServiceUnavailable("too many scan plans are in progress; plan again later")
         return Reply(body=PlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
+    service.pending.drop(plan_id)  # answered now, with a plan id holding nothing
     tasks = await _settled(work, db, name)
+    service.answers.put(cached, tasks)
     plan_id = _token(catalog, db, name, request_body, PLAN)
     return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
@@ -139,37 +192,40 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
     table = await readable(catalog, db, name)
     pending = catalog.service.pending.get(plan_id, catalog.user, db, name)
     if pending is not None:
-        if pending.cancelled:
-            return Reply(body=FetchedPlanningResult(PlanCancelled()))
-        if not pending.work.done():
+        if not pending.finished():
             return Reply(body=FetchedPlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
+        catalog.service.pending.drop(plan_id)  # its outcome is answered once: nothing is held after
         try:
             tasks = await _settled(pending.work, db, name)
         except errors.IcebergError as exc:
             return Reply(body=FetchedPlanningResult(PlanFailed(error=exc.body()["error"])))
+        if pending.cached is not None:
+            catalog.service.answers.put(pending.cached, tasks)
         return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
     payload = decode(plan_id, PLAN)
     if not owned(payload, catalog.user, db, name):
         raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
-    ask = _request(payload, errors.NoSuchPlanId)
+    ask = _request(catalog, payload, errors.NoSuchPlanId)
     found = _again(table, ask, errors.NoSuchPlanId)
     require_columns(catalog, db, name, table, set(found.columns))
-    tasks = await _settled(asyncio.to_thread(_first, catalog, db, name, found, payload["rq"]), db, name)
+    cached = plan_key(catalog.user, db, name, table.location, payload["rq"])
+    tasks = catalog.service.answers.get(cached)
+    if tasks is None:
+        tasks = await _planned(catalog, db, name, lambda stop: _first(catalog, db, name, found, payload["rq"], stop))
+        catalog.service.answers.put(cached, tasks)
     return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
 
 async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
-    """``cancelPlanning``: 204 (a submitted plan is dropped; a completed one holds nothing).
-    Raises 404 ``NoSuchPlanIdException`` as :func:`fetch_planning_result`."""
+    """``cancelPlanning``: 204 (a submitted plan is let go, its work stopped at its next
+    manifest; a completed one holds nothing). Raises 404 ``NoSuchPlanIdException`` as
+    :func:`fetch_planning_result` (a submitted plan after its cancel or its outcome too)."""
     db, name = route.db_table()
     plan_id = route.plan_id or ""
     await readable(catalog, db, name)
     pending = catalog.service.pending
-    found = pending.get(plan_id, catalog.user, db, name)
-    if found is not None:
-        found.cancelled = True
-        if not found.work.done():
-            found.work.cancel()
+    if pending.get(plan_id, catalog.user, db, name) is not None:
+        pending.drop(plan_id)
         return Reply(status=204)
     if not owned(decode(plan_id, PLAN), catalog.user, db, name):
         raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
@@ -188,20 +244,25 @@ async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequ
             isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and i >= 0 for i in span)):
         raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user} (unknown or expired)")
     assert payload is not None
-    found = _again(table, _request(payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
+    found = _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
     require_columns(catalog, db, name, table, set(found.columns))
 
-    def planned() -> Planned:
+    def planned(stop: threading.Event) -> str:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
-        return plan(found, io, data[span[0]:span[1]], deletes)
-    tasks = await _settled(asyncio.to_thread(planned), db, name)
-    return Reply(body=ScanTaskList.of(tasks.values()))
+        residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes)
+        return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
+    tasks = await _planned(catalog, db, name, planned)
+    return Reply(body=ScanTaskList.of(tasks))
 
 
-def _request(payload: dict, missing) -> PlanTableScanRequest:
+def _request(catalog: Catalog, payload: dict, missing) -> PlanTableScanRequest:
+    """The request a token holds, within the service's filter bounds."""
+    request = payload.get("rq")
     try:
-        return PlanTableScanRequest.model_validate(payload.get("rq"))
+        if not isinstance(request, dict) or filter_fault(request.get("filter"), catalog.service.planning):
+            raise ValueError("beyond the bounds")
+        return PlanTableScanRequest.model_validate(request)
     except Exception:  # a token edited into something else: not a plan the gateway gave
         raise missing("the plan is not one this catalog gave") from None
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from gateway.iceberg.manifest_cache import ManifestCache
+from gateway.iceberg.plan_cache import PlanCache
+from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.plan_store import PendingPlans, PlanningOptions
 from gateway.lakehouse.storage import S3Storage
 from gateway.iceberg.vending import Vendor
@@ -77,8 +79,10 @@ class ServiceState:
     #: The chain's authentication step (its providers and failure throttle), for the token
     #: endpoint, which checks credentials itself (:mod:`gateway.iceberg.oauth`); None without one.
     authentication: Authentication | None = None
-    #: Server-side scan planning: its settings, the parsed manifests, this worker's submitted
-    #: plans (:mod:`gateway.iceberg.scan_plans`).
+    #: Server-side scan planning: its settings, the parsed manifests, this worker's plans in
+    #: progress, the planner's threads, identical plans' answers (:mod:`gateway.iceberg.scan_plans`).
     planning: PlanningOptions = field(default_factory=PlanningOptions)
     manifests: ManifestCache = field(default_factory=lambda: ManifestCache(0))
     pending: PendingPlans = field(default_factory=PendingPlans)
+    planner: PlanExecutor = field(default_factory=lambda: PlanExecutor(4, 2))
+    answers: PlanCache = field(default_factory=lambda: PlanCache(0, 1.0))

@@ -156,6 +156,16 @@ ICEBERG_MANIFEST_CACHE_BYTES = Gauge(
     "iceberg-rest kind's manifest cache holds (bounded by planning.manifest_cache_mib).",
     ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
 )
+ICEBERG_PLAN_CACHE_LOOKUPS = Counter(
+    "hms_gateway_iceberg_plan_cache_lookups", "Lookups of identical scan plans' answers in the "
+    "iceberg-rest kind's plan cache (server-side scan planning), by result: hit or miss.",
+    ["topology", "service", "result"], registry=REGISTRY,
+)
+ICEBERG_PLAN_CACHE_BYTES = Gauge(
+    "hms_gateway_iceberg_plan_cache_bytes", "Bytes of answers (JSON text) the iceberg-rest kind's "
+    "plan cache holds (bounded by planning.plan_cache_mib).",
+    ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
+)
 BUILD_INFO = Gauge(
     "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],
     multiprocess_mode="livemax", registry=REGISTRY,

@@ -8,6 +8,7 @@ the REST API itself. The refusals are those of a load. Every answer is checked a
 
 from __future__ import annotations
 
+import json
 import time
 from functools import partial
 
@@ -207,22 +208,48 @@ def test_equality_deletes_apply_to_older_data_files_of_their_partition(client, s
         server.load_table("plans.eqdel").scan().to_arrow()
 
 
-def test_submitted_plans_are_polled_and_cancelled(gw, tables):
-    answer = call(gw, "POST", f"{TABLE}/flat/plan", {}, service=SLOW, auth=(USER, PASSWORD))
-    body = answer.json()
+def _submitted(gw: RunningGateway, name: str) -> str:
+    """A plan of the whole of ``plans.{name}`` answered ``submitted`` by ``SLOW``; its path."""
+    body = call(gw, "POST", f"{TABLE}/{name}/plan", {}, service=SLOW, auth=(USER, PASSWORD)).json()
     assert body["status"] == "submitted", body
-    plan = f"{TABLE}/flat/plan/{body['plan-id']}"
+    return f"{TABLE}/{name}/plan/{body['plan-id']}"
+
+
+def _polled(gw: RunningGateway, plan: str) -> dict:
     for _ in range(200):
         polled = call(gw, "GET", plan, service=SLOW, auth=(USER, PASSWORD)).json()
         if polled["status"] != "submitted":
-            break
+            return polled
         time.sleep(0.05)
-    assert polled["status"] == "completed" and len(polled["plan-tasks"]) == 0 and len(polled["file-scan-tasks"]) == 3
+    raise AssertionError(f"{plan} still submitted")
+
+
+def test_submitted_plans_are_polled_and_let_go_once_answered(gw, tables):
+    plan = _submitted(gw, "flat")
     error_of(call(gw, "GET", plan, service=SLOW, auth=("reader", "reader-password")), 404, "NoSuchPlanIdException")
     error_of(call(gw, "GET", plan.replace("/flat/", "/parts/"), service=SLOW, auth=(USER, PASSWORD)), 404,
              "NoSuchPlanIdException")
+    polled = _polled(gw, plan)
+    assert polled["status"] == "completed" and len(polled["plan-tasks"]) == 0 and len(polled["file-scan-tasks"]) == 3
+    # issue 50: the answer was its last use; nothing is held for it after
+    for method in ("GET", "DELETE"):
+        error_of(call(gw, method, plan, service=SLOW, auth=(USER, PASSWORD)), 404, "NoSuchPlanIdException")
+
+
+def test_a_cancelled_plan_is_let_go_and_the_next_plan_is_exact(gw, client, tables):
+    plan = _submitted(gw, "pdel")
     assert call(gw, "DELETE", plan, service=SLOW, auth=(USER, PASSWORD)).status_code == 204
-    assert call(gw, "GET", plan, service=SLOW, auth=(USER, PASSWORD)).json() == {"status": "cancelled"}
+    for method in ("GET", "DELETE"):
+        error_of(call(gw, method, plan, service=SLOW, auth=(USER, PASSWORD)), 404, "NoSuchPlanIdException")
+    # planned again after the cancel: the files and deletes client-side planning reads
+    polled = _polled(gw, _submitted(gw, "pdel"))
+    assert polled["status"] == "completed"
+    local = [(t.file.file_path, sorted(d.file_path for d in t.delete_files))
+             for t in client.load_table("plans.pdel").scan().plan_files()]
+    remote = [(t["data-file"]["file-path"], sorted(polled["delete-files"][i]["file-path"]
+                                                   for i in t.get("delete-file-references", [])))
+              for t in polled["file-scan-tasks"]]
+    assert remote == local and local[0][1]
 
 
 def test_completed_plan_ids_answer_their_caller_for_their_table_until_they_expire(gw, tables):
@@ -256,6 +283,11 @@ def test_completed_plan_ids_answer_their_caller_for_their_table_until_they_expir
     ({"stats-fields": ["nope"]}, "stats-fields names 'nope'"),
     ({"snapshot-id": 1, "start-snapshot-id": 1, "end-snapshot-id": 2}, "invalid PlanTableScanRequest"),
     ({"snapshot-id": 1, "end-snapshot-id": 2}, "not with end-snapshot-id"),
+    # issue 50: the filter's bounds (the defaults), checked before PyIceberg reads it
+    ({"filter": {"type": "in", "term": "id", "values": list(range(1001))}}, "planning.max_filter_literals (1000)"),
+    ({"filter": {"type": "eq", "term": "cat", "value": "x" * 40_000}}, "planning.max_filter_bytes (32768)"),
+    ({"filter": json.loads('{"type": "not", "child": ' * 200 + '{"type": "eq", "term": "id", "value": 1}' + "}" * 200)},
+     "planning.max_filter_depth (64 levels)"),
 ])
 def test_bad_plans_are_the_spec_s_400_and_plan_nothing(gw, tables, body, says):
     misses = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH)
@@ -318,8 +350,32 @@ def test_manifests_are_read_once_and_counted(gw, tables):
     _call(gw, "POST", f"{TABLE}/parts/plan", {})  # warm
     hits = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="hit", service=PATH)
     misses = metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH)
-    body = _call(gw, "POST", f"{TABLE}/parts/plan", {}).json()
+    # another request (an identical one is answered from the plan cache, reading no manifest)
+    body = _call(gw, "POST", f"{TABLE}/parts/plan", {"select": ["id", "cat"]}).json()
     assert body["status"] == "completed"
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="miss", service=PATH) == misses
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_lookups_total", result="hit", service=PATH) > hits
     assert metric(gw, "hms_gateway_iceberg_manifest_cache_bytes", service=PATH) > 0
+
+
+def test_an_identical_plan_is_answered_from_the_plan_cache_and_never_across_a_commit(gw, client, server):
+    """Issue 50: a repeated plan is answered from the plan cache; a commit writes new metadata,
+    so the plan after it is planned again and reads exactly what client-side planning reads."""
+    table = client.create_table("plans.cached", schema=SCHEMA)
+    table.append(_rows(0, 3, "a"))
+
+    def hits() -> float:
+        return metric(gw, "hms_gateway_iceberg_plan_cache_lookups_total", result="hit", service=PATH)
+    before = hits()
+    ask = {"select": ["id"], "filter": {"type": "gt", "term": "id", "value": 0}}
+    first = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    again = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    assert hits() == before + 1 and again["file-scan-tasks"] == first["file-scan-tasks"]
+    assert metric(gw, "hms_gateway_iceberg_plan_cache_bytes", service=PATH) > 0
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 2
+    table.append(_rows(3, 2, "b"))
+    after = _call(gw, "POST", f"{TABLE}/cached/plan", ask).json()
+    assert hits() == before + 1 and len(after["file-scan-tasks"]) == 2
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 4
+    assert len(_same(client, server, "cached", row_filter=GreaterThan("id", 0))) == 4  # and from the cache
+    assert hits() > before + 1

@@ -1,16 +1,21 @@
 """The parts of server-side scan planning that need no gateway (issue 42): the manifest cache
 over real manifests written by PyIceberg, plan ids and plan tasks, the split into plan tasks,
-and the planning settings' validation."""
+and the planning settings' validation; and the bounds of issue 50: a stopped plan's reads,
+residuals, filters, binding failures, the plan cache."""
 
 from __future__ import annotations
 
 import base64
+import json
+import threading
 import time
 import zlib
+from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, Not
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
     DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile, write_manifest,
@@ -18,12 +23,17 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
 from pyiceberg.schema import Schema
+from pyiceberg.table.metadata import new_table_metadata
+from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.typedef import Record
-from pyiceberg.types import LongType, NestedField
+from pyiceberg.types import DecimalType, LongType, NestedField
 
+from gateway.iceberg import errors
 from gateway.iceberg.manifest_cache import CachedManifest, ManifestCache
+from gateway.iceberg.plan_cache import PlanCache, key as plan_key
+from gateway.iceberg.plan_models import PlanTableScanRequest
 from gateway.iceberg.plan_store import PLAN, TASK, PlanningOptions, decode, encode, owned
-from gateway.iceberg.planning import Planned, Slice, slices
+from gateway.iceberg.planning import Planned, Residuals, Scope, Slice, Stopped, plan, scope, slices
 from gateway.observability import metrics
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False))
@@ -135,3 +145,130 @@ def test_answers_merge_with_each_delete_file_once_and_references_renumbered():
                        {"data-file": {"file-path": "c"}}]))
     assert first.delete_files == [{"file-path": "d1"}, {"file-path": "d2"}]
     assert [t.get("delete-file-references") for t in first.file_scan_tasks] == [[0], [0, 1], None]
+
+
+def _scope(tmp_path: Path, row_filter=None, schema: Schema = SCHEMA) -> Scope:
+    metadata = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, str(tmp_path), {})
+    return Scope(metadata, None, None, row_filter if row_filter is not None else AlwaysTrue(), True)
+
+
+class _Counted(PyArrowFileIO):
+    """A FileIO counting the manifests it opens, which sets ``stop`` at the first."""
+
+    def __init__(self, stop: threading.Event):
+        super().__init__()
+        self.stop, self.opened = stop, []
+
+    def new_input(self, location: str):
+        if "/m" in location:
+            self.opened.append(location)
+            self.stop.set()
+        return super().new_input(location)
+
+
+def test_a_stopped_plan_reads_no_manifest_after_its_stop(tmp_path: Path):
+    """Issue 50: a cancel stops the work at the next manifest: the stop flag is set while the
+    first manifest is read; PyIceberg has the rest in flight on its threads (at most 32, Python's
+    default), and each of them reads nothing."""
+    listing = _manifests(tmp_path, 64, 1)
+    cache = ManifestCache(64 * 1024 * 1024, ("unit", "stopped"))
+    stop = threading.Event()
+    io = _Counted(stop)
+    data = cache.manifests(io, listing)
+    with pytest.raises(Stopped):
+        plan(_scope(tmp_path), io, data, [], Residuals(AlwaysTrue(), 0), stop)
+    assert 1 <= len(io.opened) <= 32
+    with pytest.raises(Stopped):  # stopped before it starts: nothing read
+        plan(_scope(tmp_path), io, data, [], Residuals(AlwaysTrue(), 0), stop)
+    assert len(io.opened) <= 32
+    # the cached records are not the plan's: another plan reads them all
+    answer = plan(_scope(tmp_path), PyArrowFileIO(), data, [], Residuals(AlwaysTrue(), 0), threading.Event())
+    assert len(answer.file_scan_tasks) == 64
+
+
+def test_a_residual_is_never_the_request_s_filter_and_an_answer_s_residuals_are_bounded(tmp_path: Path):
+    """Issue 50: the full residual was written into every task (a 1 MiB ``IN`` list times 5,000
+    tasks). For an unpartitioned table every task's residual is the request's filter: none is
+    written (the spec has the client use the original filter)."""
+    listing = _manifests(tmp_path, 4, 5)
+    io = PyArrowFileIO()
+    data = ManifestCache(64 * 1024 * 1024, ("unit", "residual")).manifests(io, listing)
+    row_filter = In("id", set(range(1000)))
+    found = _scope(tmp_path, row_filter)
+    answer = plan(found, io, data, [], Residuals(found.filter, 1024 * 1024), threading.Event())
+    assert len(answer.file_scan_tasks) == 20
+    assert not any("residual-filter" in t for t in answer.file_scan_tasks)
+    # others are written while the answer's budget lasts; the first that does not fit ends it
+    small, large = GreaterThan("id", 5), In("id", set(range(100)))
+    residuals = Residuals(row_filter, 100)
+    written = [residuals.of(r) for r in (small, small, AlwaysTrue(), large, small, None)]
+    assert written == [{"type": "gt", "term": "id", "value": 5}] * 2 + [None] * 4
+    assert Residuals(row_filter, 0).of(small) is None
+
+
+@pytest.mark.parametrize("raw, says", [
+    ({"type": "not", "child": {"type": "not", "child": {"type": "eq", "term": "id", "value": 1}}},
+     "nested deeper than planning.max_filter_depth (3 levels)"),
+    ({"type": "in", "term": "id", "values": list(range(11))}, "11 literal values, more than planning.max_filter_literals (10)"),
+    ({"type": "eq", "term": "id", "value": "x" * 200}, "more than planning.max_filter_bytes (128)"),
+])
+def test_filters_beyond_the_service_s_bounds_are_400_naming_the_bound(raw, says):
+    catalog = SimpleNamespace(service=SimpleNamespace(planning=PlanningOptions(
+        max_filter_depth=3, max_filter_literals=10, max_filter_bytes=128)))
+    with pytest.raises(errors.BadRequest) as refused:
+        PlanTableScanRequest.from_request(catalog, None, json.dumps({"filter": raw}).encode())
+    assert says in refused.value.message
+    within = {"type": "in", "term": "id", "values": list(range(10))}
+    assert PlanTableScanRequest.from_request(catalog, None, json.dumps({"filter": within}).encode()).filter == In(
+        "id", set(range(10)))
+    with pytest.raises(errors.BadRequest, match="planning.max_filter_depth"):  # deeper than PyIceberg reads
+        PlanTableScanRequest.from_request(catalog, None, b'{"filter": ' + b"[" * 500 + b"]" * 500 + b"}")
+
+
+def test_a_filter_that_does_not_bind_is_400_whatever_pyiceberg_raises(tmp_path: Path):
+    """Issue 50: a deeply nested filter raised ``RecursionError`` in binding, and a decimal
+    column compared with text ``decimal.InvalidOperation``: both were 500s."""
+    schema = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "d", DecimalType(10, 2),
+                                                                                    required=False))
+    deep = EqualTo("id", 1)
+    for _ in range(5000):
+        deep = Not(deep) if isinstance(deep, EqualTo) else And(deep, EqualTo("id", 2))
+    for row_filter, says in ((deep, "nested too deeply"), (EqualTo("d", "abc"), "invalid filter")):
+        ask = PlanTableScanRequest.model_construct(filter=row_filter, case_sensitive=True, use_snapshot_schema=False,
+                                                   select=None, stats_fields=None, snapshot_id=None,
+                                                   start_snapshot_id=None, end_snapshot_id=None)
+        with pytest.raises(errors.BadRequest, match=says):
+            scope(_scope(tmp_path, schema=schema).metadata, ask)
+
+
+@pytest.mark.parametrize("options", [{"max_pending": 4, "max_pending_per_user": 5}, {"threads": 2, "threads_per_user": 3},
+                                     {"max_filter_depth": 1000}, {"max_filter_bytes": 1024 * 1024},
+                                     {"expiry_seconds": 60, "plan_cache_seconds": 60},
+                                     {"expiry_seconds": 20, "plan_cache_seconds": 10, "wait_seconds": 30}])
+def test_planning_shares_and_bounds_are_validated(options):
+    with pytest.raises(ValidationError):
+        PlanningOptions(**options)
+
+
+def test_the_plan_cache_keeps_answers_by_key_within_its_bytes_and_its_seconds(monkeypatch):
+    labels = ("unit", "plans")
+    now = [1000.0]
+    monkeypatch.setattr("gateway.iceberg.plan_cache.time.monotonic", lambda: now[0])
+    answers = PlanCache(25, 60.0, labels)
+    first, second, third = (plan_key("etl", "db", "t", f"m{n}.json", {"select": ["id"]}) for n in (1, 2, 3))
+    assert plan_key("etl", "db", "t", "m1.json", {"select": ["id"], "filter": True}) != first
+    assert plan_key("bob", "db", "t", "m1.json", {"select": ["id"]}) != first
+    assert answers.get(first) is None
+    answers.put(first, "{" + "a" * 9 + "}")
+    answers.put(second, "{" + "b" * 9 + "}")
+    assert answers.get(first) == "{" + "a" * 9 + "}"  # now the most recently used
+    answers.put(third, "{" + "c" * 9 + "}")  # 33 bytes: the least recently used goes
+    assert answers.get(second) is None and answers.get(first) is not None and answers.bytes == 22
+    answers.put(first, "{" + "z" * 30 + "}")  # larger than the whole cache: not kept
+    assert answers.get(first) == "{" + "a" * 9 + "}"
+    now[0] += 60
+    assert answers.get(third) is None and answers.get(first) is None and answers.bytes == 0 and len(answers) == 0
+    lookups = {result: metrics.child(metrics.ICEBERG_PLAN_CACHE_LOOKUPS, *labels, result)._value.get()
+               for result in ("hit", "miss")}
+    assert lookups == {"hit": 3, "miss": 4}
+    assert metrics.child(metrics.ICEBERG_PLAN_CACHE_BYTES, *labels)._value.get() == 0

@@ -117,7 +117,7 @@ def test_the_hms_parameters_the_change_feed_reads_are_pyiceberg_s():
 
 
 _SERVING = """
-import asyncio, json, sys
+import asyncio, json, sys, threading
 from pathlib import Path
 from pyiceberg.manifest import (DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus,
                                 write_manifest, write_manifest_list)
@@ -135,7 +135,7 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.lakehouse.file_io import file_io
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_models import PlanTableScanRequest
-from gateway.iceberg.planning import manifests, plan, scope
+from gateway.iceberg.planning import Residuals, manifests, plan, scope
 
 root = Path(sys.argv[1])
 table = (root / "t").as_uri()  # file:///...
@@ -180,7 +180,8 @@ async def serve():
     found["feed"] = (await SnapshotReader(IcebergCommitOptions()).current_snapshot(location))["snapshot-id"]
     planned = scope(metadata, PlanTableScanRequest())
     data, deletes = manifests(planned, io, ManifestCache(1 << 20))
-    found["planned"] = [t["data-file"]["file-path"] for t in plan(planned, io, data, deletes).file_scan_tasks]
+    found["planned"] = [t["data-file"]["file-path"] for t in plan(
+        planned, io, data, deletes, Residuals(planned.filter, 1 << 20), threading.Event()).file_scan_tasks]
     found["purged"] = await files.purge(metadata, location, "ns.t")
 
 asyncio.run(serve())

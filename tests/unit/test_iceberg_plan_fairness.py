@@ -1,0 +1,214 @@
+"""Server-side scan planning bounded and fair (issue 50), through the four handlers with a fake
+planner in place of PyIceberg's (the table, its checks and vending faked too): the planner's own
+threads shared between users, the caps on plans in progress with 503 and ``Retry-After``, plans
+let go once their outcome is fetched and at once when cancelled, their work stopped; identical
+plans answered from the plan cache."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from gateway.iceberg import errors, scan_plans
+from gateway.iceberg.paths import Route
+from gateway.iceberg.plan_cache import PlanCache
+from gateway.iceberg.plan_executor import PlanExecutor
+from gateway.iceberg.plan_models import PlanTableScanRequest
+from gateway.iceberg.plan_store import PlanningOptions
+from gateway.iceberg.planning import Planned
+from gateway.iceberg.service_state import ServiceState
+
+TABLE = SimpleNamespace(location="file:///warehouse/db/t/metadata/1.metadata.json",
+                        metadata=SimpleNamespace(location="file:///warehouse/db/t"))
+SCOPE = SimpleNamespace(appends=None, snapshot=None, columns=frozenset(), filter=None)
+#: Hang guard only: every wait below ends at once when the code is right.
+GUARD = 60
+
+
+@pytest.fixture
+async def planner(monkeypatch):  # async: released before the loop waits for its threads
+    """The fake planner: ``first(catalog, ..., stop)`` records its thread, and blocks a user's
+    plan while ``planner.blocked`` names the user, until ``release`` or its stop flag is set."""
+    fake = SimpleNamespace(blocked=set(), release=threading.Event(), threads=[], stopped=threading.Event())
+
+    def first(catalog, db, name, found, request, stop=None):
+        fake.threads.append(threading.current_thread().name)
+        if catalog.user in fake.blocked:
+            while not fake.release.wait(0.01):
+                if stop is not None and stop.is_set():
+                    fake.stopped.set()
+                    break
+        return Planned(file_scan_tasks=[{"data-file": {"file-path": f"file:///warehouse/db/t/{catalog.user}"}}]).text()
+
+    async def checked(catalog, db, name, ask):
+        return TABLE, SCOPE
+
+    async def readable(catalog, db, name):
+        return TABLE
+
+    async def delegated(catalog, request, db, name, location):
+        return None, []
+
+    monkeypatch.setattr(scan_plans, "_first", first)
+    monkeypatch.setattr(scan_plans, "_checked", checked)
+    monkeypatch.setattr(scan_plans, "readable", readable)
+    monkeypatch.setattr(scan_plans, "delegated", delegated)
+    yield fake
+    fake.release.set()
+
+
+def _service(**planning) -> ServiceState:
+    options = PlanningOptions(**planning)
+    return ServiceState(planning=options, planner=PlanExecutor(options.threads, options.threads_per_user))
+
+
+def _caller(service: ServiceState, user: str):
+    return SimpleNamespace(service=service, user=user)
+
+
+def _values(reply) -> dict:
+    import json
+    return json.loads(reply.body.model_dump_json())
+
+
+async def _plan(catalog) -> dict:
+    route = Route("planTableScan", "db", "t")
+    return _values(await scan_plans.plan_table_scan(catalog, route, None, PlanTableScanRequest()))
+
+
+async def _fetch(catalog, plan_id: str) -> dict:
+    route = Route("fetchPlanningResult", "db", "t", plan_id=plan_id)
+    return _values(await scan_plans.fetch_planning_result(catalog, route, None, None))
+
+
+async def _cancel(catalog, plan_id: str) -> int:
+    route = Route("cancelPlanning", "db", "t", plan_id=plan_id)
+    return (await scan_plans.cancel_planning(catalog, route, None, None)).status
+
+
+async def test_64_slow_plans_of_one_user_hold_back_neither_another_user_nor_metadata_reads(planner):
+    service = _service(wait_seconds=30, threads=4, threads_per_user=2, max_pending=64, max_pending_per_user=8)
+    hog, other = _caller(service, "hog"), _caller(service, "other")
+    planner.blocked.add("hog")
+    plans = [asyncio.ensure_future(_plan(hog)) for _ in range(64)]
+    for _ in range(20):  # every plan reaches its wait or its refusal
+        await asyncio.sleep(0)
+    refused = [p for p in plans if p.done()]
+    assert len(refused) == 56
+    for plan in refused:
+        error = plan.exception()
+        assert isinstance(error, errors.ServiceUnavailable)
+        assert "planning.max_pending_per_user is 8" in error.message and "hog" in error.message
+        assert ("Retry-After", "30") in error.headers
+    assert service.planner.running == 2 and service.planner.queued("hog") == 6  # its share of the threads
+    # asyncio's default pool, which reads metadata, is not the planner's
+    assert await asyncio.wait_for(asyncio.to_thread(lambda: "metadata read"), GUARD) == "metadata read"
+    answer = await asyncio.wait_for(_plan(other), GUARD)
+    assert answer["status"] == "completed"
+    assert answer["file-scan-tasks"] == [{"data-file": {"file-path": "file:///warehouse/db/t/other"}}]
+    assert all(name.startswith("iceberg-plan") for name in planner.threads)
+    planner.release.set()
+    held = await asyncio.wait_for(asyncio.gather(*[p for p in plans if p not in refused]), GUARD)
+    assert [a["status"] for a in held] == ["completed"] * 8
+    assert service.pending.plans == {}  # answered at once: nothing held
+
+
+async def test_the_cap_on_all_plans_names_its_limit_and_unfetched_plans_make_room(planner):
+    service = _service(wait_seconds=0.001, max_pending=2, max_pending_per_user=2)
+    planner.blocked.update({"a", "b"})
+    first = await _plan(_caller(service, "a"))
+    await _plan(_caller(service, "b"))
+    with pytest.raises(errors.ServiceUnavailable) as refused:
+        await _plan(_caller(service, "c"))
+    assert "planning.max_pending is 2" in refused.value.message
+    assert ("Retry-After", "1") in refused.value.headers
+    planner.release.set()
+    await asyncio.wait_for(service.pending.plans[first["plan-id"]].work, GUARD)
+    # a's plan is done and nobody fetched it: the oldest such plan makes room for a new one
+    planner.blocked.clear()
+    assert (await _plan(_caller(service, "c")))["status"] == "completed"
+    assert first["plan-id"] not in service.pending.plans
+
+
+async def test_a_submitted_plan_is_let_go_once_its_outcome_is_fetched(planner):
+    service = _service(wait_seconds=0.001)
+    etl = _caller(service, "etl")
+    planner.blocked.add("etl")
+    submitted = await _plan(etl)
+    plan_id = submitted["plan-id"]
+    assert submitted["status"] == "submitted"
+    assert (await _fetch(etl, plan_id))["status"] == "submitted"
+    planner.release.set()
+    await asyncio.wait_for(service.pending.plans[plan_id].work, GUARD)
+    completed = await _fetch(etl, plan_id)
+    assert completed["status"] == "completed" and completed["plan-id"] == plan_id
+    assert len(completed["file-scan-tasks"]) == 1
+    assert service.pending.plans == {}
+    with pytest.raises(errors.NoSuchPlanId):
+        await _fetch(etl, plan_id)
+
+
+async def test_a_cancelled_plan_is_let_go_at_once_and_its_work_stops(planner):
+    service = _service(wait_seconds=0.001)
+    etl = _caller(service, "etl")
+    planner.blocked.add("etl")
+    plan_id = (await _plan(etl))["plan-id"]
+    with pytest.raises(errors.NoSuchPlanId):  # another user's cancel is not this plan's
+        await _cancel(_caller(service, "bob"), plan_id)
+    assert await _cancel(etl, plan_id) == 204
+    assert service.pending.plans == {}
+    assert await asyncio.to_thread(planner.stopped.wait, GUARD)  # the planner saw its stop flag
+    assert not planner.release.is_set()
+    for again in (_fetch, _cancel):
+        with pytest.raises(errors.NoSuchPlanId):
+            await again(etl, plan_id)
+
+
+async def test_a_plan_waiting_for_a_thread_never_runs_once_cancelled(planner):
+    service = _service(wait_seconds=0.001, threads=1, threads_per_user=1)
+    planner.blocked.add("etl")
+    etl = _caller(service, "etl")
+    running = (await _plan(etl))["plan-id"]
+    waiting = (await _plan(etl))["plan-id"]
+    assert service.planner.queued("etl") == 1
+    assert await _cancel(etl, waiting) == 204
+    assert await _cancel(etl, running) == 204
+    await asyncio.to_thread(planner.stopped.wait, GUARD)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(planner.threads) == 1 and service.planner.running == 0 and service.planner.queued() == 0
+
+
+async def test_the_planner_takes_users_in_turn():
+    executor = PlanExecutor(1, 1)
+    gate, order = threading.Event(), []
+
+    def call(tag):
+        gate.wait(GUARD)
+        order.append(tag)
+    calls = [asyncio.ensure_future(executor.run(user, call, f"{user}{n}")) for user, n in
+             (("a", 1), ("a", 2), ("a", 3), ("b", 1), ("c", 1), ("b", 2))]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(*calls), GUARD)
+    assert order == ["a1", "b1", "c1", "a2", "b2", "a3"]
+
+
+async def test_an_identical_plan_is_answered_without_planning_but_never_across_a_commit(planner, monkeypatch):
+    service = ServiceState(planning=PlanningOptions(), answers=PlanCache(1 << 20, 60.0))
+    etl = _caller(service, "etl")
+    first, again = await _plan(etl), await _plan(etl)
+    assert len(planner.threads) == 1
+    assert again["status"] == "completed" and again["file-scan-tasks"] == first["file-scan-tasks"]
+    await _plan(_caller(service, "bob"))  # another caller's plan tasks name them: planned for them
+    assert len(planner.threads) == 2
+    committed = SimpleNamespace(location="file:///warehouse/db/t/metadata/2.metadata.json", metadata=TABLE.metadata)
+
+    async def checked(catalog, db, name, ask):
+        return committed, SCOPE
+    monkeypatch.setattr(scan_plans, "_checked", checked)
+    await _plan(etl)  # a commit wrote new metadata: planned again
+    assert len(planner.threads) == 3
