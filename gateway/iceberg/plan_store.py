@@ -1,23 +1,27 @@
 """Plan ids and plan tasks of server-side scan planning, and the service's planning settings.
 
-A plan id of a completed plan and a plan task carry what they stand for rather than pointing at
-state: the caller, the table, when they expire and the request with its snapshot pinned (a plan
-task also the slice of manifests it plans), compressed JSON in base64url (:func:`encode`,
-:func:`decode`). Any worker process answers them, nothing is held for them, and a fetch plans
-again from immutable manifests, through the manifest cache. They are not capabilities: every
-fetch is judged by the policy as a load is, for the caller who sends it, and one naming another
+A plan id and a plan task carry what they stand for rather than pointing at state: the caller,
+the table, when they expire and the request with its snapshot pinned (a plan id also a random
+nonce, so that two plans are two ids; a plan task the slice of manifests it plans), compressed
+JSON in base64url (:func:`encode`, :func:`decode`). Planning is deterministic given these and
+the table's metadata, so any worker process of any replica answers them, planning again through
+its plan cache and manifest cache when it does not hold the plan (issue 50: a client behind a
+balancer polls a stranger about half the time). They are not capabilities and carry no MAC: every
+call is judged by the policy as a load is, for the caller who sends it, and one naming another
 user or another table, expired, or not one at all is the spec's 404
 (``NoSuchPlanIdException``/``NoSuchPlanTaskException``). A client that edits one gets at most
 the plan it could have asked for itself.
 
-Every plan in progress is held by :class:`PendingPlans` (process memory) from its start: at
-most ``planning.max_pending_per_user`` per user and ``planning.max_pending`` per worker, beyond
-which a plan is refused (:class:`Full`: 503 with ``Retry-After``) after dropping the oldest
-finished plan nobody fetched. A plan that completes within ``planning.wait_seconds`` is answered
-and let go at once; one that does not is answered ``submitted`` with its id (the worker that took
-it answers it; another answers 404), and held until its outcome is fetched (``completed`` or
-``failed``: the answer is the last use of it), it is cancelled (its work stops at the next
-manifest) or it expires.
+Every plan in progress is held by :class:`PendingPlans` (process memory) under its id from its
+start: at most ``planning.max_pending_per_user`` per user and ``planning.max_pending`` per
+worker, beyond which a plan is refused (:class:`Full`: 503 with ``Retry-After``) after dropping
+the oldest finished plan nobody fetched. A plan that completes within ``planning.wait_seconds``
+is answered and let go at once; one that does not is answered ``submitted``, and held until its
+outcome is fetched (``completed`` or ``failed``: nothing is held after), it is cancelled (its
+work stops at the next manifest) or it expires. A worker that does not hold a plan it is asked
+about plans it again the same way, under the same id. A cancel is recorded by the worker that
+takes it (:meth:`PendingPlans.cancel`, bounded): that worker answers 404 for the id after; a
+worker or replica that never saw the cancel still answers the id.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import json
-import secrets
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from gateway.settings_model import SettingsModel
@@ -38,7 +43,8 @@ from pydantic import Field, model_validator
 __all__ = ["Full", "Pending", "PendingPlans", "PlanningOptions", "decode", "encode"]
 
 PLAN, TASK = "plan", "task"
-_PENDING_PREFIX = "pending-"
+#: Cancelled plan ids a worker remembers at most (32-byte digests; the oldest forgotten first).
+MAX_CANCELLED = 10_000
 #: Largest decompressed token, bytes.
 MAX_TOKEN_BYTES = 256 * 1024
 #: The most ``max_filter_bytes`` may be: a token holds the filter (within MAX_TOKEN_BYTES).
@@ -100,8 +106,6 @@ def encode(payload: dict) -> str:
 def decode(token: str, kind: str) -> dict | None:
     """The payload of a token of ``kind`` (:data:`PLAN` or :data:`TASK`), None when ``token``
     is not one (bad base64, compression or JSON, larger than :data:`MAX_TOKEN_BYTES`)."""
-    if token.startswith(_PENDING_PREFIX):
-        return None
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         inflater = zlib.decompressobj()
@@ -153,23 +157,23 @@ class Pending:
 
 @dataclass
 class PendingPlans:
-    """This worker's plans by id, in the order they started."""
+    """This worker's plans by id, in the order they started, and the ids cancelled here."""
 
     plans: dict[str, Pending] = field(default_factory=dict)
+    #: SHA-256 of a cancelled plan id → when the id expires (epoch seconds), oldest first.
+    cancelled: OrderedDict[bytes, float] = field(default_factory=OrderedDict)
 
-    def add(self, pending: Pending, per_user: int, total: int) -> str:
-        """A new id for ``pending``. Raises :class:`Full` when ``per_user`` plans of its user or
-        ``total`` plans are held, after dropping the oldest finished one of the user (or of
-        anyone, for ``total``)."""
+    def add(self, plan_id: str, pending: Pending, per_user: int, total: int) -> None:
+        """Hold ``pending`` as ``plan_id`` (not held yet). Raises :class:`Full` when ``per_user``
+        plans of its user or ``total`` plans are held, after dropping the oldest finished one of
+        the user (or of anyone, for ``total``)."""
         self.expire()
         mine = [k for k, p in self.plans.items() if p.user == pending.user]
         if len(mine) >= per_user and not self._drop_finished(mine):
             raise Full("max_pending_per_user", per_user)
         if len(self.plans) >= total and not self._drop_finished(list(self.plans)):
             raise Full("max_pending", total)
-        plan_id = _PENDING_PREFIX + secrets.token_urlsafe(18)
         self.plans[plan_id] = pending
-        return plan_id
 
     def _drop_finished(self, ids: list[str]) -> bool:
         oldest = next((k for k in ids if self.plans[k].finished()), None)
@@ -193,7 +197,26 @@ class PendingPlans:
             if found.work is not None and not found.work.done():
                 found.work.cancel()
 
+    def cancel(self, plan_id: str, expires: float) -> None:
+        """Let ``plan_id`` go (:meth:`drop`) and remember it cancelled until ``expires`` (epoch
+        seconds), or until :data:`MAX_CANCELLED` later cancels push it out."""
+        self.drop(plan_id)
+        digest = hashlib.sha256(plan_id.encode()).digest()
+        self.cancelled.pop(digest, None)
+        self.cancelled[digest] = expires
+        while len(self.cancelled) > MAX_CANCELLED:
+            self.cancelled.popitem(last=False)
+
+    def was_cancelled(self, plan_id: str) -> bool:
+        """Whether ``plan_id`` was cancelled on this worker (and has not expired since)."""
+        self.expire()
+        expires = self.cancelled.get(hashlib.sha256(plan_id.encode()).digest())
+        return expires is not None and time.time() < expires
+
     def expire(self) -> None:
         now = time.time()
         for plan_id in [k for k, p in self.plans.items() if p.expires <= now]:
             self.drop(plan_id)
+        # ids expire about in the order they were cancelled: the oldest go first, and the count cap bounds the rest
+        while self.cancelled and next(iter(self.cancelled.values())) <= now:
+            self.cancelled.popitem(last=False)

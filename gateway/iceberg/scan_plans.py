@@ -13,10 +13,11 @@
   ``planning.wait_seconds`` is answered ``submitted``. 400 for a filter beyond the service's
   bounds (:func:`gateway.iceberg.plan_models.filter_fault`); 503 with ``Retry-After`` when the
   caller's or the worker's plans in progress are at their cap (:class:`~gateway.iceberg.plan_store.PendingPlans`).
-- ``GET .../plan/{plan-id}`` (``fetchPlanningResult``): a submitted plan's state (``submitted``,
-  ``completed``, ``failed``; the last two let it go), or a completed plan planned again.
-- ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a submitted plan is let go at once and
-  its work stops at its next manifest.
+- ``GET .../plan/{plan-id}`` (``fetchPlanningResult``): the state of a plan this worker holds
+  (``submitted``, ``completed``, ``failed``; the last two let it go), else the plan planned again
+  under its id, as a new plan is (any worker and any replica answers any plan id).
+- ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a plan this worker holds is let go at
+  once and its work stops at its next manifest; this worker answers 404 for the id after.
 - ``POST .../tables/{table}/tasks`` (``fetchScanTasks``): one plan task's file scan tasks.
 
 Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of the four judges
@@ -34,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -77,8 +79,10 @@ def _pinned(ask: PlanTableScanRequest, found: Scope) -> dict:
     return body
 
 
-def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, **extra) -> str:
-    expires = int(time.time() + catalog.service.planning.expiry_seconds)
+def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, expires: int | None = None,
+           **extra) -> str:
+    if expires is None:
+        expires = int(time.time() + catalog.service.planning.expiry_seconds)
     return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
 
 
@@ -150,46 +154,74 @@ def _refused(full: Full, catalog: Catalog, db: str, name: str) -> errors.Iceberg
                                      f"plan again in {retry} seconds", [("Retry-After", retry)])
 
 
+async def _answer(catalog: Catalog, request: web.BaseRequest, db: str, name: str, table: Readable, found: Scope,
+                  body: dict, plan_id: str, expires: float, wrap) -> Reply:
+    """The plan of ``body`` (the request as its token holds it) under ``plan_id``, ``wrap``ped
+    (the operation's result model): ``completed`` from the plan cache, or planned on the
+    service's planner and ``completed`` within ``planning.wait_seconds``, else ``submitted`` and
+    held as ``plan_id`` until ``expires`` (epoch seconds). Raises what planning raises, 503
+    past a cap (with ``Retry-After``)."""
+    service = catalog.service
+    cached = plan_key(catalog.user, db, name, table.location, body)
+    tasks = service.answers.get(cached)
+    if tasks is None:
+        held = Pending(catalog.user, db, name, expires, cached=cached)
+        try:
+            service.pending.add(plan_id, held, service.planning.max_pending_per_user, service.planning.max_pending)
+        except Full as full:
+            raise _refused(full, catalog, db, name) from None
+        work = held.work = asyncio.ensure_future(
+            service.planner.run(catalog.user, _first, catalog, db, name, found, body, held.stop))
+        work.add_done_callback(_quiet)
+        try:
+            finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
+        except asyncio.CancelledError:  # the client left: nobody will poll here
+            service.pending.drop(plan_id)
+            raise
+        if not finished:
+            return Reply(body=wrap(PlanSubmitted(**{"plan-id": plan_id})))
+        service.pending.drop(plan_id)  # answered now: nothing is held for it
+        tasks = await _settled(work, db, name)
+        service.answers.put(cached, tasks)
+    return Reply(body=wrap(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+
+
 async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
     """``planTableScan`` (see the module docstring). Raises 400, 403, 404, 502, 503 (too many
     plans in progress, with ``Retry-After``)."""
     db, name = route.db_table()
     table, found = await _checked(catalog, db, name, ask)
-    request_body = _pinned(ask, found)
-    service = catalog.service
-    cached = plan_key(catalog.user, db, name, table.location, request_body)
-    tasks = service.answers.get(cached)
-    if tasks is not None:
-        plan_id = _token(catalog, db, name, request_body, PLAN)
-        return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
-    held = Pending(catalog.user, db, name, time.time() + service.planning.expiry_seconds, cached=cached)
-    try:
-        plan_id = service.pending.add(held, service.planning.max_pending_per_user, service.planning.max_pending)
-    except Full as full:
-        raise _refused(full, catalog, db, name) from None
-    work = held.work = asyncio.ensure_future(
-        service.planner.run(catalog.user, _first, catalog, db, name, found, request_body, held.stop))
-    work.add_done_callback(_quiet)
-    try:
-        finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
-    except asyncio.CancelledError:  # the client left: nobody will poll
-        service.pending.drop(plan_id)
-        raise
-    if not finished:
-        return Reply(body=PlanningResult(PlanSubmitted(**{"plan-id": plan_id})))
-    service.pending.drop(plan_id)  # answered now, with a plan id holding nothing
-    tasks = await _settled(work, db, name)
-    service.answers.put(cached, tasks)
-    plan_id = _token(catalog, db, name, request_body, PLAN)
-    return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+    body = _pinned(ask, found)
+    expires = int(time.time() + catalog.service.planning.expiry_seconds)
+    plan_id = _token(catalog, db, name, body, PLAN, expires, n=secrets.token_urlsafe(12))
+    return await _answer(catalog, request, db, name, table, found, body, plan_id, expires, PlanningResult)
+
+
+def _unknown(catalog: Catalog, db: str, name: str, plan_id: str) -> errors.IcebergError:
+    return errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} "
+                               "(unknown, expired or cancelled)")
+
+
+def _known(catalog: Catalog, db: str, name: str, plan_id: str) -> dict:
+    """The payload of the caller's plan id ``plan_id`` of ``db.table``, not cancelled on this
+    worker. Raises 404 ``NoSuchPlanIdException`` otherwise."""
+    payload = decode(plan_id, PLAN)
+    if not owned(payload, catalog.user, db, name) or catalog.service.pending.was_cancelled(plan_id):
+        raise _unknown(catalog, db, name, plan_id)
+    assert payload is not None
+    return payload
 
 
 async def fetch_planning_result(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
-    """``fetchPlanningResult``. Raises 404 ``NoSuchPlanIdException`` for a plan id that is not
-    the caller's for this table, or expired; what planning raises."""
+    """``fetchPlanningResult``: the state of a plan this worker holds, else the plan planned
+    again under its id (any worker, any replica: see :mod:`gateway.iceberg.plan_store`). Raises
+    404 ``NoSuchPlanIdException`` for a plan id that is not the caller's for this table,
+    expired, cancelled on this worker, or whose snapshot or columns are gone; what planning
+    raises."""
     db, name = route.db_table()
     plan_id = route.plan_id or ""
     table = await readable(catalog, db, name)
+    # from here to _answer's hold nothing awaits: two fetches of one id never both start it
     pending = catalog.service.pending.get(plan_id, catalog.user, db, name)
     if pending is not None:
         if not pending.finished():
@@ -202,33 +234,25 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
         if pending.cached is not None:
             catalog.service.answers.put(pending.cached, tasks)
         return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
-    payload = decode(plan_id, PLAN)
-    if not owned(payload, catalog.user, db, name):
-        raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
-    ask = _request(catalog, payload, errors.NoSuchPlanId)
-    found = _again(table, ask, errors.NoSuchPlanId)
+    payload = _known(catalog, db, name, plan_id)
+    found = _again(table, _request(catalog, payload, errors.NoSuchPlanId), errors.NoSuchPlanId)
     require_columns(catalog, db, name, table, set(found.columns))
-    cached = plan_key(catalog.user, db, name, table.location, payload["rq"])
-    tasks = catalog.service.answers.get(cached)
-    if tasks is None:
-        tasks = await _planned(catalog, db, name, lambda stop: _first(catalog, db, name, found, payload["rq"], stop))
-        catalog.service.answers.put(cached, tasks)
-    return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
+    return await _answer(catalog, request, db, name, table, found, payload["rq"], plan_id, payload["x"],
+                         FetchedPlanningResult)
 
 
 async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
-    """``cancelPlanning``: 204 (a submitted plan is let go, its work stopped at its next
-    manifest; a completed one holds nothing). Raises 404 ``NoSuchPlanIdException`` as
-    :func:`fetch_planning_result` (a submitted plan after its cancel or its outcome too)."""
+    """``cancelPlanning``: 204. A plan this worker holds is let go, its work stopped at its next
+    manifest; the id is 404 on this worker after (another worker or replica still answers it).
+    Raises 404 ``NoSuchPlanIdException`` as :func:`fetch_planning_result` (a plan cancelled here
+    already too)."""
     db, name = route.db_table()
     plan_id = route.plan_id or ""
     await readable(catalog, db, name)
     pending = catalog.service.pending
-    if pending.get(plan_id, catalog.user, db, name) is not None:
-        pending.drop(plan_id)
-        return Reply(status=204)
-    if not owned(decode(plan_id, PLAN), catalog.user, db, name):
-        raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
+    held = pending.get(plan_id, catalog.user, db, name)
+    expires = held.expires if held is not None else _known(catalog, db, name, plan_id)["x"]
+    pending.cancel(plan_id, expires)
     return Reply(status=204)
 
 
