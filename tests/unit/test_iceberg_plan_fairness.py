@@ -2,22 +2,24 @@
 planner in place of PyIceberg's (the table, its checks and vending faked too): the planner's own
 threads shared between users, the caps on plans in progress with 503 and ``Retry-After``, plans
 let go once their outcome is fetched and at once when cancelled, their work stopped; identical
-plans answered from the plan cache."""
+plans answered from the plan cache; a plan id answered by a worker that does not hold it (another
+worker, another replica, its owner restarted), bound to its caller and table."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
 
-from gateway.iceberg import errors, scan_plans
+from gateway.iceberg import errors, plan_store, scan_plans
 from gateway.iceberg.paths import Route
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.plan_models import PlanTableScanRequest
-from gateway.iceberg.plan_store import PlanningOptions
+from gateway.iceberg.plan_store import PLAN, PendingPlans, PlanningOptions, decode, encode
 from gateway.iceberg.planning import Planned
 from gateway.iceberg.service_state import ServiceState
 
@@ -214,3 +216,89 @@ async def test_an_identical_plan_is_answered_without_planning_but_never_across_a
     monkeypatch.setattr(scan_plans, "_checked", checked)
     await _plan(etl)  # a commit wrote new metadata: planned again
     assert len(planner.threads) == 3
+
+
+# Any worker, any replica (issue 50): two ServiceStates are two workers (or replicas) that share
+# nothing but the table.
+
+async def test_a_plan_submitted_on_one_worker_is_polled_fetched_and_cancelled_on_another(planner):
+    owner, stranger = _service(wait_seconds=0.001), _service(wait_seconds=0.001)
+    planner.blocked.add("etl")
+    plan_id = (await _plan(_caller(owner, "etl")))["plan-id"]
+    etl = _caller(stranger, "etl")
+    assert await _fetch(etl, plan_id) == {"status": "submitted", "plan-id": plan_id}
+    adopted = stranger.pending.plans[plan_id]  # planned again under the same id, within the caps
+    assert await _fetch(etl, plan_id) == {"status": "submitted", "plan-id": plan_id}
+    assert stranger.pending.plans[plan_id] is adopted  # polled: not planned a third time
+    planner.release.set()
+    await asyncio.wait_for(adopted.work, GUARD)
+    completed = await _fetch(etl, plan_id)
+    assert completed["status"] == "completed" and completed["plan-id"] == plan_id
+    assert completed["file-scan-tasks"] == [{"data-file": {"file-path": "file:///warehouse/db/t/etl"}}]
+    assert stranger.pending.plans == {}
+    # a cancel on the stranger: 204, and the stranger answers 404 for the id from then on
+    assert await _cancel(etl, plan_id) == 204
+    for again in (_fetch, _cancel):
+        with pytest.raises(errors.NoSuchPlanId, match="cancelled"):
+            await again(etl, plan_id)
+
+
+async def test_a_restarted_owner_answers_the_plans_it_gave(planner):
+    planner.blocked.add("etl")
+    plan_id = (await _plan(_caller(_service(wait_seconds=0.001), "etl")))["plan-id"]
+    planner.release.set()
+    restarted = _service(wait_seconds=30)  # nothing held: the id alone says what to plan
+    assert (await _fetch(_caller(restarted, "etl"), plan_id))["status"] == "completed"
+
+
+async def test_a_cancel_stops_the_work_of_the_worker_that_takes_it(planner):
+    owner, stranger = _service(wait_seconds=0.001), _service(wait_seconds=0.001)
+    planner.blocked.add("etl")
+    plan_id = (await _plan(_caller(stranger, "etl")))["plan-id"]
+    await _fetch(_caller(owner, "etl"), plan_id)  # both workers now plan it
+    assert await _cancel(_caller(owner, "etl"), plan_id) == 204
+    assert owner.pending.plans == {}
+    assert await asyncio.to_thread(planner.stopped.wait, GUARD)
+    assert plan_id in stranger.pending.plans  # the other worker never saw the cancel
+
+
+async def test_a_plan_id_binds_its_caller_and_table_and_grants_nothing(planner, monkeypatch):
+    owner, stranger = _service(wait_seconds=0.001), _service(wait_seconds=0.001)
+    planner.blocked.add("etl")
+    plan_id = (await _plan(_caller(owner, "etl")))["plan-id"]
+    payload = decode(plan_id, PLAN)
+    assert payload["u"] == "etl" and payload["n"]
+    bob = _caller(stranger, "bob")
+    for who, token, table in ((bob, plan_id, "t"), (_caller(stranger, "etl"), plan_id, "u"),
+                              (bob, encode({**payload, "x": time.time() - 1}), "t"), (bob, "not-a-plan", "t")):
+        for operation, call in (("fetchPlanningResult", scan_plans.fetch_planning_result),
+                                ("cancelPlanning", scan_plans.cancel_planning)):
+            with pytest.raises(errors.NoSuchPlanId):
+                await call(who, Route(operation, "db", table, plan_id=token), None, None)
+    assert stranger.pending.plans == {} and planner.threads == ["iceberg-plan_0"]
+    # bob's own copy of the token is judged as bob: refused where bob may not read the table
+    mine = encode({**payload, "u": "bob"})
+
+    async def refused(catalog, db, name):
+        raise errors.Forbidden(f"{catalog.user} may not read {db}.{name}")
+    monkeypatch.setattr(scan_plans, "readable", refused)
+    with pytest.raises(errors.Forbidden):
+        await _fetch(bob, mine)
+    assert stranger.pending.plans == {} and len(planner.threads) == 1
+
+
+def test_two_plans_of_one_request_are_two_ids():
+    owner = _service()
+    ids = {scan_plans._token(_caller(owner, "etl"), "db", "t", {}, PLAN, 1, n=n) for n in ("a", "b")}
+    assert len(ids) == 2
+
+
+def test_cancelled_ids_are_remembered_until_they_expire_and_within_a_bound(monkeypatch):
+    plans = PendingPlans()
+    plans.cancel("gone", time.time() - 1)
+    plans.cancel("live", time.time() + 60)
+    assert not plans.was_cancelled("gone") and plans.was_cancelled("live") and not plans.was_cancelled("other")
+    monkeypatch.setattr(plan_store, "MAX_CANCELLED", 3)
+    for n in range(5):
+        plans.cancel(f"more{n}", time.time() + 60)
+    assert len(plans.cancelled) == 3 and not plans.was_cancelled("live") and plans.was_cancelled("more4")
