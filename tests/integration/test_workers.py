@@ -157,3 +157,59 @@ def test_sighup_reaches_every_worker(hms, gateway_factory):
     assert [post(gw, GET_DBS, topology="late")[0] for _ in range(30)] == [200] * 30
     after = accepted(gw)
     assert all(after[i] > before[i] for i in (0, 1)), (before, after)
+
+
+@pytest.mark.usefixtures("pyiceberg_env")
+def test_a_plan_is_polled_fetched_and_cancelled_through_either_worker(hms, gateway_factory):
+    """Issue 50: a plan submitted to one worker is answered by the other (which plans it again
+    under its id); a cancel is recorded by the worker that takes it."""
+    import pyarrow as pa
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from tests.support.iceberg.clients import call, error_of, rest_catalog
+
+    planning = {"wait_seconds": 0.001, "manifest_cache_mib": 0}  # "submitted" past a millisecond
+    iceberg = {"kind": "iceberg-rest", "path": "iceberg", "upstream": {"urls": [hms.uri]},
+               "options": {"planning": planning}}
+    gw = gateway_factory({"default": {"services": [iceberg]}}, USERS, workers=2)
+    table = rest_catalog(gw, user="admin", password=USERS["admin"], name="workers")
+    table.create_namespace("workers_plans")
+    created = table.create_table("workers_plans.t", schema=Schema(NestedField(1, "id", LongType(), required=False)))
+    for start in (0, 10, 20):
+        created.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64())}))
+    path = "/v1/namespaces/workers_plans/tables/t/plan"
+
+    def on_a_worker(method: str, url: str, body: dict | None = None):
+        """(the worker that took the request, its answer): each call is a new connection."""
+        before = accepted(gw)
+        answer = call(gw, method, url, body, auth=("admin", USERS["admin"]))
+        after = accepted(gw)
+        return next(i for i in (0, 1) if after[i] > before[i]), answer
+
+    owner, submitted = on_a_worker("POST", path, {})
+    assert submitted.status_code == 200 and submitted.json()["status"] == "submitted", submitted.text
+    plan = f"{path}/{submitted.json()['plan-id']}"
+    answers: list[tuple[int, str]] = []
+    for _ in range(200):  # until the other worker has answered and the plan completed
+        worker, polled = on_a_worker("GET", plan)
+        assert polled.status_code == 200 and polled.json()["plan-id"] == submitted.json()["plan-id"], polled.text
+        answers.append((worker, polled.json()["status"]))
+        if polled.json()["status"] == "completed" and any(w != owner for w, _ in answers):
+            assert len(polled.json()["file-scan-tasks"]) == 3
+            break
+    else:
+        raise AssertionError(f"never answered by the other worker or completed: {answers}")
+    cancelled_on, cancelled = on_a_worker("DELETE", plan)
+    assert cancelled.status_code == 204
+    seen = set()
+    for _ in range(200):  # the worker that took the cancel refuses the id; the other still answers it
+        worker, after = on_a_worker("GET", plan)
+        if worker == cancelled_on:
+            error_of(after, 404, "NoSuchPlanIdException")
+        else:
+            assert after.status_code == 200, after.text
+        seen.add(worker)
+        if seen == {0, 1}:
+            break
+    assert seen == {0, 1}
