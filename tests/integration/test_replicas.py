@@ -11,7 +11,8 @@ after SIGKILL of the leader during a burst of DDL nothing is lost, duplicates st
 last unacknowledged batch, and the takeover time is measured (printed and recorded as the
 test's ``takeover_seconds`` property); a write through one replica is read through the other's
 metadata cache within one poll interval, and a database altered through one at once (never cached:
-HMS 2.3 logs no event for it).
+HMS 2.3 logs no event for it); an Iceberg scan plan submitted to one replica is polled, fetched and
+cancelled through the other.
 """
 
 from __future__ import annotations
@@ -67,7 +68,9 @@ def rig(tmp_path_factory, module_gateway_factory):
             "default": {"services": [thrift, events, cached]},
             "iceberg": {"providers": {"authentication": [
                 htpasswd_provider(), {"type": "gateway-token", "signing_key": f"file:{base / 'token-key'}"}]},
-                "services": [{"path": "rest", "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]}}]},
+                "services": [{"path": "rest", "kind": "iceberg-rest", "upstream": {"urls": [hms.uri]},
+                              # "submitted" past a millisecond: a plan's id is polled
+                              "options": {"planning": {"wait_seconds": 0.001, "manifest_cache_mib": 0}}}]},
             "throttled": {"providers": {"authentication": [htpasswd_provider()], "failure_throttle": {
                 "refuse_after": REFUSE_AFTER, "delay_after": 100, "window_seconds": 600}}, "services": [thrift]},
         }
@@ -170,6 +173,46 @@ def test_a_token_minted_on_one_replica_works_on_the_other(rig):
     (status, body), forged_status = asyncio.run(run())
     assert status == 200 and "namespaces" in body, body
     assert forged_status == 401
+
+
+@pytest.mark.usefixtures("pyiceberg_env")
+def test_a_plan_submitted_to_one_replica_is_polled_and_cancelled_through_the_other(rig):
+    """Issue 50: the other replica answers a plan id it never saw (planning it again under that
+    id); a cancel is recorded by the replica that takes it."""
+    import pyarrow as pa
+    import requests
+    from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    *_, proxy, ca = rig
+    base = [f"https://localhost:{port}/gateway/iceberg/rest" for port in proxy.replica_ports]
+    catalog = RestCatalog("replica0", uri=base[0], **{"ssl": {"cabundle": str(ca)}, "auth": {
+        "type": "basic", "basic": {"username": "admin", "password": PASSWORD}}})
+    catalog.create_namespace("replica_plans")
+    table = catalog.create_table("replica_plans.t", schema=Schema(NestedField(1, "id", LongType(), required=False)))
+    for start in (0, 10):
+        table.append(pa.table({"id": pa.array(range(start, start + 10), pa.int64())}))
+    path = "/v1/namespaces/replica_plans/tables/t/plan"
+
+    def on(replica: int, method: str, url: str, body: dict | None = None) -> requests.Response:
+        return requests.request(method, base[replica] + url, json=body, auth=("admin", PASSWORD), verify=str(ca),
+                                timeout=60)
+
+    submitted = on(0, "POST", path, {}).json()
+    assert submitted["status"] == "submitted", submitted
+    plan = f"{path}/{submitted['plan-id']}"
+    for _ in range(200):
+        polled = on(1, "GET", plan)
+        assert polled.status_code == 200 and polled.json()["plan-id"] == submitted["plan-id"], polled.text
+        if polled.json()["status"] == "completed":
+            break
+        time.sleep(0.02)
+    assert polled.json()["status"] == "completed" and len(polled.json()["file-scan-tasks"]) == 2
+    assert on(1, "DELETE", plan).status_code == 204
+    refused = on(1, "GET", plan)
+    assert refused.status_code == 404 and refused.json()["error"]["type"] == "NoSuchPlanIdException", refused.text
+    assert on(0, "GET", plan).status_code == 200  # replica 0 never saw the cancel (docs/iceberg.md)
 
 
 def _statuses(ca, port: int, source: str, attempts: int) -> list[int]:
