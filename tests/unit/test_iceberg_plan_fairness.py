@@ -287,10 +287,15 @@ async def test_a_plan_id_binds_its_caller_and_table_and_grants_nothing(planner, 
     assert stranger.pending.plans == {} and len(planner.threads) == 1
 
 
-def test_two_plans_of_one_request_are_two_ids():
-    owner = _service()
-    ids = {scan_plans._token(_caller(owner, "etl"), "db", "t", {}, PLAN, 1, n=n) for n in ("a", "b")}
-    assert len(ids) == 2
+async def test_two_identical_plans_are_two_ids_and_a_cancel_takes_one(planner):
+    service = _service(wait_seconds=0.001)
+    etl = _caller(service, "etl")
+    planner.blocked.add("etl")
+    first, second = (await _plan(etl))["plan-id"], (await _plan(etl))["plan-id"]
+    assert first != second and set(service.pending.plans) == {first, second}
+    assert await _cancel(etl, first) == 204
+    assert set(service.pending.plans) == {second}
+    assert await _fetch(etl, second) == {"status": "submitted", "plan-id": second}
 
 
 def test_cancelled_ids_are_remembered_until_they_expire_and_within_a_bound(monkeypatch):
