@@ -25,7 +25,8 @@ With ``workers`` above 1 the ``serve`` process becomes the supervisor. It
 Everything else is per worker: credential caches (a worker verifies a password once for itself),
 upstream pools (N × ``pool_size`` connections to each HMS at most), policy engines and their
 caches, admission limits (``max_concurrent_requests`` applies per worker), the audit writer,
-the metadata caches' replies. The metadata caches' generation counters are shared: the supervisor
+the metadata caches' replies, Iceberg scan plans in progress (any worker answers any plan id:
+:mod:`gateway.iceberg.plan_store`). The metadata caches' generation counters are shared: the supervisor
 creates them (a file in its runtime directory that every worker maps, :mod:`gateway.cache.generations`),
 so a write through one worker drops the entries it touches in all.
 """
