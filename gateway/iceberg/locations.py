@@ -417,17 +417,58 @@ async def check_delegated(catalog, db: str, name: str, location: str, *, remembe
     """The location of table ``db.name`` vended credentials or signatures are for: not a bucket
     root, and one the gateway could have created the table at (:func:`check_in_place`, with
     the overlap checks: credentials for a location over another table's would read its files).
-    ``remember`` > 0: a location found fine is not checked again for that many seconds (the
-    signer checks each S3 request; a table found in place stays so unless its namespace
-    moves). Raises :class:`~errors.Forbidden`."""
+    ``remember`` > 0: a location found fine is not checked again for that many seconds
+    (:func:`_placed`). Raises :class:`~errors.Forbidden`."""
     where = stored(location)
     if where is None or where.path == "/":
         raise errors.Forbidden("the table's location is not one the gateway delegates access to")
+    await _placed(catalog, db, name, location, "storage access", remember)
+
+
+#: Seconds a table found in place by :func:`check_identity` is not listed again.
+IDENTITY_VERDICT_SECONDS = 60.0
+_IDENTITY = " (the storage-identity rule)"
+
+
+async def check_identity(catalog, db: str, name: str, hive, *, remember: float = IDENTITY_VERDICT_SECONDS) -> None:
+    """The storage-identity rule: the Iceberg table ``db.name`` (``hive``, its HMS ``Table``) is
+    served only when (1) its metadata file (``metadata_location``) lies strictly below its own
+    location (``sd.location``), and (2) that location is one the gateway could have created the
+    table at (:func:`check_in_place` with the overlap checks: inside the allowed locations,
+    strictly below its namespace's location or a register prefix, over no other table of the
+    namespace nor another namespace). Else a table made by other means (a Thrift
+    ``create_table`` naming another table's ``metadata_location``, or its location) would be
+    an alias of another table's files, read, planned, vended and signed through its own name.
+
+    Cost: (1) is checked on every call without HMS; (2) lists the namespace's tables (and
+    perhaps the namespaces), so a verdict found fine is kept ``remember`` seconds per table and
+    location (:func:`_placed`): a location moved is a new key, checked at once; a refusal is
+    never kept. What a kept verdict can miss for that long is a namespace moved, or another
+    table placed over this one, through Thrift.
+
+    Raises :class:`~errors.Forbidden` naming the rule, never the other table."""
+    location = hive.sd.location if hive.sd else None
+    file = (hive.parameters or {}).get("metadata_location")
+    where, metadata = stored(location), stored(file)
+    if where is None or metadata is None or where.path == "/" or where == metadata or not where.contains(metadata):
+        log.warning("table %s.%s refused: its metadata file %s is not below its location %s", db, name,
+                    (file or "")[:300], (location or "")[:300])
+        raise errors.Forbidden(f"{db}.{name} is not served: its metadata file does not lie below its own "
+                               f"location{_IDENTITY}")
+    await _placed(catalog, db, name, location, "serving", remember, hint=_IDENTITY)
+
+
+async def _placed(catalog, db: str, name: str, location: str, doing: str, remember: float, hint: str = "") -> None:
+    """:func:`check_in_place` (with the overlap checks) of ``db.name`` at ``location``, a verdict
+    found fine kept ``remember`` seconds (0: not kept) per service, table and location: the
+    signer checks each S3 request and every storage route the storage identity, and a table
+    found in place stays so unless its namespace moves or a table is placed over it through
+    Thrift."""
     verdicts = _PLACED.setdefault(catalog.service, {})
     key = (db.lower(), name.lower(), location)
     if remember and time.monotonic() - verdicts.get(key, -math.inf) < remember:
         return
-    await check_in_place(catalog, db, name, location, "storage access")
+    await check_in_place(catalog, db, name, location, doing, hint=hint)
     if remember:
         if len(verdicts) > 10_000:  # bounded: one entry per table
             verdicts.clear()
