@@ -163,14 +163,16 @@ async def enforce(catalog: Catalog, declared: Declared | None, route: Route, req
     nothing."""
     if declared is None:
         raise TypeError(f"{route.operation} declares no access")
-    for need in declared.needs(route, request, ask):
+    needs = declared.needs(route, request, ask)
+    for need in needs:  # the body alone: refused before anything is asked of the policy
+        if RESERVED_PROPERTIES in need.rules:
+            refuse_reserved(need.keys, need.subject)
+    for need in needs:
         await _judge(catalog, need)
 
 
 async def _judge(catalog: Catalog, need: Need) -> None:
     rules = need.rules
-    if RESERVED_PROPERTIES in rules:  # the body alone: before anything is asked of the policy
-        refuse_reserved(need.keys, need.subject)
     catalog.named(need.db, need.name)
     if need.access is not None:
         catalog.require(need.access, need.db, need.name, need.object_type, seen=need.existing)
@@ -212,8 +214,8 @@ def _created(object_type: CatalogObject, *rules: Rule, properties: bool = True):
     def needs(route: Route, request: web.BaseRequest, ask) -> list[Need]:
         db, name = route.db(), hms_name(ask.name, object_type.noun)
         keys = tuple(ask.properties) if properties else ()
-        return [Need("create", db, keys=keys, rules=(RESERVED_PROPERTIES,) if properties else ()),
-                Need(None, db, name, object_type, rules, existing=False)]
+        reserved = (RESERVED_PROPERTIES,) if properties else ()
+        return [Need("create", db), Need(None, db, name, object_type, (*rules, *reserved), keys, existing=False)]
     return needs
 
 
@@ -232,7 +234,8 @@ def commit_table(route: Route, request: web.BaseRequest, ask) -> list[Need]:
     updates) and/or ``alter`` (the others) on the table, with the storage rules."""
     db, name = route.db_table()
     if any(isinstance(r, AssertCreate) for r in ask.requirements):
-        return [Need("create", db, keys=_set_keys(ask.updates), rules=(RESERVED_PROPERTIES,))]
+        return [Need("create", db), Need(None, db, name, TABLE, (RESERVED_PROPERTIES,), _set_keys(ask.updates),
+                                         existing=False)]
     return _table_commit(db, name, ask.updates)
 
 

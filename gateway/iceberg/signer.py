@@ -15,7 +15,10 @@ when all of these hold, else 403 (400 for a malformed one) and nothing is signed
 - its query has only the object and listing parameters S3 clients send for data files, never
   presigned-URL parameters (``X-Amz-*``);
 - the method fits the access the policy grants on the table: GET/HEAD ``select``,
-  PUT/POST/DELETE ``update``;
+  PUT/POST/DELETE ``update``; and the table passes the rules of every route that hands out its
+  storage: no column denied to the caller, no row filter or mask for the caller (else a
+  trusted engine's signatures only), its storage identity (all declared on the route's row and
+  judged before :func:`sign` runs, :mod:`gateway.iceberg.access`);
 - a copy source (``x-amz-copy-source``) is an object under the location too, and no ACL or
   object-lock header is asked for (:func:`check_headers`); a client's ``Host`` header is never
   signed (the URL's host is);

@@ -340,10 +340,10 @@ def test_scenario_2_an_alias_made_through_thrift_is_not_served_through_iceberg_r
     with ``table_type=ICEBERG`` and ``lake.masked``'s metadata file. Its load (which answered
     the original's metadata), its scan plan (every data file, with statistics on the masked
     column) and its credentials are 403 naming the storage-identity rule: its metadata file does
-    not lie below its own location; and an alias placed at the original's location is not
-    where the gateway could have placed it."""
+    not lie below its own location; and an alias placed at the original's location overlaps
+    another table."""
     alias_of(hms, ("lake", "masked"), ("sandbox", "alias_at"), location=f"s3://{BUCKET}/lake/masked")
-    for name, phrase in (("alias", "does not lie below its own location"), ("alias_at", "could have placed")):
+    for name, phrase in (("alias", "does not lie below its own location"), ("alias_at", "overlaps another table")):
         base = f"/v1/namespaces/sandbox/tables/{name}"
         for method, path, body in (("GET", base, None), ("POST", f"{base}/plan", {"stats-fields": ["name"]}),
                                    ("GET", f"{base}/credentials", None)):

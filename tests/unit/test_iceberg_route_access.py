@@ -83,7 +83,8 @@ def test_a_commit_needs_update_for_data_and_alter_for_the_rest():
     assert [n.access for n in needs] == ["update", "alter"]
     assert set(access.STORAGE) <= set(needs[0].rules) and needs[0].keys == ("k",)
     staged = commit_request(b'{"requirements": [{"type": "assert-create"}], "updates": []}')
-    assert [(n.access, n.db, n.name) for n in _needs("updateTable", route, staged)] == [("create", "sales", None)]
+    assert [(n.access, n.db, n.name, n.existing) for n in _needs("updateTable", route, staged)] == [
+        ("create", "sales", None, True), (None, "sales", "orders", False)]
 
 
 def test_a_transaction_needs_each_tables_commit_access_and_storage_rules():
@@ -124,7 +125,7 @@ def test_renames_creates_and_listings_name_their_objects():
     create = SimpleNamespace(name="t", properties={"py-io-impl": "x"})
     needs = _needs("createTable", Route("createTable", "a"), create)
     assert [(n.access, n.name, n.existing) for n in needs] == [("create", None, True), (None, "t", False)]
-    assert needs[0].keys == ("py-io-impl",) and ROW_FILTER_AND_MASKS in needs[1].rules
+    assert needs[1].keys == ("py-io-impl",) and ROW_FILTER_AND_MASKS in needs[1].rules
     namespace = SimpleNamespace(namespace=["n"], properties={})
     assert [(n.access, n.db, n.existing) for n in _needs("createNamespace", Route("createNamespace"), namespace)] == [
         ("create", "n", False)]
@@ -142,7 +143,7 @@ async def test_reserved_properties_are_refused_before_the_policy_is_asked():
 
     catalog = Catalog(None, View(), None, None, "ana")
     create = SimpleNamespace(name="t", properties={"py-io-impl": "subprocess.Popen"})
-    with pytest.raises(errors.BadRequest, match="names an implementation"):
+    with pytest.raises(errors.BadRequest, match="table a.t: property 'py-io-impl' names an implementation"):
         await enforce(catalog, routes.endpoint("createTable").access, Route("createTable", "a"), None, create)
 
 

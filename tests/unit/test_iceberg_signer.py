@@ -113,7 +113,7 @@ def test_whatever_passes_the_checks_is_signed_without_error(name, method, given_
     credentials = TemporaryCredentials("ASIATEMP", "secret", "token", datetime.now(timezone.utc))
     answer = signed(method, uri, headers, credentials, "us-east-1")
     assert answer["uri"] == uri and answer["headers"]["Authorization"][0].startswith("AWS4-HMAC-SHA256 ")
-    assert "secret" not in str(answer)
+    assert "secret" not in str(answer["headers"])  # the uri is the client's own (a key may be named so)
 
 
 @pytest.mark.parametrize("source", [
