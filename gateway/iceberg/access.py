@@ -65,8 +65,8 @@ DENIED_COLUMNS = Rule("denied-columns", "a table with a column denied to the cal
                                         "engine asks (gateway.iceberg.trusted.restricted)")
 ROW_FILTER_AND_MASKS = Rule("row-filter-and-masks", "a table with a row filter or column mask for the caller: "
                                                     "403 unless a trusted engine asks (trusted.filtered)")
-STORAGE_IDENTITY = Rule("storage-identity", "the table's metadata file lies below its own location, which lies "
-                                            "where the gateway could have placed it (locations.check_identity)")
+STORAGE_IDENTITY = Rule("storage-identity", "the table's metadata file lies below its own location, which lies below its "
+                                            "namespace's or inside the allowed locations, over no other table (locations.check_identity)")
 RESERVED_PROPERTIES = Rule("reserved-properties", "no property naming code or configuring a storage client "
                                                   "(implementations.refuse_reserved)")
 LOCATION_CONFINEMENT = Rule("location-confinement", "every location written, deleted or delegated lies where the "
