@@ -41,7 +41,7 @@ from pyiceberg.catalog.rest import (
 from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
-from gateway.iceberg import access as a, scan_plans, transactions, views
+from gateway.iceberg import access as needs, scan_plans, transactions, views
 from gateway.iceberg.access import LOCATION_CONFINEMENT as LOC, PUBLIC, RESERVED_PROPERTIES as RESERVED, STORAGE
 from gateway.iceberg.access import Declared, by_body, enforce, on_namespace, on_table, on_view
 from gateway.iceberg.bodies import CatalogConfig, CommitRequest, CreateNamespace, CreateTableRequest
@@ -115,32 +115,32 @@ ROUTES: tuple[Endpoint, ...] = (
     E("POST", "/v1/oauth/tokens", "getToken", oauth.TokenRequest, TokenResponse, oauth.get_token, public=True,
       error_model=oauth.oauth_error, listed=False, access=PUBLIC),
     E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaces, namespaces.list_namespaces,
-      access=by_body("visible (`_any`) `parent`; lists the visible only", "catalog", (), a.list_namespaces)),
+      access=by_body("visible (`_any`) `parent`; lists the visible only", "catalog", (), needs.list_namespaces)),
     E("POST", "/v1/namespaces", "createNamespace", CreateNamespace, NamespaceResponse, namespaces.create_namespace,
-      access=by_body("`create` on the body's namespace", "namespace", (), a.create_namespace, RESERVED, LOC)),
+      access=by_body("`create` on the body's namespace", "namespace", (), needs.create_namespace, RESERVED, LOC)),
     E("GET", _NS, "loadNamespaceMetadata", None, NamespaceResponse, namespaces.load_namespace,
       access=on_namespace("")),
     E("HEAD", _NS, "namespaceExists", None, None, namespaces.namespace_exists, access=on_namespace("")),
     E("DELETE", _NS, "dropNamespace", None, None, namespaces.drop_namespace, access=on_namespace("drop")),
     E("POST", f"{_NS}/properties", "updateProperties", UpdateNamespaceProperties, UpdateNamespacePropertiesResponse,
-      namespaces.update_properties, access=by_body("`alter`", "namespace", _NT, a.update_namespace, RESERVED, LOC)),
+      namespaces.update_properties, access=by_body("`alter`", "namespace", _NT, needs.update_namespace, RESERVED, LOC)),
     E("GET", f"{_NS}/tables", "listTables", None, ListTables, tables.list_tables, access=on_namespace("")),
     E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, LoadTableResult, tables.create_table,
-      access=by_body("`create` on the namespace", "namespace", _NT, a.create_table, a.ROW_FILTER_AND_MASKS,
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.create_table, needs.ROW_FILTER_AND_MASKS,
                      RESERVED, LOC)),
     E("POST", f"{_NS}/register", "registerTable", register.RegisterTableRequest, LoadTableResult,
       register.register_table,
-      access=by_body("`create` on the namespace", "namespace", _NT, a.register_table, a.ROW_FILTER_AND_MASKS, LOC)),
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.register_table, needs.ROW_FILTER_AND_MASKS, LOC)),
     E("GET", _TABLE, "loadTable", None, LoadTableResult, tables.load_table, access=on_table("select", *STORAGE)),
     E("HEAD", _TABLE, "tableExists", None, None, tables.table_exists, access=on_table("")),
     # the spec's CommitTableResponse, answered as a LoadTableResult (with its config) as before
     E("POST", _TABLE, "updateTable", CommitRequest, LoadTableResult, commit.commit_table,
       access=by_body("`update` (data updates) and/or `alter` (the others); a staged create: `create` on the "
-                     "namespace", "table", _T, a.commit_table, *STORAGE, RESERVED, LOC)),
+                     "namespace", "table", _T, needs.commit_table, *STORAGE, RESERVED, LOC)),
     E("DELETE", _TABLE, "dropTable", None, None, tables.drop_table, access=on_table("drop", LOC)),
     E("POST", "/v1/tables/rename", "renameTable", RenameTable, None, tables.rename_table,
       access=by_body("`alter` on the source table, `create` on the destination namespace", "table", (),
-                     a.rename_table)),
+                     needs.rename_table)),
     E("POST", f"{_TABLE}/metrics", "reportMetrics", metrics_report.ReportMetricsRequest, None,
       metrics_report.report_metrics, access=on_table("", *STORAGE)),
     E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials,
@@ -148,7 +148,7 @@ ROUTES: tuple[Endpoint, ...] = (
     # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
     E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
       listed=False, refused=signer.refused,
-      access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, a.sign, *STORAGE, LOC)),
+      access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),
     E("POST", f"{_TABLE}/plan", "planTableScan", PlanTableScanRequest, PlanningResult, scan_plans.plan_table_scan,
       access=on_table("select", *STORAGE)),
     E("GET", f"{_TABLE}/plan/{{plan-id}}", "fetchPlanningResult", None, FetchedPlanningResult,
@@ -159,21 +159,21 @@ ROUTES: tuple[Endpoint, ...] = (
       access=on_table("select", *STORAGE)),
     E("POST", "/v1/transactions/commit", "commitTransaction", transactions.CommitTransactionRequest, None,
       transactions.commit_transaction,
-      access=by_body("each table's as `updateTable`'s", "table", (), a.commit_transaction, *STORAGE, RESERVED,
+      access=by_body("each table's as `updateTable`'s", "table", (), needs.commit_transaction, *STORAGE, RESERVED,
                      LOC)),
     E("GET", f"{_NS}/views", "listViews", None, ListViews, views.list_views, access=on_namespace("")),
     E("POST", f"{_NS}/views", "createView", CreateViewRequest, ViewResponse, views.create_view,
-      access=by_body("`create` on the namespace", "namespace", _NT, a.create_view, RESERVED, LOC)),
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.create_view, RESERVED, LOC)),
     E("GET", _VIEW, "loadView", None, ViewResponse, views.load_view, access=on_view("select")),
     E("POST", _VIEW, "replaceView", CommitViewRequest, ViewResponse, views.replace_view,
-      access=by_body("`alter`", "view", _NV, a.replace_view, RESERVED, LOC)),
+      access=by_body("`alter`", "view", _NV, needs.replace_view, RESERVED, LOC)),
     E("DELETE", _VIEW, "dropView", None, None, views.drop_view, access=on_view("drop")),
     E("HEAD", _VIEW, "viewExists", None, None, views.view_exists, access=on_view("")),
     E("POST", "/v1/views/rename", "renameView", RenameTable, None, views.rename_view,
       access=by_body("`alter` on the source view, `create` on the destination namespace", "view", (),
-                     a.rename_view)),
+                     needs.rename_view)),
     E("POST", f"{_NS}/register-view", "registerView", register.RegisterViewRequest, ViewResponse,
-      register.register_view, access=by_body("`create` on the namespace", "namespace", _NT, a.register_view, LOC)),
+      register.register_view, access=by_body("`create` on the namespace", "namespace", _NT, needs.register_view, LOC)),
 )
 del E
 
