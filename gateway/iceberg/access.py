@@ -31,7 +31,7 @@ user sees but may not do 403; an object the request creates is judged by the acc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web

@@ -24,7 +24,6 @@ issue 48.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
 from functools import partial
 
