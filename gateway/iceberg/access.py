@@ -167,26 +167,28 @@ async def enforce(catalog: Catalog, declared: Declared | None, route: Route, req
     for need in needs:  # the body alone: refused before anything is asked of the policy
         if RESERVED_PROPERTIES in need.rules:
             refuse_reserved(need.keys, need.subject)
+    for need in needs:  # the policy, before HMS is asked whether anything exists
+        catalog.named(need.db, need.name)
+        if need.access is not None:
+            catalog.require(need.access, need.db, need.name, need.object_type, seen=need.existing)
     for need in needs:
-        await _judge(catalog, need)
+        if need.name is not None:
+            await _rules(catalog, need)
 
 
-async def _judge(catalog: Catalog, need: Need) -> None:
-    rules = need.rules
-    catalog.named(need.db, need.name)
-    if need.access is not None:
-        catalog.require(need.access, need.db, need.name, need.object_type, seen=need.existing)
-    if need.name is None:
-        return
+async def _rules(catalog: Catalog, need: Need) -> None:
+    """The rules of ``need`` (a table or view) that :func:`enforce` runs."""
+    rules, db, name = need.rules, need.db, need.name
+    assert name is not None
     if DENIED_COLUMNS in rules:
-        trusted.restricted(catalog, need.db, need.name)
+        trusted.restricted(catalog, db, name)
     hive = None
     if need.existing and (ROW_FILTER_AND_MASKS in rules or STORAGE_IDENTITY in rules):
-        hive = await catalog.judged(need.db, need.name, need.object_type)
+        hive = await catalog.judged(db, name, need.object_type)
     if ROW_FILTER_AND_MASKS in rules:
-        trusted.filtered(catalog, need.db, need.name, hive)
+        trusted.filtered(catalog, db, name, hive)
     if STORAGE_IDENTITY in rules and hive is not None:
-        await check_identity(catalog, need.db, need.name, hive)
+        await check_identity(catalog, db, name, hive)
 
 
 # --- rows the body decides -------------------------------------------------------------------
