@@ -238,59 +238,32 @@ def _url_permission(catalog, location: Location, what: str) -> None:
 
 # --- HMS listings for the overlap checks --------------------------------------------------------
 
-#: Seconds a listing (a namespace's tables, or every namespace) is reused by the checks of tables
-#: already there that keep their verdict (:func:`check_identity`, the signer's
-#: :func:`check_delegated`): one listing per namespace, not per table, in that window.
-LISTING_SECONDS = 60.0
-#: service → {key: (when it was listed (time.monotonic()), the listing)}
-_LISTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-async def _listed(catalog, key: tuple, fetch, reuse: bool):
-    """``await fetch()``, or with ``reuse`` its answer of the last :data:`LISTING_SECONDS`."""
-    if not reuse:
-        return await fetch()
-    entries = _LISTINGS.setdefault(catalog.service, {})
-    found = entries.get(key)
-    if found is not None and time.monotonic() - found[0] < LISTING_SECONDS:
-        return found[1]
-    listing = await fetch()
-    if len(entries) > 1_000:  # bounded: one entry per namespace
-        entries.clear()
-    entries[key] = (time.monotonic(), listing)
-    return listing
-
-
-async def _namespace_locations(catalog, skip: str, reuse: bool = False) -> list[tuple[str, Location]]:
+async def _namespace_locations(catalog, skip: str) -> list[tuple[str, Location]]:
     """``(name, location)`` of every HMS database but ``skip`` (policy-hidden ones too: an
-    overlap is one whoever can see it); ``reuse``: see :func:`_listed`."""
+    overlap is one whoever can see it)."""
+    names = [n for n in await catalog.client.get_all_databases() if n.lower() != skip.lower()]
+    gate = asyncio.Semaphore(_DB_FETCHES)
 
-    async def fetch() -> list[tuple[str, Location]]:
-        names = await catalog.client.get_all_databases()
-        gate = asyncio.Semaphore(_DB_FETCHES)
-
-        async def one(name: str):
-            async with gate:
-                try:
-                    return name, stored((await catalog.client.get_database(name)).locationUri)
-                except catalog.idl.NoSuchObjectException:  # dropped meanwhile
-                    return name, None
-        return [(n, loc) for n, loc in await asyncio.gather(*(one(n) for n in names)) if loc is not None]
-    return [(n, loc) for n, loc in await _listed(catalog, ("namespaces",), fetch, reuse) if n.lower() != skip.lower()]
+    async def one(name: str):
+        async with gate:
+            try:
+                return name, stored((await catalog.client.get_database(name)).locationUri)
+            except catalog.idl.NoSuchObjectException:  # dropped meanwhile
+                return name, None
+    return [(n, loc) for n, loc in await asyncio.gather(*(one(n) for n in names)) if loc is not None]
 
 
-async def _table_locations(catalog, db: str, skip: str | None = None, reuse: bool = False) -> list[tuple[str, Location]]:
-    """``(name, location)`` of the tables and views of ``db`` but ``skip``; ``reuse``: see
-    :func:`_listed`."""
-
-    def kept(name: str) -> bool:
-        return skip is None or name.lower() != skip.lower()
-
-    async def fetch() -> list[tuple[str, Location]]:  # a reused listing holds every table
-        names = [n for n in await catalog.client.call("get_all_tables", db_name=db) if reuse or kept(n)]
-        tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
-        return [(t.tableName, where) for t in tables if (where := stored(t.sd.location if t.sd else None)) is not None]
-    return [(n, loc) for n, loc in await _listed(catalog, ("tables", db.lower()), fetch, reuse) if kept(n)]
+async def _table_locations(catalog, db: str, skip: str | None = None) -> list[tuple[str, Location]]:
+    """``(name, location)`` of the tables and views of ``db`` but ``skip``."""
+    names = [n for n in await catalog.client.call("get_all_tables", db_name=db)
+             if skip is None or n.lower() != skip.lower()]
+    tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
+    out = []
+    for table in tables:
+        where = stored(table.sd.location if table.sd else None)
+        if where is not None:
+            out.append((table.tableName, where))
+    return out
 
 
 def _name(catalog, db: str, table: str | None = None) -> str:
@@ -341,16 +314,14 @@ def default_location(database, name: str) -> str:
 
 
 async def check_table(catalog, db: str, name: str, location: str, database, *, what: str = "table",
-                      areas: Iterable[str] = (), placing: bool = True, siblings: bool = True,
-                      reuse: bool = False) -> Location:
+                      areas: Iterable[str] = (), placing: bool = True, siblings: bool = True) -> Location:
     """Check the location of table (or view) ``db.name`` in the HMS ``database`` before the
     gateway writes there: its form, an allowed location, strictly below the namespace's
     location (or one of ``areas``, register's prefixes), the url permission unless it is the
     default location, no overlap with a table or view of the namespace, nor with another
     namespace's location. ``placing`` False: the table is already there (a purge), so the url
     permission, which is about choosing a place, is not asked. ``siblings`` False: no overlap
-    checks (no HMS listing). ``reuse``: listings of the last minute may do (:func:`_listed`; for
-    tables already there, never before a write). Returns it. Raises
+    checks (no HMS listing). Returns it. Raises
     :class:`~errors.BadRequest`, :class:`~errors.Forbidden`."""
     where = parse(location, f"{what} location")
     roots = await allowed_roots(catalog)
@@ -364,14 +335,14 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
         _url_permission(catalog, where, f"{what} {db}.{name}")
     if not siblings:
         return where
-    for other, at in await _table_locations(catalog, db, skip=name, reuse=reuse):
+    for other, at in await _table_locations(catalog, db, skip=name):
         if at.overlaps(where):
             raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
                                    f"{_name(catalog, db, other)}")
     # Another namespace can sit below this one only when this one is at an allowed location
     # (Hive's default) or the location is not the default: only then is the listing needed.
     if chosen or namespace in roots or namespace is None:
-        for other, at in await _namespace_locations(catalog, db, reuse=reuse):
+        for other, at in await _namespace_locations(catalog, db):
             if at.overlaps(where) and not (namespace is not None and at.contains(namespace)):
                 raise errors.Forbidden(f"{what} location {location[:300]} overlaps the location of "
                                        f"{_name(catalog, other)}")
@@ -379,7 +350,7 @@ async def check_table(catalog, db: str, name: str, location: str, database, *, w
 
 
 async def check_in_place(catalog, db: str, name: str, location: str, doing: str, *, what: str = "table",
-                         siblings: bool = True, hint: str = "", reuse: bool = False) -> Location:
+                         siblings: bool = True, hint: str = "") -> Location:
     """Before the gateway acts with its own authority for the existing table (or view) ``db.name``
     at ``location`` (``doing``: "purge", "commit", "storage access"): the location must be one
     the gateway could have created it at (:func:`check_table` without the url permission, which
@@ -391,8 +362,7 @@ async def check_in_place(catalog, db: str, name: str, location: str, doing: str,
     (``hint`` ends its message)."""
     try:
         return await check_table(catalog, db, name, location, await catalog.database(db), what=what,
-                                 areas=catalog.service.register_prefixes, placing=False, siblings=siblings,
-                                 reuse=reuse)
+                                 areas=catalog.service.register_prefixes, placing=False, siblings=siblings)
     except errors.IcebergError as exc:
         log.warning("%s of %s %s.%s refused: %s", doing, what, db, name, exc)
         raise errors.Forbidden(f"{doing} of {db}.{name} refused: its location is not one the gateway "
@@ -493,20 +463,20 @@ async def check_identity(catalog, db: str, name: str, hive, *, remember: float =
     await _placed(catalog, db, name, location, "serving", remember, hint=_IDENTITY, moved=_apart)
 
 
-async def _apart(catalog, db: str, name: str, where: Location, reuse: bool) -> None:
+async def _apart(catalog, db: str, name: str, where: Location) -> None:
     """(2) and (3) of :func:`check_identity` for a table outside its namespace's location."""
     refused = errors.Forbidden(f"serving of {db}.{name} refused: its location lies outside its namespace and "
                                f"overlaps another table or namespace, or the allowed locations{_IDENTITY}")
     if not any(root.contains(where) for root in await allowed_roots(catalog)):
         raise refused
     holders = [db]
-    for other, at in await _namespace_locations(catalog, db, reuse=reuse):
+    for other, at in await _namespace_locations(catalog, db):
         if where.contains(at):  # over a whole namespace
             raise refused
         if at.contains(where):
             holders.append(other)
     for holder in holders:
-        for _, at in await _table_locations(catalog, holder, skip=name if holder == db else None, reuse=reuse):
+        for _, at in await _table_locations(catalog, holder, skip=name if holder == db else None):
             if at.overlaps(where):
                 log.warning("table %s.%s refused: its location %s overlaps a table of %s", db, name, where, holder)
                 raise refused
@@ -518,8 +488,7 @@ async def _placed(catalog, db: str, name: str, location: str, doing: str, rememb
     found fine kept ``remember`` seconds (0: not kept) per service, table and location: the
     signer checks each S3 request and every storage route the storage identity, and a table
     found in place stays so unless its namespace moves or a table is placed over it through
-    Thrift. ``remember`` also lets listings of the last minute do (:func:`_listed`). ``moved``:
-    awaited instead, ``(catalog, db, name, location, reuse)``, for a location
+    Thrift. ``moved``: awaited instead, ``(catalog, db, name, location)``, for a location
     outside the table's namespace (and its register prefixes)."""
     verdicts = _PLACED.setdefault(catalog.service, {})
     key = (db.lower(), name.lower(), location, moved is None)
@@ -529,9 +498,9 @@ async def _placed(catalog, db: str, name: str, location: str, doing: str, rememb
     homes = [] if moved is None else [h for h in (stored((await catalog.database(db)).locationUri),
                                                   *map(stored, catalog.service.register_prefixes)) if h is not None]
     if moved is not None and where is not None and not any(h.contains(where) and h != where for h in homes):
-        await moved(catalog, db, name, where, bool(remember))
+        await moved(catalog, db, name, where)
     else:
-        await check_in_place(catalog, db, name, location, doing, hint=hint, reuse=bool(remember))
+        await check_in_place(catalog, db, name, location, doing, hint=hint)
     if remember:
         if len(verdicts) > 10_000:  # bounded: one entry per table and rule
             verdicts.clear()

@@ -196,8 +196,6 @@ class FakeHMS:
     async def call(self, method, **arguments):
         if method == "get_all_tables":  # the storage identity's siblings: the table alone
             return [self.table.tableName]
-        if method == "get_table_objects_by_name":
-            return [_copy(self.table)]
         assert method == "get_config_value"  # HMS's warehouse: the namespace's parent
         return self.table.sd.location.rsplit("/", 2)[0]
 
