@@ -19,7 +19,7 @@ A row declares (:class:`Declared`):
   the commit lock), so its handlers run it (docs/architecture.md names them).
 
 :data:`PUBLIC` rows ask no access (``getConfig``, ``getToken``); a non-public row without a
-declaration is refused (500: a gateway bug), and ``tests/unit/test_iceberg_route_access.py``
+declaration is refused (500: a gateway bug), and ``tests/unit/test_iceberg_access_rows.py``
 fails on it. The same test writes docs/security.md's route table from these rows
 (:func:`route_table`).
 
