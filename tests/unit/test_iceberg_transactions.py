@@ -42,6 +42,14 @@ class View:
     def may(self, access, database, table=None):
         return access in self.allowed
 
+    def all_columns(self, database, table):
+        return True
+
+    def restrictions(self, database, table, columns=None, column_types=None):
+        from gateway.policy.restrictions import TableRestrictions
+
+        return TableRestrictions()  # no row filter, no mask
+
 
 def _copy(table):
     return IDL.Table(**{name: getattr(table, name) for _, name, *_ in table.thrift_spec.values()})
@@ -68,6 +76,10 @@ class FakeHMS:
         return IDL.Database(name=db, locationUri=f"{self.warehouse}/{db}")
 
     async def call(self, method, **arguments):  # HMS's warehouse, for the location checks
+        if method == "get_all_tables":  # the storage identity's siblings
+            return [name for db, name in self.tables if db == arguments["db_name"]]
+        if method == "get_table_objects_by_name":
+            return [_copy(self.tables[(arguments["dbname"], n)]) for n in arguments["tbl_names"]]
         assert method == "get_config_value"
         return self.warehouse
 
