@@ -1,8 +1,8 @@
 """What each Iceberg REST route needs, declared on its row (:data:`gateway.iceberg.routes.ROUTES`,
-``Endpoint.access``), and the one place it is enforced (:func:`enforce`, run by
+``Route.access``), and the one place it is enforced (:func:`enforce`, run by
 :func:`gateway.iceberg.routes.answer` before the handler), as the Thrift wing declares each
 method's access in ``gateway/thrift/hive_methods.py`` and Iceberg Java's ``RESTCatalogAdapter``
-keeps one ``Route`` row per operation.
+keeps one ``RouteMatch`` row per operation.
 
 A row declares (:class:`Declared`):
 
@@ -43,7 +43,7 @@ from gateway.iceberg.commit import accesses
 from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_identity
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
-from gateway.iceberg.paths import NAMESPACE_SEPARATOR, Route, hms_name, namespace_name
+from gateway.iceberg.paths import NAMESPACE_SEPARATOR, RouteMatch, hms_name, namespace_name
 from gateway.iceberg.signer import ACCESS as SIGNED_ACCESS
 
 __all__ = ["DENIED_COLUMNS", "LOCATION_CONFINEMENT", "PUBLIC", "RESERVED_PROPERTIES", "ROW_FILTER_AND_MASKS",
@@ -101,7 +101,7 @@ class Need:
 
 #: ``(route, request, body read as the row's request model) -> the needs``; raises
 #: :class:`~gateway.iceberg.errors.IcebergError` for names the Hive Metastore refuses.
-NeedsOf = Callable[[Route, web.BaseRequest, Any], Iterable[Need]]
+NeedsOf = Callable[[RouteMatch, web.BaseRequest, Any], Iterable[Need]]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class Declared:
     body: NeedsOf | None = None
     public: bool = False
 
-    def needs(self, route: Route, request: web.BaseRequest, ask: Any) -> list[Need]:
+    def needs(self, route: RouteMatch, request: web.BaseRequest, ask: Any) -> list[Need]:
         """What a request on this row needs. Raises what ``body`` raises."""
         if self.public:
             return []
@@ -154,7 +154,7 @@ def by_body(says: str, on: str, path: tuple[str, ...], needs: NeedsOf, *rules: R
     return Declared(says, on, path, rules, needs)
 
 
-async def enforce(catalog: Catalog, declared: Declared | None, route: Route, request: web.BaseRequest,
+async def enforce(catalog: Catalog, declared: Declared | None, route: RouteMatch, request: web.BaseRequest,
                   ask: Any) -> None:
     """Judge a request on a row before its handler runs. Raises the 404 of an object the
     caller cannot see, :class:`~errors.Forbidden` (403: an access or a rule), what reading a
@@ -193,18 +193,18 @@ async def _rules(catalog: Catalog, need: Need) -> None:
 
 # --- rows the body decides -------------------------------------------------------------------
 
-def create_namespace(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def create_namespace(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """``create`` on the namespace the body names (403 only: it need not exist)."""
     return [Need("create", namespace_name(ask.namespace), keys=tuple(ask.properties),
                  rules=(RESERVED_PROPERTIES,), existing=False)]
 
 
-def update_namespace(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def update_namespace(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """``alter`` on the path's namespace, the updated keys not reserved."""
     return [Need("alter", route.db(), keys=tuple(ask.updates), rules=(RESERVED_PROPERTIES,))]
 
 
-def list_namespaces(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def list_namespaces(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """A ``parent`` (query) must be visible; the listing shows only the visible namespaces."""
     parent = request.query.get("parent")
     if parent is None:
@@ -213,7 +213,7 @@ def list_namespaces(route: Route, request: web.BaseRequest, ask) -> list[Need]:
 
 
 def _created(object_type: CatalogObject, *rules: Rule, properties: bool = True):
-    def needs(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+    def needs(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
         db, name = route.db(), hms_name(ask.name, object_type.noun)
         keys = tuple(ask.properties) if properties else ()
         reserved = (RESERVED_PROPERTIES,) if properties else ()
@@ -231,7 +231,7 @@ def _set_keys(updates) -> tuple[str, ...]:
     return tuple(key for u in updates if isinstance(u, SetPropertiesUpdate) for key in u.updates)
 
 
-def commit_table(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def commit_table(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """A staged create (``assert-create``): ``create`` on the namespace. Else ``update`` (data
     updates) and/or ``alter`` (the others) on the table, with the storage rules."""
     db, name = route.db_table()
@@ -247,18 +247,18 @@ def _table_commit(db: str, name: str, updates) -> list[Need]:
             *(Need(access, db, name) for access in needed[1:])]
 
 
-def commit_transaction(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def commit_transaction(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """Each change as a table commit."""
     return [need for change in ask.changes for need in _table_commit(change.db, change.name, change.request.updates)]
 
 
-def replace_view(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def replace_view(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     db, name = route.db_table()
     return [Need("alter", db, name, VIEW, (RESERVED_PROPERTIES,), _set_keys(ask.updates))]
 
 
 def _renamed(object_type: CatalogObject):
-    def needs(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+    def needs(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
         src_db, src = namespace_name(ask.source.namespace), hms_name(ask.source.name, object_type.noun)
         dst_db = namespace_name(ask.destination.namespace)
         hms_name(ask.destination.name, object_type.noun)
@@ -270,7 +270,7 @@ rename_table = _renamed(TABLE)
 rename_view = _renamed(VIEW)
 
 
-def sign(route: Route, request: web.BaseRequest, ask) -> list[Need]:
+def sign(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]:
     """``select`` for GET and HEAD, ``update`` for PUT, POST and DELETE on the path's table
     (:data:`gateway.iceberg.signer.ACCESS`), with the storage rules; any other method is
     never signed (403)."""
@@ -285,7 +285,7 @@ def sign(route: Route, request: web.BaseRequest, ask) -> list[Need]:
 
 def route_table(rows) -> str:
     """docs/security.md's table of every route's access (Markdown), from ``rows`` (the route
-    table's :class:`~gateway.iceberg.routes.Endpoint` rows)."""
+    table's :class:`~gateway.iceberg.routes.Route` rows)."""
     lines = ["| Operation | Method and path | Access | Object (path parameters) | Rules |",
              "|---|---|---|---|---|"]
     for row in rows:

@@ -65,7 +65,7 @@ from gateway.lakehouse.table_parameters import PREVIOUS_METADATA_LOCATION
 from gateway.iceberg.bodies import CLIENT_FAULTS, CommitRequest
 from gateway.iceberg.locations import check_identity, check_moved, check_properties, check_references, check_table
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
@@ -91,7 +91,7 @@ def accesses(updates) -> list[str]:
     return needed
 
 
-async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CommitRequest) -> Reply:
+async def commit_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CommitRequest) -> Reply:
     """``updateTable``: the commit of the route's table (see the module docstring)."""
     db, name = route.db_table()
     same_object(ask, TABLE, db, name)

@@ -27,7 +27,7 @@ from pyiceberg.catalog.rest import LoadCredentialsResponse
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.lakehouse.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 
@@ -67,7 +67,7 @@ async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[
     return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]
 
 
-async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_credentials(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``GET /v1/namespaces/{ns}/tables/{table}/credentials``: ``{"storage-credentials": [...]}``
     for the table, judged by the policy now (a revoked grant gets 403). Empty on a service that
     does not vend credentials. Raises 404/403 as load table: the route's rules (``select``,

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.observability import metrics
 
 
@@ -56,7 +56,7 @@ class CommitReport(ReportMetricsRequest):
     operation: str
 
 
-async def report_metrics(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def report_metrics(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                          ask: ScanReport | CommitReport) -> Reply:
     """204 for a well-formed report on a table the caller sees. Raises ``BadRequest``,
     ``NoSuchTable``/``NoSuchNamespace``."""

@@ -18,7 +18,7 @@ from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_namespace, stored
 from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, ListNamespaces, UpdateNamespaceProperties, page_params
-from gateway.iceberg.paths import NAMESPACE_SEPARATOR, Route, namespace_name
+from gateway.iceberg.paths import NAMESPACE_SEPARATOR, RouteMatch, namespace_name
 
 COMMENT, LOCATION = "comment", "location"
 
@@ -46,7 +46,7 @@ def properties_of(database) -> dict[str, str]:
     return properties
 
 
-async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def list_namespaces(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     query = request.query
     parent = query.get("parent")
     paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
@@ -61,7 +61,7 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
     return Reply(body=ListNamespaces(**{"namespaces": [[n] for n in chosen], "next-page-token": token}))
 
 
-async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
+async def create_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
     db = namespace_name(ask.namespace)
     # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
     await check_namespace(catalog, db, ask.properties.get(LOCATION))
@@ -80,18 +80,18 @@ async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequ
     return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
     return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def namespace_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
     await catalog.database(db)
     return Reply(status=204)
 
 
-async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def drop_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """Drop an empty namespace; its directory goes too when it is local and empty. The database
     is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
     listener that fails on the missing database would otherwise turn it into a 502)."""
@@ -108,7 +108,7 @@ async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseReques
     return Reply(status=204)
 
 
-async def update_properties(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def update_properties(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                             ask: UpdateNamespaceProperties) -> Reply:
     """Apply removals and updates, then read the database back: a change the Hive Metastore did
     not make (HMS 2.3's ``alter_database`` keeps a database's description, the ``comment``, and

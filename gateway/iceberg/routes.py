@@ -1,7 +1,7 @@
 """The route table of the Iceberg REST Catalog this service answers (apache/iceberg
-``open-api/rest-catalog-open-api.yaml``, its ``paths``; as Java's ``RESTCatalogAdapter.Route``
+``open-api/rest-catalog-open-api.yaml``, its ``paths``; as Java's ``RESTCatalogAdapter.RouteMatch``
 holds method, path, request and response types in one row): :data:`ROUTES`, one
-:class:`Endpoint` per operation with its handler itself (a closed internal set: no strings).
+:class:`Route` per operation with its handler itself (a closed internal set: no strings).
 How a path picks a row is :mod:`gateway.iceberg.paths`; ``GET /v1/config``'s ``endpoints``
 derive from the table (:data:`ENDPOINTS`).
 
@@ -11,12 +11,12 @@ handler runs (:func:`gateway.iceberg.bodies.read`: a body that does not read is 
 of the response model, which writes the JSON (``model_dump_json``); a row without a response
 model answers no body. Every handler has one signature::
 
-    async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, ask) -> Reply
+    async def handler(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask) -> Reply
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
 caller, policy view, metadata files, ``catalog.service`` the serving service's
 :class:`~gateway.iceberg.service_state.ServiceState`), ``route`` the matched
-:class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
+:class:`~gateway.iceberg.paths.RouteMatch` (validated namespace and table), ``request`` for the
 query and headers, ``ask`` the body read as the row's request model (None for a row without
 one). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
 :class:`~gateway.iceberg.errors.IcebergError`.
@@ -49,19 +49,19 @@ from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, Rename
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.objects import LoadTableResult
-from gateway.iceberg.paths import PathMatcher, Route
+from gateway.iceberg.paths import PathMatcher, RouteMatch
 from gateway.iceberg.plan_models import FetchedPlanningResult, FetchScanTasksRequest, PlanningResult
 from gateway.iceberg.plan_models import PlanTableScanRequest, ScanTaskList
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
 from gateway.iceberg.warehouses import config_overrides
 
-Handler = Callable[[Catalog, Route, web.BaseRequest, Any], Awaitable[Reply]]
+Handler = Callable[[Catalog, RouteMatch, web.BaseRequest, Any], Awaitable[Reply]]
 
-__all__ = ["ENDPOINTS", "Endpoint", "ROUTES", "Route", "answer", "endpoint", "match"]
+__all__ = ["ENDPOINTS", "Route", "ROUTES", "RouteMatch", "answer", "match", "route_of"]
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class Route:
     """One row: ``method`` and ``path`` (template) of the spec's ``operation`` (operationId),
     the ``request`` body's model (PyIceberg's where it has one, else the spec's shape in the
     handler's module; None: the body is not read) and the ``response`` body's model (None: no
@@ -98,7 +98,7 @@ class Endpoint:
         return replace(reply, body=reply.body.model_dump_json(by_alias=True).encode())
 
 
-async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def get_config(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
     (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
     overrides = config_overrides(catalog.service.warehouses, request.query.get("warehouse"))
@@ -107,10 +107,10 @@ async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, a
 
 _NS, _TABLE, _VIEW = "/v1/namespaces/{namespace}", "/v1/namespaces/{namespace}/tables/{table}", \
     "/v1/namespaces/{namespace}/views/{view}"
-E = Endpoint
+E = Route
 _T, _NT, _NV = ("namespace", "table"), ("namespace",), ("namespace", "view")
 #: The table.
-ROUTES: tuple[Endpoint, ...] = (
+ROUTES: tuple[Route, ...] = (
     E("GET", "/v1/config", "getConfig", None, CatalogConfig, get_config, listed=False, access=PUBLIC),
     E("POST", "/v1/oauth/tokens", "getToken", oauth.TokenRequest, TokenResponse, oauth.get_token, public=True,
       error_model=oauth.oauth_error, listed=False, access=PUBLIC),
@@ -178,7 +178,7 @@ ROUTES: tuple[Endpoint, ...] = (
 del E
 
 #: operationId → its row.
-_BY_OPERATION: dict[str, Endpoint] = {row.operation: row for row in ROUTES}
+_BY_OPERATION: dict[str, Route] = {row.operation: row for row in ROUTES}
 
 #: ``GET /v1/config``'s ``endpoints``: every catalog route, as the spec writes them.
 ENDPOINTS: tuple[str, ...] = tuple(
@@ -188,13 +188,13 @@ ENDPOINTS: tuple[str, ...] = tuple(
 _MATCHER = PathMatcher((row.method, row.path, row.operation) for row in ROUTES)
 
 
-def match(method: str, path: str, warehouses: Collection[str] = ()) -> Route:
+def match(method: str, path: str, warehouses: Collection[str] = ()) -> RouteMatch:
     """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.PathMatcher.match`, which
     names the errors raised)."""
     return _MATCHER.match(method, path, warehouses)
 
 
-async def answer(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def answer(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, body: bytes) -> Reply:
     """The route's row run on one request: its request model reads ``body`` (the whole request
     body, read within the limits), its handler answers, its response model writes the answer's
     body (bytes); the row's declared access is enforced once in between
@@ -212,6 +212,6 @@ async def answer(catalog: Catalog, route: Route, request: web.BaseRequest, body:
     return row.written(reply)
 
 
-def endpoint(operation: str) -> Endpoint:
+def route_of(operation: str) -> Route:
     """The row of ``operation``. Raises ``KeyError`` for an operationId the table lacks."""
     return _BY_OPERATION[operation]

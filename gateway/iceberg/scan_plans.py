@@ -45,7 +45,7 @@ from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.lakehouse.file_io import file_io
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.plan_cache import key as plan_key
 from gateway.iceberg.plan_models import (
     FetchedPlanningResult, FetchScanTasksRequest, PlanCompleted, PlanFailed, PlanningResult, PlanSubmitted,
@@ -150,7 +150,7 @@ def _refused(full: Full, catalog: Catalog, db: str, name: str) -> errors.Iceberg
                                      f"plan again in {retry} seconds", [("Retry-After", retry)])
 
 
-async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
+async def plan_table_scan(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
     """``planTableScan`` (see the module docstring). Raises 400, 403, 404, 502, 503 (too many
     plans in progress, with ``Retry-After``)."""
     db, name = route.db_table()
@@ -184,7 +184,7 @@ async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseReque
     return Reply(body=PlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
 
-async def fetch_planning_result(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def fetch_planning_result(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``fetchPlanningResult``. Raises 404 ``NoSuchPlanIdException`` for a plan id that is not
     the caller's for this table, or expired; what planning raises."""
     db, name = route.db_table()
@@ -216,7 +216,7 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
     return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
 
-async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def cancel_planning(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``cancelPlanning``: 204 (a submitted plan is let go, its work stopped at its next
     manifest; a completed one holds nothing). Raises 404 ``NoSuchPlanIdException`` as
     :func:`fetch_planning_result` (a submitted plan after its cancel or its outcome too)."""
@@ -232,7 +232,7 @@ async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseReque
     return Reply(status=204)
 
 
-async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
+async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
     """``fetchScanTasks``: the file scan tasks of one plan task. Raises 404
     ``NoSuchPlanTaskException`` for a plan task that is not the caller's for this table, expired,
     or whose snapshot is gone; what planning raises."""

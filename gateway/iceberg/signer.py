@@ -51,7 +51,7 @@ from gateway.iceberg import errors
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.lakehouse.storage import split_location
 from gateway.observability import metrics
 
@@ -122,7 +122,7 @@ class _Signer(S3SigV4Auth):
         return self._payload
 
 
-async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: SignRequest) -> Reply:
+async def sign(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: SignRequest) -> Reply:
     """Answer one signing request for the route's table (see the module docstring); the method's
     access (``select`` or ``update``), the denied columns, the row filter and masks and the
     storage identity were judged before, as the route declares (:mod:`gateway.iceberg.access`).

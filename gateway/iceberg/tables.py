@@ -28,7 +28,7 @@ from gateway.iceberg.locations import check_properties, check_purge, check_table
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.paths import Route, hms_name, namespace_name
+from gateway.iceberg.paths import RouteMatch, hms_name, namespace_name
 from gateway.iceberg.empty_dirs import remove_empty
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _not_modified(if_none_match: str | None, tag: str) -> bool:
     return "*" in candidates or tag in candidates
 
 
-async def list_tables(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def list_tables(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     return await listing(catalog, route.db(), request.query, TABLE)
 
 
@@ -68,7 +68,7 @@ async def listing(catalog: Catalog, db: str, query, object_type: CatalogObject) 
                                          "next-page-token": token}))
 
 
-async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateTableRequest) -> Reply:
+async def create_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CreateTableRequest) -> Reply:
     """Create ``db.<name>``, with storage access as the request's delegation header asks."""
     db = route.db()
     name, location = await placed(catalog, db, ask, TABLE)
@@ -116,7 +116,7 @@ async def stored(catalog: Catalog, db: str, name: str, metadata, location: str, 
     await catalog.create(db, name, table, None if written else location, what=object_type.noun.capitalize())
 
 
-async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """Load ``db.name``, with storage access as the request's delegation header asks; 304 for
     an ``If-None-Match`` that names the answer's ``ETag``."""
     db, name = route.db_table()
@@ -148,11 +148,11 @@ async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, a
     return Reply(body=TABLE.result(location, metadata, {**config, **columns}, credentials), headers=(("ETag", tag),))
 
 
-async def table_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def table_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     return await exists(catalog, route, TABLE)
 
 
-async def exists(catalog: Catalog, route: Route, object_type: CatalogObject) -> Reply:
+async def exists(catalog: Catalog, route: RouteMatch, object_type: CatalogObject) -> Reply:
     """204 when the route's table (or view, ``object_type``) exists and the user sees it, else the
     object type's 404."""
     db, name = route.db_table()
@@ -160,14 +160,14 @@ async def exists(catalog: Catalog, route: Route, object_type: CatalogObject) -> 
     return Reply(status=204)
 
 
-async def drop_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def drop_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     purge = request.query.get("purgeRequested", "false").lower()
     if purge not in ("true", "false"):
         raise errors.BadRequest("purgeRequested must be true or false")
     return await drop(catalog, route, TABLE, purge=purge == "true")
 
 
-async def drop(catalog: Catalog, route: Route, object_type: CatalogObject, purge: bool = False) -> Reply:
+async def drop(catalog: Catalog, route: RouteMatch, object_type: CatalogObject, purge: bool = False) -> Reply:
     """204 when the route's table (or view, ``object_type``) is dropped from HMS (policy: ``drop``);
     with ``purge`` (tables only) its files are deleted after, when it lies where the gateway
     may delete (:func:`~gateway.iceberg.locations.check_purge`, else 403 before anything is
@@ -189,7 +189,7 @@ async def drop(catalog: Catalog, route: Route, object_type: CatalogObject, purge
     return Reply(status=204)
 
 
-async def rename_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: RenameTable) -> Reply:
+async def rename_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: RenameTable) -> Reply:
     return await rename(catalog, ask, TABLE)
 
 

@@ -47,7 +47,7 @@ from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table
 from gateway.iceberg.hms_refusals import column_refusal
 from gateway.iceberg.locations import check_identity, check_moved
-from gateway.iceberg.paths import Route, hms_name, namespace_name
+from gateway.iceberg.paths import RouteMatch, hms_name, namespace_name
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class CommitTransactionRequest(BaseModel):
         return cls(changes=tuple(changes_of(body)))
 
 
-async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def commit_transaction(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                              ask: CommitTransactionRequest) -> Reply:
     """204 when every change landed. Raises ``BadRequest``, ``Forbidden``, ``NoSuchTable``,
     ``CommitFailed`` (409: a conflict, a lock not granted, HMS refused and all was rolled back),

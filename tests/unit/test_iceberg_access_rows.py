@@ -16,8 +16,8 @@ from gateway.iceberg.access import DENIED_COLUMNS, ROW_FILTER_AND_MASKS, STORAGE
 from gateway.iceberg.bodies import commit_request
 from gateway.iceberg.catalog import Catalog
 from gateway.iceberg.objects import VIEW
-from gateway.iceberg.paths import Route
-from gateway.iceberg.routes import ROUTES, Endpoint
+from gateway.iceberg.paths import RouteMatch
+from gateway.iceberg.routes import ROUTES, Route
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- iceberg-route-access -->"
@@ -47,15 +47,15 @@ async def test_a_row_without_a_declaration_is_refused_before_its_handler():
     async def handler(*args):
         called.append(args)
 
-    row = Endpoint("GET", "/v1/x", "undeclared", None, None, handler)
+    row = Route("GET", "/v1/x", "undeclared", None, None, handler)
     with pytest.raises(TypeError, match="undeclared declares no access"):
-        await enforce(None, row.access, Route("undeclared"), None, None)
+        await enforce(None, row.access, RouteMatch("undeclared"), None, None)
     assert called == []
 
 
 def test_the_routes_that_read_or_hand_out_storage_carry_the_storage_rules():
     for operation in STORAGE_ROUTES:
-        rules = routes.endpoint(operation).access.rules
+        rules = routes.route_of(operation).access.rules
         assert {DENIED_COLUMNS, ROW_FILTER_AND_MASKS, STORAGE_IDENTITY} <= set(rules), operation
     carrying = {row.operation for row in ROUTES if row.access.rules and STORAGE_IDENTITY in row.access.rules}
     assert carrying == STORAGE_ROUTES
@@ -68,13 +68,13 @@ def test_no_handler_asks_the_policy_itself():
     assert {name: n for name, n in calls.items() if n} == {"access.py": 1}
 
 
-def _needs(operation: str, route: Route, ask, query=None) -> list[Need]:
+def _needs(operation: str, route: RouteMatch, ask, query=None) -> list[Need]:
     request = SimpleNamespace(query=query or {})
-    return routes.endpoint(operation).access.needs(route, request, ask)
+    return routes.route_of(operation).access.needs(route, request, ask)
 
 
 def test_a_commit_needs_update_for_data_and_alter_for_the_rest():
-    route = Route("updateTable", "sales", "orders")
+    route = RouteMatch("updateTable", "sales", "orders")
     snapshot = commit_request(b'{"updates": [{"action": "remove-snapshots", "snapshot-ids": [1]}]}')
     assert [(n.access, n.name) for n in _needs("updateTable", route, snapshot)] == [("update", "orders")]
     both = commit_request(b'{"updates": [{"action": "remove-snapshots", "snapshot-ids": [1]},'
@@ -93,7 +93,7 @@ def test_a_transaction_needs_each_tables_commit_access_and_storage_rules():
     body = (b'{"table-changes": [{"identifier": {"namespace": ["a"], "name": "t"}, "updates": '
             b'[{"action": "set-properties", "updates": {"k": "v"}}]}, {"identifier": {"namespace": ["b"], '
             b'"name": "u"}, "updates": [{"action": "remove-snapshots", "snapshot-ids": [1]}]}]}')
-    needs = _needs("commitTransaction", Route("commitTransaction"), CommitTransactionRequest.from_request(None, None, body))
+    needs = _needs("commitTransaction", RouteMatch("commitTransaction"), CommitTransactionRequest.from_request(None, None, body))
     assert [(n.access, n.db, n.name) for n in needs] == [("alter", "a", "t"), ("update", "b", "u")]
     assert all(STORAGE_IDENTITY in n.rules for n in needs)
 
@@ -101,7 +101,7 @@ def test_a_transaction_needs_each_tables_commit_access_and_storage_rules():
 def test_the_signer_needs_select_to_read_update_to_write_and_never_signs_other_methods():
     from gateway.iceberg.signer import SignRequest
 
-    route = Route("signS3Request", "sales", "orders")
+    route = RouteMatch("signS3Request", "sales", "orders")
     for method, wanted in (("GET", "select"), ("head", "select"), ("PUT", "update"), ("DELETE", "update")):
         ask = SignRequest(region="r", uri="http://s3/b/k", method=method)
         needs = _needs("signS3Request", route, ask)
@@ -116,21 +116,21 @@ def test_renames_creates_and_listings_name_their_objects():
 
     rename = RenameTable.model_validate({"source": {"namespace": ["a"], "name": "t"},
                                          "destination": {"namespace": ["b"], "name": "u"}})
-    assert [(n.access, n.db, n.name, n.object_type) for n in _needs("renameView", Route("renameView"), rename)] == [
+    assert [(n.access, n.db, n.name, n.object_type) for n in _needs("renameView", RouteMatch("renameView"), rename)] == [
         ("alter", "a", "t", VIEW), ("create", "b", None, access.TABLE)]
     bad = RenameTable.model_validate({"source": {"namespace": ["a"], "name": "t-"},
                                       "destination": {"namespace": ["b"], "name": "u"}})
     with pytest.raises(errors.BadRequest):
-        _needs("renameTable", Route("renameTable"), bad)
+        _needs("renameTable", RouteMatch("renameTable"), bad)
     create = SimpleNamespace(name="t", properties={"py-io-impl": "x"})
-    needs = _needs("createTable", Route("createTable", "a"), create)
+    needs = _needs("createTable", RouteMatch("createTable", "a"), create)
     assert [(n.access, n.name, n.existing) for n in needs] == [("create", None, True), (None, "t", False)]
     assert needs[1].keys == ("py-io-impl",) and ROW_FILTER_AND_MASKS in needs[1].rules
     namespace = SimpleNamespace(namespace=["n"], properties={})
-    assert [(n.access, n.db, n.existing) for n in _needs("createNamespace", Route("createNamespace"), namespace)] == [
+    assert [(n.access, n.db, n.existing) for n in _needs("createNamespace", RouteMatch("createNamespace"), namespace)] == [
         ("create", "n", False)]
-    assert _needs("listNamespaces", Route("listNamespaces"), None) == []
-    assert [(n.access, n.db) for n in _needs("listNamespaces", Route("listNamespaces"), None, {"parent": "p"})] == [
+    assert _needs("listNamespaces", RouteMatch("listNamespaces"), None) == []
+    assert [(n.access, n.db) for n in _needs("listNamespaces", RouteMatch("listNamespaces"), None, {"parent": "p"})] == [
         ("", "p")]
 
 
@@ -144,7 +144,7 @@ async def test_reserved_properties_are_refused_before_the_policy_is_asked():
     catalog = Catalog(None, View(), None, None, "ana")
     create = SimpleNamespace(name="t", properties={"py-io-impl": "subprocess.Popen"})
     with pytest.raises(errors.BadRequest, match="table a.t: property 'py-io-impl' names an implementation"):
-        await enforce(catalog, routes.endpoint("createTable").access, Route("createTable", "a"), None, create)
+        await enforce(catalog, routes.route_of("createTable").access, RouteMatch("createTable", "a"), None, create)
 
 
 def test_docs_security_has_the_route_table_these_rows_write():

@@ -375,14 +375,14 @@ def test_a_namespace_holding_tables_cannot_move():
     outside their namespace, where another namespace could be placed over them."""
     from gateway.iceberg.bodies import UpdateNamespaceProperties
     from gateway.iceberg.namespaces import update_properties
-    from gateway.iceberg.paths import Route
+    from gateway.iceberg.paths import RouteMatch
     catalog, hms = _catalog(urls=["/"])
     catalog.view = CatalogView(PolicyEngine([_url_policy(["/"]), Policy(
         id=2, name="alter", resources=(ResourceSpec(("*",)),), allow=(PolicyItem(frozenset({"alter"}), frozenset({"alice"})),))]),
         "alice")
     ask = UpdateNamespaceProperties(removals=[], updates={"location": f"{WH}/sec_a_moved"})
     with pytest.raises(errors.Forbidden) as refused:
-        _run(update_properties(catalog, Route("updateProperties", "sec_a"), None, ask))
+        _run(update_properties(catalog, RouteMatch("updateProperties", "sec_a"), None, ask))
     assert "holds tables" in refused.value.message and "alter_database" not in hms.calls
 
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gateway.iceberg import errors, scan_plans
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.plan_models import PlanTableScanRequest
@@ -75,17 +75,17 @@ def _values(reply) -> dict:
 
 
 async def _plan(catalog) -> dict:
-    route = Route("planTableScan", "db", "t")
+    route = RouteMatch("planTableScan", "db", "t")
     return _values(await scan_plans.plan_table_scan(catalog, route, None, PlanTableScanRequest()))
 
 
 async def _fetch(catalog, plan_id: str) -> dict:
-    route = Route("fetchPlanningResult", "db", "t", plan_id=plan_id)
+    route = RouteMatch("fetchPlanningResult", "db", "t", plan_id=plan_id)
     return _values(await scan_plans.fetch_planning_result(catalog, route, None, None))
 
 
 async def _cancel(catalog, plan_id: str) -> int:
-    route = Route("cancelPlanning", "db", "t", plan_id=plan_id)
+    route = RouteMatch("cancelPlanning", "db", "t", plan_id=plan_id)
     return (await scan_plans.cancel_planning(catalog, route, None, None)).status
 
 

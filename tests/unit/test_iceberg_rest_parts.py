@@ -23,7 +23,7 @@ from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.bodies import commit_request, page_params
-from gateway.iceberg.routes import ENDPOINTS, Route, answer, match
+from gateway.iceberg.routes import ENDPOINTS, RouteMatch, answer, match
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamTimeout, UpstreamUnavailable
@@ -32,7 +32,7 @@ from gateway.upstream.metastore import idl_module
 IDL = idl_module(load_schema())
 
 #: The table the commits below name.
-_T = Route("updateTable", "db", "t")
+_T = RouteMatch("updateTable", "db", "t")
 
 
 # --- routes -------------------------------------------------------------------------------------

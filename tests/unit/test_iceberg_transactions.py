@@ -21,7 +21,7 @@ from gateway.iceberg.service_state import ServiceState
 from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
-from gateway.iceberg.routes import Route, answer
+from gateway.iceberg.routes import RouteMatch, answer
 from gateway.iceberg.transactions import changes_of
 from gateway.thrift.schema import load_schema
 from gateway.upstream.errors import UpstreamTimeout, UpstreamUnavailable
@@ -145,7 +145,7 @@ def _location(hms, db, name):
 
 
 async def _commit(catalog, body):
-    return await answer(catalog, Route("commitTransaction"), None, body)
+    return await answer(catalog, RouteMatch("commitTransaction"), None, body)
 
 
 async def test_every_table_changes_and_locks_are_taken_in_one_order(world):

@@ -92,7 +92,7 @@ async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: st
     but the read of the table the route's rules judge (the row filter and masks read its
     columns): no lock, no file, no alter."""
     from gateway.iceberg.hive_tables import new_table
-    from gateway.iceberg.paths import Route
+    from gateway.iceberg.paths import RouteMatch
     from gateway.iceberg.routes import answer
     from gateway.thrift.schema import load_schema
     from gateway.upstream.metastore import idl_module
@@ -114,7 +114,7 @@ async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: st
                      service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
     with pytest.raises(errors.Forbidden, match=match):
-        await answer(asking, Route("updateTable", "sales", table), None, body)
+        await answer(asking, RouteMatch("updateTable", "sales", table), None, body)
     return calls
 
 
