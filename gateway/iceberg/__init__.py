@@ -7,7 +7,9 @@ piece of Iceberg logic (metadata, requirements, updates, file IO) is PyIceberg's
 ``engine`` (the request side of the kind, imported at a service's first request: the route
 of a path, the operation's answer), ``kind`` (the service kind), ``errors`` (the spec's error
 model and ``IcebergErrors``, the kind's one error map), ``routes`` (the route table: method, path, request and
-response models, handler; the models read the body and write the answer), ``paths`` (how a path
+response models, handler and declared access; the models read the body and write the answer),
+``access`` (what each route row needs: Ranger access, objects, named rules; enforced once before
+the handler), ``paths`` (how a path
 picks a route), ``service_state`` (``ServiceState``, the serving service's state the handlers
 use), ``bodies`` (request
 and response bodies, query parameters), ``hive_tables`` (Iceberg metadata ↔ HMS tables), ``files`` (metadata files),
@@ -23,5 +25,5 @@ credentials endpoint), ``signer`` (remote signing); server-side scan planning (i
 ``scan_plans`` (the four operations), ``planning`` (PyIceberg's planning on the gateway's
 FileIO, the answer's JSON), ``manifest_cache`` (parsed manifests by path), ``plan_store`` (plan
 ids, plan tasks, submitted plans, the settings), ``plan_models`` (the spec's models),
-``read_rules`` (a load's rules for whatever hands out a table's files).
+``read_rules`` (what a read of a table's files hands out, once judged as a load).
 """

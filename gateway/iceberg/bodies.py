@@ -7,7 +7,7 @@ update or requirement ``type``/``action``, a wrong field type, whatever PyIceber
 validators raise (``TypeError``, ``AttributeError``... on a non-object ``properties``).
 
 This is the one validation layer every route's body goes through (:func:`read`, with the
-route's request model, :attr:`gateway.iceberg.routes.Endpoint.request`, before its handler
+route's request model, :attr:`gateway.iceberg.routes.Route.request`, before its handler
 runs; :func:`parse`, :func:`commit_request`, :func:`document`), before any file or HMS call: no string anywhere in
 a body may hold U+0000 (HMS and paths cannot) or a lone surrogate (no UTF-8 encoder, Thrift's
 included, can write one); what a parsed body asks HMS to hold is checked against HMS's widths,

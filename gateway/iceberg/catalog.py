@@ -41,6 +41,8 @@ class Catalog:
     #: The policy's decision on the request for the audit line (``allowed``, ``denied``; None:
     #: none asked).
     decision: str | None = None
+    #: (db, name, noun) → the HMS table :meth:`judged` read.
+    _judged: dict = field(default_factory=dict, repr=False)
 
     @property
     def idl(self):
@@ -51,11 +53,14 @@ class Catalog:
 
     # --- policy -----------------------------------------------------------------------------
 
-    def require(self, access: str, db: str, table: str | None = None, object_type: CatalogObject = TABLE) -> None:
+    def require(self, access: str, db: str, table: str | None = None, object_type: CatalogObject = TABLE,
+                *, seen: bool = True) -> None:
         """Raise 404 when the user cannot see the object (the namespace's, or ``object_type``'s: a view
-        is a table resource to the policy), 403 when ``access`` is denied."""
+        is a table resource to the policy), 403 when ``access`` is denied. ``seen`` False: an
+        object the request creates, which need not be visible (403 only). Called by the one
+        enforcer of the route rows' declared access (:mod:`gateway.iceberg.access`)."""
         self.decision = "denied"
-        if not self.view.visible(db, table):
+        if seen and not self.view.visible(db, table):
             if table is None:
                 raise errors.NoSuchNamespace(f"Namespace does not exist: {db}")
             raise object_type.not_found(db, table)
@@ -63,6 +68,17 @@ class Catalog:
             what = db if table is None else f"{db}.{table}"
             raise errors.Forbidden(f"{self.user} may not {access} {what}")
         self.decision = "allowed"
+
+    async def judged(self, db: str, name: str, object_type: CatalogObject = TABLE):
+        """The HMS ``Table`` of ``db.name`` as the route's rules read and judged it for this
+        request (:mod:`gateway.iceberg.access`: row filter, storage identity), else looked up
+        now (:meth:`lookup`, which names the errors raised). One read per request; a commit
+        reads the table again under the lock."""
+        key = (db, name, object_type.noun)
+        found = self._judged.get(key)
+        if found is None:
+            found = self._judged[key] = await self.lookup(db, name, object_type)
+        return found
 
     def visible_databases(self, names: list[str]) -> list[str]:
         """The databases of ``names`` the user sees (the view counts the hidden ones)."""

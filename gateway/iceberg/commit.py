@@ -57,15 +57,15 @@ from pyiceberg.table.update import (
 
 from aiohttp import web
 
-from gateway.iceberg import errors, trusted
+from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, metadata_location, new_table
 from gateway.lakehouse.table_parameters import PREVIOUS_METADATA_LOCATION
 from gateway.iceberg.bodies import CLIENT_FAULTS, CommitRequest
-from gateway.iceberg.locations import check_moved, check_properties, check_references, check_table
+from gateway.iceberg.locations import check_identity, check_moved, check_properties, check_references, check_table
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.hms_refusals import commit_refusal
 from gateway.upstream import table_queue
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamError, UpstreamTimeout
@@ -91,20 +91,17 @@ def accesses(updates) -> list[str]:
     return needed
 
 
-async def commit_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CommitRequest) -> Reply:
+async def commit_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CommitRequest) -> Reply:
     """``updateTable``: the commit of the route's table (see the module docstring)."""
     db, name = route.db_table()
     same_object(ask, TABLE, db, name)
     if any(isinstance(r, AssertCreate) for r in ask.requirements):
-        # A staged create is a create: the policy first (404/403 alike whether the table exists)
-        catalog.require("create", db)
+        # A staged create is a create: its access (create on the namespace) was judged first
+        # (404/403 alike whether the table exists)
         await catalog.absent(db, name, conflict=errors.CommitFailed)
         return await _create(catalog, db, name, ask)
-    for access in accesses(ask.updates):
-        catalog.require(access, db, name)
-    # a commit answers the whole metadata, as a load does: denied columns only for trusted engines
-    trusted.restricted(catalog, db, name)
-    trusted.filtered(catalog, db, name)  # likewise a row filter or a mask
+    # update and/or alter, and as a load (a commit answers the whole metadata): the denied
+    # columns, row filter and masks, the storage identity: the route's rules (gateway.iceberg.access)
     return Reply(body=await commit_object(catalog, TABLE, db, name, ask))
 
 
@@ -127,14 +124,17 @@ async def commit_object(catalog: Catalog, object_type: CatalogObject, db: str, n
     subject = object_type.subject(db, name)
 
     async def prepared(hive):
-        """(base location, base, new metadata or None) of the object as ``hive`` names it."""
+        """(base location, base, new metadata or None) of the object as ``hive`` names it, a
+        table's storage identity checked on it (the table read again under the lock is too)."""
+        if object_type is TABLE:
+            await check_identity(catalog, db, name, hive)
         base_location, base = await catalog.metadata(hive, object_type)
         new = object_type.apply(ask, base_location, base, subject)
         if new is not None:
             await check_moved(catalog, db, name, base, new, what=object_type.noun)
         return base_location, base, new
 
-    checked = await prepared(await catalog.lookup(db, name, object_type))
+    checked = await prepared(await catalog.judged(db, name, object_type))
     read = time.monotonic()
 
     async def still_current() -> None:
@@ -212,7 +212,6 @@ async def _create(catalog: Catalog, db: str, name: str, request) -> Reply:
     """The commit of a staged create (``assert-create``): the updates applied to empty metadata,
     the first metadata file written, the HMS table created (no lock: there is no table to lock;
     a concurrent create loses with 409, as HiveCatalog's)."""
-    catalog.require("create", db)
     database = await catalog.database(db)
     try:
         for requirement in request.requirements:

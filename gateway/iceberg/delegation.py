@@ -25,10 +25,9 @@ from urllib.parse import quote
 from aiohttp import web
 from pyiceberg.catalog.rest import LoadCredentialsResponse
 
-from gateway.iceberg import trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.lakehouse.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 
@@ -68,16 +67,14 @@ async def _vended(catalog: Catalog, db: str, table: str, location: str) -> list[
     return [{"prefix": location.rstrip("/") + "/", "config": vended_config(service.storage, credentials)}]
 
 
-async def load_credentials(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_credentials(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``GET /v1/namespaces/{ns}/tables/{table}/credentials``: ``{"storage-credentials": [...]}``
     for the table, judged by the policy now (a revoked grant gets 403). Empty on a service that
-    does not vend credentials. Raises 404/403 as load table."""
-    db, table = route.namespace, route.table
-    assert db is not None and table is not None
-    catalog.named(db, table)
-    catalog.require("select", db, table)
-    hive = await catalog.lookup(db, table)
-    trusted.filtered(catalog, db, table, hive)  # no credentials for a filtered table but a trusted engine's
+    does not vend credentials. Raises 404/403 as load table: the route's rules (``select``,
+    denied columns, row filter and masks, storage identity: :mod:`gateway.iceberg.access`)
+    were judged before."""
+    db, table = route.db_table()
+    hive = await catalog.judged(db, table)
     location = (hive.sd.location or "") if hive.sd else ""
     vendor = catalog.service.vendor
     if vendor is None or not on_s3(location):

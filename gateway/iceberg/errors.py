@@ -111,7 +111,7 @@ class CommitStateUnknown(IcebergError):
 class IcebergErrors:
     """The spec's error model (:class:`~gateway.services.http_frame.ErrorModel`),
     ``IcebergErrorResponse``; the token endpoint's refusals in OAuth2's
-    (:attr:`gateway.iceberg.routes.Endpoint.error_model`, which ``error_model_of(operation)``
+    (:attr:`gateway.iceberg.routes.Route.error_model`, which ``error_model_of(operation)``
     gives: None for the catalog's own model). Never a 500 for HMS or storage failing: 500, 502
     and 504 on a commit mean "commit state unknown" to clients."""
 

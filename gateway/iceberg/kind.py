@@ -3,7 +3,7 @@
 ``/gateway/{topology}/{service path}/v1/...`` (:mod:`gateway.iceberg`).
 
 This module is the kind's front (options, error model, the frame's hooks), imported with the
-topology; the request side (:mod:`gateway.iceberg.engine`: route table, handlers, PyIceberg) is
+topology; the request side (:mod:`gateway.iceberg.adapter`: route table, handlers, PyIceberg) is
 imported at the service's first request.
 
 One request, through the HTTP frame (:mod:`gateway.services.http_frame`, with
@@ -71,17 +71,17 @@ from gateway.thrift.schema import ServiceSchema
 from gateway.upstream.failover import Upstream
 
 if TYPE_CHECKING:
-    from gateway.iceberg.engine import IcebergEngine
-    from gateway.iceberg.paths import Route
+    from gateway.iceberg.adapter import CatalogAdapter
+    from gateway.iceberg.paths import RouteMatch
 
 log = logging.getLogger(__name__)
 
 #: The request side (route table, handlers, PyIceberg), imported at a service's first request:
 #: a worker that served no Iceberg request holds no PyIceberg, and serving imports no pyarrow
 #: (issue 41, :mod:`gateway.lakehouse.file_io`).
-ENGINE = "gateway.iceberg.engine:IcebergEngine"
-#: The route table's lookup of an operation, for the error model of a request the engine served.
-ENDPOINT = "gateway.iceberg.engine:endpoint"
+ADAPTER = "gateway.iceberg.adapter:CatalogAdapter"
+#: The route table's lookup of an operation, for the error model of a request the adapter served.
+ROUTE_OF = "gateway.iceberg.adapter:route_of"
 
 
 class IcebergRestOptions(SettingsModel):
@@ -135,8 +135,8 @@ class IcebergRestService(HttpKind):
     kind = "iceberg-rest"
     roles = ("authentication", "identity-assertion", "authorization")
     Options = IcebergRestOptions
-    #: The operation is named only once the engine served the request, so it is imported then.
-    errors = IcebergErrors(lambda operation: resolve(ENDPOINT)(operation).error_model)
+    #: The operation is named only once the adapter served the request, so it is imported then.
+    errors = IcebergErrors(lambda operation: resolve(ROUTE_OF)(operation).error_model)
     #: The router hands this kind the paths below its own (``.../v1/...``).
     serves_subpaths = True
 
@@ -151,7 +151,7 @@ class IcebergRestService(HttpKind):
         self.prefix = f"/gateway/{topology}/{path}"
         # built with the topology: a bad STS endpoint fails the start, not a request
         self.vendor = Vendor(storage) if storage is not None and storage.options.role_arn else None
-        self._engine: IcebergEngine | None = None
+        self._adapter: CatalogAdapter | None = None
         self._loading = asyncio.Lock()
 
     @classmethod
@@ -177,29 +177,29 @@ class IcebergRestService(HttpKind):
                                               "request body uncompressed", [(hdrs.ACCEPT_ENCODING, "identity")])
 
     async def handle(self, exchange: Exchange) -> tuple[web.StreamResponse, str]:
-        """:meth:`HttpKind.handle`, once the engine is loaded (the first request imports it in a
+        """:meth:`HttpKind.handle`, once the adapter is loaded (the first request imports it in a
         thread, so the worker's other requests go on meanwhile)."""
-        if self._engine is None:
+        if self._adapter is None:
             async with self._loading:
-                if self._engine is None:
-                    engine = await asyncio.to_thread(resolve, ENGINE)
-                    self._engine = engine(self)
+                if self._adapter is None:
+                    adapter = await asyncio.to_thread(resolve, ADAPTER)
+                    self._adapter = adapter(self)
         return await super().handle(exchange)
 
     @property
-    def engine(self) -> IcebergEngine:
-        """The loaded engine; raises ``RuntimeError`` before :meth:`handle` loaded it."""
-        if self._engine is None:
-            raise RuntimeError("the iceberg-rest engine is loaded by the service's first request")
-        return self._engine
+    def adapter(self) -> CatalogAdapter:
+        """The loaded adapter; raises ``RuntimeError`` before :meth:`handle` loaded it."""
+        if self._adapter is None:
+            raise RuntimeError("the iceberg-rest adapter is loaded by the service's first request")
+        return self._adapter
 
-    def target(self, request: web.BaseRequest) -> Route:
-        """The route of the path below the service (:meth:`IcebergEngine.target`)."""
-        return self.engine.target(request)
+    def target(self, request: web.BaseRequest) -> RouteMatch:
+        """The route of the path below the service (:meth:`CatalogAdapter.target`)."""
+        return self.adapter.target(request)
 
-    def public(self, target: Route) -> bool:
-        return self.engine.public(target)
+    def public(self, target: RouteMatch) -> bool:
+        return self.adapter.public(target)
 
-    async def serve(self, exchange: Exchange, target: Route, body: bytes) -> tuple[web.StreamResponse, str]:
-        """The operation's handler (:meth:`IcebergEngine.serve`; errors in the spec's model)."""
-        return await self.engine.serve(exchange, target, body)
+    async def serve(self, exchange: Exchange, target: RouteMatch, body: bytes) -> tuple[web.StreamResponse, str]:
+        """The operation's handler (:meth:`CatalogAdapter.serve`; errors in the spec's model)."""
+        return await self.adapter.serve(exchange, target, body)

@@ -417,19 +417,92 @@ async def check_delegated(catalog, db: str, name: str, location: str, *, remembe
     """The location of table ``db.name`` vended credentials or signatures are for: not a bucket
     root, and one the gateway could have created the table at (:func:`check_in_place`, with
     the overlap checks: credentials for a location over another table's would read its files).
-    ``remember`` > 0: a location found fine is not checked again for that many seconds (the
-    signer checks each S3 request; a table found in place stays so unless its namespace
-    moves). Raises :class:`~errors.Forbidden`."""
+    ``remember`` > 0: a location found fine is not checked again for that many seconds
+    (:func:`_placed`). Raises :class:`~errors.Forbidden`."""
     where = stored(location)
     if where is None or where.path == "/":
         raise errors.Forbidden("the table's location is not one the gateway delegates access to")
+    await _placed(catalog, db, name, location, "storage access", remember)
+
+
+#: Seconds a table found in place by :func:`check_identity` is not listed again.
+IDENTITY_VERDICT_SECONDS = 60.0
+_IDENTITY = " (the storage-identity rule)"
+
+
+async def check_identity(catalog, db: str, name: str, hive, *, remember: float = IDENTITY_VERDICT_SECONDS) -> None:
+    """The storage-identity rule: the Iceberg table ``db.name`` (``hive``, its HMS ``Table``) is
+    served only when (1) its metadata file (``metadata_location``) lies strictly below its own
+    location (``sd.location``); (2) that location lies strictly below its namespace's location
+    (or a register prefix), or else inside the service's allowed locations (a table renamed
+    out of its namespace keeps its location); and (3) it overlaps no other table's location nor
+    another namespace's (Polaris's overlap check). Else a table made by other means (a Thrift
+    ``create_table`` naming another table's ``metadata_location``, or its location) would be
+    an alias of another table's files, read, planned, vended and signed through its own name.
+
+    (2) and (3) are :func:`check_in_place`'s checks for a table inside its namespace; for one
+    outside it, the tables of its own namespace and of every namespace whose location holds it
+    are listed (a table placed outside every namespace is compared with its own namespace's
+    only: the gateway never places one there).
+
+    Cost: (1) is checked on every call without HMS; (2) and (3) list tables (and perhaps the
+    namespaces), so a verdict found fine is kept ``remember`` seconds per table and location
+    (:func:`_placed`): a location moved is a new key, checked at once; a refusal is never
+    kept. What a kept verdict can miss for that long is a namespace moved, or another table
+    placed over this one, through Thrift.
+
+    Raises :class:`~errors.Forbidden` naming the rule, never the other table."""
+    location = hive.sd.location if hive.sd else None
+    file = (hive.parameters or {}).get("metadata_location")
+    where, metadata = stored(location), stored(file)
+    if where is None or metadata is None or where.path == "/" or where == metadata or not where.contains(metadata):
+        log.warning("table %s.%s refused: its metadata file %s is not below its location %s", db, name,
+                    (file or "")[:300], (location or "")[:300])
+        raise errors.Forbidden(f"serving of {db}.{name} refused: its metadata file does not lie below its own "
+                               f"location{_IDENTITY}")
+    await _placed(catalog, db, name, location, "serving", remember, hint=_IDENTITY, moved=_apart)
+
+
+async def _apart(catalog, db: str, name: str, where: Location) -> None:
+    """(2) and (3) of :func:`check_identity` for a table outside its namespace's location."""
+    refused = errors.Forbidden(f"serving of {db}.{name} refused: its location lies outside its namespace and "
+                               f"overlaps another table or namespace, or the allowed locations{_IDENTITY}")
+    if not any(root.contains(where) for root in await allowed_roots(catalog)):
+        raise refused
+    holders = [db]
+    for other, at in await _namespace_locations(catalog, db):
+        if where.contains(at):  # over a whole namespace
+            raise refused
+        if at.contains(where):
+            holders.append(other)
+    for holder in holders:
+        for _, at in await _table_locations(catalog, holder, skip=name if holder == db else None):
+            if at.overlaps(where):
+                log.warning("table %s.%s refused: its location %s overlaps a table of %s", db, name, where, holder)
+                raise refused
+
+
+async def _placed(catalog, db: str, name: str, location: str, doing: str, remember: float, hint: str = "",
+                  moved=None) -> None:
+    """:func:`check_in_place` (with the overlap checks) of ``db.name`` at ``location``, a verdict
+    found fine kept ``remember`` seconds (0: not kept) per service, table and location: the
+    signer checks each S3 request and every storage route the storage identity, and a table
+    found in place stays so unless its namespace moves or a table is placed over it through
+    Thrift. ``moved``: awaited instead, ``(catalog, db, name, location)``, for a location
+    outside the table's namespace (and its register prefixes)."""
     verdicts = _PLACED.setdefault(catalog.service, {})
-    key = (db.lower(), name.lower(), location)
+    key = (db.lower(), name.lower(), location, moved is None)
     if remember and time.monotonic() - verdicts.get(key, -math.inf) < remember:
         return
-    await check_in_place(catalog, db, name, location, "storage access")
+    where = stored(location)
+    homes = [] if moved is None else [h for h in (stored((await catalog.database(db)).locationUri),
+                                                  *map(stored, catalog.service.register_prefixes)) if h is not None]
+    if moved is not None and where is not None and not any(h.contains(where) and h != where for h in homes):
+        await moved(catalog, db, name, where)
+    else:
+        await check_in_place(catalog, db, name, location, doing, hint=hint)
     if remember:
-        if len(verdicts) > 10_000:  # bounded: one entry per table
+        if len(verdicts) > 10_000:  # bounded: one entry per table and rule
             verdicts.clear()
         verdicts[key] = time.monotonic()
 

@@ -15,11 +15,10 @@ from pyiceberg.catalog.rest import NamespaceResponse, UpdateNamespacePropertiesR
 from gateway.paging import InvalidPageToken, page
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_namespace, stored
 from gateway.iceberg.empty_dirs import remove_empty
 from gateway.iceberg.bodies import CreateNamespace, ListNamespaces, UpdateNamespaceProperties, page_params
-from gateway.iceberg.paths import NAMESPACE_SEPARATOR, Route, namespace_name
+from gateway.iceberg.paths import NAMESPACE_SEPARATOR, RouteMatch, namespace_name
 
 COMMENT, LOCATION = "comment", "location"
 
@@ -47,14 +46,12 @@ def properties_of(database) -> dict[str, str]:
     return properties
 
 
-async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def list_namespaces(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     query = request.query
     parent = query.get("parent")
     paged([], "listNamespaces", [parent or ""], query)  # a bad page is refused before HMS is asked
     if parent is not None:  # HMS has no nested namespaces: a parent has no children
         db = namespace_name(parent.split(NAMESPACE_SEPARATOR), errors.NoSuchNamespace)
-        catalog.named(db)
-        catalog.require("", db)
         await catalog.database(db)
         names: list[str] = []
     else:
@@ -64,12 +61,8 @@ async def list_namespaces(catalog: Catalog, route: Route, request: web.BaseReque
     return Reply(body=ListNamespaces(**{"namespaces": [[n] for n in chosen], "next-page-token": token}))
 
 
-async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
+async def create_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CreateNamespace) -> Reply:
     db = namespace_name(ask.namespace)
-    catalog.named(db)
-    refuse_reserved(ask.properties, f"namespace {db}")
-    if not catalog.view.may("create", db):
-        raise errors.Forbidden(f"{catalog.user} may not create namespace {db}")
     # allowed, not over another namespace, url permission (HMS's own choice: overlaps only)
     await check_namespace(catalog, db, ask.properties.get(LOCATION))
     properties = dict(ask.properties)
@@ -87,25 +80,22 @@ async def create_namespace(catalog: Catalog, route: Route, request: web.BaseRequ
     return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def load_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
-    catalog.require("", db)
     return Reply(body=NamespaceResponse(namespace=[db], properties=properties_of(await catalog.database(db))))
 
 
-async def namespace_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def namespace_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     db = route.db()
-    catalog.require("", db)
     await catalog.database(db)
     return Reply(status=204)
 
 
-async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def drop_namespace(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """Drop an empty namespace; its directory goes too when it is local and empty. The database
     is read first: a drop of a missing one is 404 whatever the HMS answers to it (an HMS 2.3
     listener that fails on the missing database would otherwise turn it into a 502)."""
     db = route.db()
-    catalog.require("drop", db)
     database = await catalog.database(db)
     idl = catalog.idl
     try:
@@ -118,7 +108,7 @@ async def drop_namespace(catalog: Catalog, route: Route, request: web.BaseReques
     return Reply(status=204)
 
 
-async def update_properties(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def update_properties(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                             ask: UpdateNamespaceProperties) -> Reply:
     """Apply removals and updates, then read the database back: a change the Hive Metastore did
     not make (HMS 2.3's ``alter_database`` keeps a database's description, the ``comment``, and
@@ -130,8 +120,6 @@ async def update_properties(catalog: Catalog, route: Route, request: web.BaseReq
         raise errors.Unprocessable(f"keys both removed and updated: {', '.join(sorted(overlap))}")
     if LOCATION in ask.removals:
         raise errors.BadRequest(f"{LOCATION} cannot be removed: a Hive Metastore database always has one")
-    refuse_reserved(ask.updates, f"namespace {db}")
-    catalog.require("alter", db)
     database = await catalog.database(db)
     if LOCATION in ask.updates:
         moved = await check_namespace(catalog, db, ask.updates[LOCATION])

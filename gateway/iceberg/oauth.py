@@ -23,7 +23,7 @@ from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.providers.authentication.base import Principal, well_formed
 from gateway.providers.authentication.basic import CLIENT_CREDENTIALS
 from gateway.providers.authentication.throttle import THROTTLE
@@ -88,7 +88,7 @@ class TokenRequest(BaseModel):
         return cls.model_validate(form(request, body))
 
 
-async def get_token(catalog: Catalog, route: Route, request: web.BaseRequest, ask: TokenRequest) -> Reply:
+async def get_token(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: TokenRequest) -> Reply:
     """The ``OAuthTokenResponse`` for valid client credentials. Raises :class:`OAuthError`: 400
     for a bad form or grant, or a topology without a ``gateway-token`` provider; 401
     ``invalid_client`` for credentials no password provider accepts; 429 from the throttle."""

@@ -1,6 +1,6 @@
 """How a request's path below an ``iceberg-rest`` service picks a row of the route table
 (:data:`gateway.iceberg.routes.ROUTES`, the spec's ``paths``): :class:`PathMatcher`, and the
-:class:`Route` a handler is given. A catalog route is also served below a ``{prefix}``,
+:class:`RouteMatch` a handler is given. A catalog route is also served below a ``{prefix}``,
 ``/v1/{prefix}/namespaces/...``: the name of one of the service's warehouses
 (:mod:`gateway.iceberg.warehouses`), which ``GET /v1/config?warehouse=...`` answers as the
 ``prefix`` override.
@@ -46,7 +46,7 @@ _MISSING_WHEN_NESTED: dict[str, type[IcebergError]] = {
 }
 
 @dataclass(frozen=True)
-class Route:
+class RouteMatch:
     """A matched request: ``operation`` (an operationId), ``namespace``/``table`` when the path
     names them (validated HMS names; ``table`` is also a path's ``{view}``: a view is an HMS
     table), ``warehouse`` the ``{prefix}`` when the path has one."""
@@ -111,7 +111,7 @@ class PathMatcher:
         #: Each template split into its segments, once.
         self._split = tuple((method, tuple(template.split("/")[1:]), operation) for method, template, operation in rows)
 
-    def match(self, method: str, path: str, warehouses: Collection[str] = ()) -> Route:
+    def match(self, method: str, path: str, warehouses: Collection[str] = ()) -> RouteMatch:
         """The route of ``method`` on ``path`` (below the service path, starting with ``/``); a
         catalog route may have a ``{prefix}`` segment after ``/v1`` naming one of ``warehouses``.
 
@@ -135,7 +135,7 @@ class PathMatcher:
             namespace = names.get("namespace")
             kind = "view" if "view" in names else "table"
             table = names.get(kind)
-            return Route(
+            return RouteMatch(
                 operation,
                 None if namespace is None else namespace_name(namespace.split(NAMESPACE_SEPARATOR),
                                                               _MISSING_WHEN_NESTED.get(operation), table),

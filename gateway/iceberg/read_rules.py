@@ -1,8 +1,7 @@
-"""The rules a read of a table's files passes, written once for every operation that hands out
-what a load hands out (server-side scan planning; issue 42): ``select`` on the table, the
-denied-columns rule of :mod:`gateway.iceberg.trusted` (403 unless a trusted engine asks), and
-the row-filter and column-mask rule (:func:`gateway.iceberg.trusted.filtered`, issue 39: 403
-unless a trusted engine asks, which gets the filter and masks from the load).
+"""What a read of a table's files (server-side scan planning; issue 42) hands out, once the
+route's rules judged it as a load (:mod:`gateway.iceberg.access`: ``select``, the denied-columns
+rule and the row-filter and column-mask rule of :mod:`gateway.iceberg.trusted`, the storage
+identity): the table read, and the columns a trusted engine may name (:func:`require_columns`).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 
 from pyiceberg.table.metadata import TableMetadata
 
-from gateway.iceberg import errors, trusted
+from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog
 
 
@@ -26,18 +25,13 @@ class Readable:
 
 
 async def readable(catalog: Catalog, db: str, name: str) -> Readable:
-    """``db.name`` checked as a load checks it, then read. Raises ``NoSuchTable``/
-    ``NoSuchNamespace`` (404), ``Forbidden`` (403: no ``select``; denied columns and no
-    trusted engine; a row filter or mask and no trusted engine), ``ServiceFailure`` (the
+    """``db.name``, judged as a load is by the route's rules before (:mod:`gateway.iceberg.access`:
+    ``select``, denied columns and row filter and masks for trusted engines only, storage
+    identity), read. Raises ``NoSuchTable``/``NoSuchNamespace`` (404), ``ServiceFailure`` (the
     metadata file cannot be read)."""
-    catalog.named(db, name)
-    catalog.require("select", db, name)
-    denied = trusted.restricted(catalog, db, name)
-    hive = await catalog.lookup(db, name)
-    trusted.filtered(catalog, db, name, hive)  # as a load: its files only for a trusted engine
-    location, metadata = await catalog.metadata(hive)
+    location, metadata = await catalog.metadata(await catalog.judged(db, name))
     columns = None
-    if denied:
+    if not catalog.view.all_columns(db, name):
         names = [f.name for f in metadata.schema().fields]
         columns = frozenset(catalog.view.columns(db, name, names))
     return Readable(location, metadata, columns)

@@ -27,7 +27,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pyiceberg.exceptions import ValidationError as IcebergValidationError
 
-from gateway.iceberg import errors, trusted
+from gateway.iceberg import errors
 from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.local_paths import linked
@@ -36,7 +36,7 @@ from gateway.iceberg.locations import (
 )
 from gateway.iceberg.locations import parse as parse_location
 from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
-from gateway.iceberg.paths import Route, hms_name
+from gateway.iceberg.paths import RouteMatch, hms_name
 from gateway.iceberg.tables import stored
 
 
@@ -59,7 +59,7 @@ class RegisterViewRequest(BaseModel):
     metadata_location: str = Field(alias="metadata-location", min_length=1, max_length=4096)
 
 
-async def register_table(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def register_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                          ask: RegisterTableRequest) -> Reply:
     """Raises ``BadRequest`` (body, name, unreadable metadata), ``Forbidden`` (policy, location),
     ``NoSuchNamespace``, ``AlreadyExists``, ``Unsupported`` (``overwrite``)."""
@@ -68,18 +68,16 @@ async def register_table(catalog: Catalog, route: Route, request: web.BaseReques
     return await _register(catalog, route, ask.name, ask.metadata_location, TABLE)
 
 
-async def register_view(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def register_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                         ask: RegisterViewRequest) -> Reply:
     """Raises as :func:`register_table` (but for ``overwrite``, which views do not have)."""
     return await _register(catalog, route, ask.name, ask.metadata_location, VIEW)
 
 
-async def _register(catalog: Catalog, route: Route, name: str, location: str, object_type: CatalogObject) -> Reply:
+async def _register(catalog: Catalog, route: RouteMatch, name: str, location: str, object_type: CatalogObject) -> Reply:
     what = object_type.noun
     db = route.db()
     name = hms_name(name, what)
-    catalog.named(db, name)
-    catalog.require("create", db)
     database = await catalog.database(db)
     file = parse_location(location, "metadata-location")
     areas = [p for p in (database.locationUri, *catalog.service.register_prefixes) if p]
@@ -91,8 +89,6 @@ async def _register(catalog: Catalog, route: Route, name: str, location: str, ob
     if any(linked(location, home) for home in homes):  # a client's link on a local warehouse
         raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
-    if object_type is TABLE:
-        trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
         metadata = await object_type.read(catalog.files, location)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,

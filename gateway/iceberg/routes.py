@@ -1,7 +1,7 @@
 """The route table of the Iceberg REST Catalog this service answers (apache/iceberg
-``open-api/rest-catalog-open-api.yaml``, its ``paths``; as Java's ``RESTCatalogAdapter.Route``
+``open-api/rest-catalog-open-api.yaml``, its ``paths``; as Java's ``RESTCatalogAdapter.RouteMatch``
 holds method, path, request and response types in one row): :data:`ROUTES`, one
-:class:`Endpoint` per operation with its handler itself (a closed internal set: no strings).
+:class:`Route` per operation with its handler itself (a closed internal set: no strings).
 How a path picks a row is :mod:`gateway.iceberg.paths`; ``GET /v1/config``'s ``endpoints``
 derive from the table (:data:`ENDPOINTS`).
 
@@ -11,12 +11,12 @@ handler runs (:func:`gateway.iceberg.bodies.read`: a body that does not read is 
 of the response model, which writes the JSON (``model_dump_json``); a row without a response
 model answers no body. Every handler has one signature::
 
-    async def handler(catalog: Catalog, route: Route, request: web.BaseRequest, ask) -> Reply
+    async def handler(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask) -> Reply
 
 ``catalog`` the request's :class:`~gateway.iceberg.catalog.Catalog` (HMS client acting as the
 caller, policy view, metadata files, ``catalog.service`` the serving service's
 :class:`~gateway.iceberg.service_state.ServiceState`), ``route`` the matched
-:class:`~gateway.iceberg.paths.Route` (validated namespace and table), ``request`` for the
+:class:`~gateway.iceberg.paths.RouteMatch` (validated namespace and table), ``request`` for the
 query and headers, ``ask`` the body read as the row's request model (None for a row without
 one). A handler answers a :class:`~gateway.iceberg.catalog.Reply` or raises an
 :class:`~gateway.iceberg.errors.IcebergError`.
@@ -41,25 +41,27 @@ from pyiceberg.catalog.rest import (
 from pyiceberg.catalog.rest.response import TokenResponse
 
 from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
-from gateway.iceberg import scan_plans, transactions, views
+from gateway.iceberg import access as needs, scan_plans, transactions, views
+from gateway.iceberg.access import LOCATION_CONFINEMENT as LOC, PUBLIC, RESERVED_PROPERTIES as RESERVED, STORAGE
+from gateway.iceberg.access import Declared, by_body, enforce, on_namespace, on_table, on_view
 from gateway.iceberg.bodies import CatalogConfig, CommitRequest, CreateNamespace, CreateTableRequest
 from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, RenameTable, UpdateNamespaceProperties, read
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.errors import IcebergError
 from gateway.iceberg.objects import LoadTableResult
-from gateway.iceberg.paths import PathMatcher, Route
+from gateway.iceberg.paths import PathMatcher, RouteMatch
 from gateway.iceberg.plan_models import FetchedPlanningResult, FetchScanTasksRequest, PlanningResult
 from gateway.iceberg.plan_models import PlanTableScanRequest, ScanTaskList
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest
 from gateway.iceberg.warehouses import config_overrides
 
-Handler = Callable[[Catalog, Route, web.BaseRequest, Any], Awaitable[Reply]]
+Handler = Callable[[Catalog, RouteMatch, web.BaseRequest, Any], Awaitable[Reply]]
 
-__all__ = ["ENDPOINTS", "Endpoint", "ROUTES", "Route", "answer", "endpoint", "match"]
+__all__ = ["ENDPOINTS", "Route", "ROUTES", "RouteMatch", "answer", "match", "route_of"]
 
 
 @dataclass(frozen=True)
-class Endpoint:
+class Route:
     """One row: ``method`` and ``path`` (template) of the spec's ``operation`` (operationId),
     the ``request`` body's model (PyIceberg's where it has one, else the spec's shape in the
     handler's module; None: the body is not read) and the ``response`` body's model (None: no
@@ -78,6 +80,11 @@ class Endpoint:
     error_model: Callable[[IcebergError], IcebergError] | None = None
     #: Listed in ``GET /v1/config``'s ``endpoints`` (the catalog's routes, below ``{prefix}``).
     listed: bool = True
+    #: What the operation needs, enforced before the handler runs (:mod:`gateway.iceberg.access`;
+    #: None on a non-public row is a gateway bug: refused, and a unit test fails).
+    access: Declared | None = None
+    #: Called with each refusal (an :class:`IcebergError` of the enforcer or the handler), to count it.
+    refused: Callable[[Catalog, IcebergError], None] | None = None
 
 
     def written(self, reply: Reply) -> Reply:
@@ -91,7 +98,7 @@ class Endpoint:
         return replace(reply, body=reply.body.model_dump_json(by_alias=True).encode())
 
 
-async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def get_config(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """The spec's ``CatalogConfig``: ``overrides.prefix`` for a ``warehouse`` the service has
     (:func:`gateway.iceberg.warehouses.config_overrides`; 400 for one it has not)."""
     overrides = config_overrides(catalog.service.warehouses, request.query.get("warehouse"))
@@ -100,56 +107,78 @@ async def get_config(catalog: Catalog, route: Route, request: web.BaseRequest, a
 
 _NS, _TABLE, _VIEW = "/v1/namespaces/{namespace}", "/v1/namespaces/{namespace}/tables/{table}", \
     "/v1/namespaces/{namespace}/views/{view}"
-E = Endpoint
+E = Route
+_T, _NT, _NV = ("namespace", "table"), ("namespace",), ("namespace", "view")
 #: The table.
-ROUTES: tuple[Endpoint, ...] = (
-    E("GET", "/v1/config", "getConfig", None, CatalogConfig, get_config, listed=False),
+ROUTES: tuple[Route, ...] = (
+    E("GET", "/v1/config", "getConfig", None, CatalogConfig, get_config, listed=False, access=PUBLIC),
     E("POST", "/v1/oauth/tokens", "getToken", oauth.TokenRequest, TokenResponse, oauth.get_token, public=True,
-      error_model=oauth.oauth_error, listed=False),
-    E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaces, namespaces.list_namespaces),
-    E("POST", "/v1/namespaces", "createNamespace", CreateNamespace, NamespaceResponse, namespaces.create_namespace),
-    E("GET", _NS, "loadNamespaceMetadata", None, NamespaceResponse, namespaces.load_namespace),
-    E("HEAD", _NS, "namespaceExists", None, None, namespaces.namespace_exists),
-    E("DELETE", _NS, "dropNamespace", None, None, namespaces.drop_namespace),
+      error_model=oauth.oauth_error, listed=False, access=PUBLIC),
+    E("GET", "/v1/namespaces", "listNamespaces", None, ListNamespaces, namespaces.list_namespaces,
+      access=by_body("visible (`_any`) `parent`; lists the visible only", "catalog", (), needs.list_namespaces)),
+    E("POST", "/v1/namespaces", "createNamespace", CreateNamespace, NamespaceResponse, namespaces.create_namespace,
+      access=by_body("`create` on the body's namespace", "namespace", (), needs.create_namespace, RESERVED, LOC)),
+    E("GET", _NS, "loadNamespaceMetadata", None, NamespaceResponse, namespaces.load_namespace,
+      access=on_namespace("")),
+    E("HEAD", _NS, "namespaceExists", None, None, namespaces.namespace_exists, access=on_namespace("")),
+    E("DELETE", _NS, "dropNamespace", None, None, namespaces.drop_namespace, access=on_namespace("drop")),
     E("POST", f"{_NS}/properties", "updateProperties", UpdateNamespaceProperties, UpdateNamespacePropertiesResponse,
-      namespaces.update_properties),
-    E("GET", f"{_NS}/tables", "listTables", None, ListTables, tables.list_tables),
-    E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, LoadTableResult, tables.create_table),
+      namespaces.update_properties, access=by_body("`alter`", "namespace", _NT, needs.update_namespace, RESERVED, LOC)),
+    E("GET", f"{_NS}/tables", "listTables", None, ListTables, tables.list_tables, access=on_namespace("")),
+    E("POST", f"{_NS}/tables", "createTable", CreateTableRequest, LoadTableResult, tables.create_table,
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.create_table, needs.ROW_FILTER_AND_MASKS,
+                     RESERVED, LOC)),
     E("POST", f"{_NS}/register", "registerTable", register.RegisterTableRequest, LoadTableResult,
-      register.register_table),
-    E("GET", _TABLE, "loadTable", None, LoadTableResult, tables.load_table),
-    E("HEAD", _TABLE, "tableExists", None, None, tables.table_exists),
+      register.register_table,
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.register_table, needs.ROW_FILTER_AND_MASKS, LOC)),
+    E("GET", _TABLE, "loadTable", None, LoadTableResult, tables.load_table, access=on_table("select", *STORAGE)),
+    E("HEAD", _TABLE, "tableExists", None, None, tables.table_exists, access=on_table("")),
     # the spec's CommitTableResponse, answered as a LoadTableResult (with its config) as before
-    E("POST", _TABLE, "updateTable", CommitRequest, LoadTableResult, commit.commit_table),
-    E("DELETE", _TABLE, "dropTable", None, None, tables.drop_table),
-    E("POST", "/v1/tables/rename", "renameTable", RenameTable, None, tables.rename_table),
+    E("POST", _TABLE, "updateTable", CommitRequest, LoadTableResult, commit.commit_table,
+      access=by_body("`update` (data updates) and/or `alter` (the others); a staged create: `create` on the "
+                     "namespace", "table", _T, needs.commit_table, *STORAGE, RESERVED, LOC)),
+    E("DELETE", _TABLE, "dropTable", None, None, tables.drop_table, access=on_table("drop", LOC)),
+    E("POST", "/v1/tables/rename", "renameTable", RenameTable, None, tables.rename_table,
+      access=by_body("`alter` on the source table, `create` on the destination namespace", "table", (),
+                     needs.rename_table)),
     E("POST", f"{_TABLE}/metrics", "reportMetrics", metrics_report.ReportMetricsRequest, None,
-      metrics_report.report_metrics),
-    E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials),
+      metrics_report.report_metrics, access=on_table("", *STORAGE)),
+    E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials,
+      access=on_table("select", *STORAGE, LOC)),
     # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
     E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
-      listed=False),
-    E("POST", f"{_TABLE}/plan", "planTableScan", PlanTableScanRequest, PlanningResult, scan_plans.plan_table_scan),
+      listed=False, refused=signer.refused,
+      access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),
+    E("POST", f"{_TABLE}/plan", "planTableScan", PlanTableScanRequest, PlanningResult, scan_plans.plan_table_scan,
+      access=on_table("select", *STORAGE)),
     E("GET", f"{_TABLE}/plan/{{plan-id}}", "fetchPlanningResult", None, FetchedPlanningResult,
-      scan_plans.fetch_planning_result),
-    E("DELETE", f"{_TABLE}/plan/{{plan-id}}", "cancelPlanning", None, None, scan_plans.cancel_planning),
-    E("POST", f"{_TABLE}/tasks", "fetchScanTasks", FetchScanTasksRequest, ScanTaskList, scan_plans.fetch_scan_tasks),
+      scan_plans.fetch_planning_result, access=on_table("select", *STORAGE)),
+    E("DELETE", f"{_TABLE}/plan/{{plan-id}}", "cancelPlanning", None, None, scan_plans.cancel_planning,
+      access=on_table("select", *STORAGE)),
+    E("POST", f"{_TABLE}/tasks", "fetchScanTasks", FetchScanTasksRequest, ScanTaskList, scan_plans.fetch_scan_tasks,
+      access=on_table("select", *STORAGE)),
     E("POST", "/v1/transactions/commit", "commitTransaction", transactions.CommitTransactionRequest, None,
-      transactions.commit_transaction),
-    E("GET", f"{_NS}/views", "listViews", None, ListViews, views.list_views),
-    E("POST", f"{_NS}/views", "createView", CreateViewRequest, ViewResponse, views.create_view),
-    E("GET", _VIEW, "loadView", None, ViewResponse, views.load_view),
-    E("POST", _VIEW, "replaceView", CommitViewRequest, ViewResponse, views.replace_view),
-    E("DELETE", _VIEW, "dropView", None, None, views.drop_view),
-    E("HEAD", _VIEW, "viewExists", None, None, views.view_exists),
-    E("POST", "/v1/views/rename", "renameView", RenameTable, None, views.rename_view),
+      transactions.commit_transaction,
+      access=by_body("each table's as `updateTable`'s", "table", (), needs.commit_transaction, *STORAGE, RESERVED,
+                     LOC)),
+    E("GET", f"{_NS}/views", "listViews", None, ListViews, views.list_views, access=on_namespace("")),
+    E("POST", f"{_NS}/views", "createView", CreateViewRequest, ViewResponse, views.create_view,
+      access=by_body("`create` on the namespace", "namespace", _NT, needs.create_view, RESERVED, LOC)),
+    E("GET", _VIEW, "loadView", None, ViewResponse, views.load_view, access=on_view("select")),
+    E("POST", _VIEW, "replaceView", CommitViewRequest, ViewResponse, views.replace_view,
+      access=by_body("`alter`", "view", _NV, needs.replace_view, RESERVED, LOC)),
+    E("DELETE", _VIEW, "dropView", None, None, views.drop_view, access=on_view("drop")),
+    E("HEAD", _VIEW, "viewExists", None, None, views.view_exists, access=on_view("")),
+    E("POST", "/v1/views/rename", "renameView", RenameTable, None, views.rename_view,
+      access=by_body("`alter` on the source view, `create` on the destination namespace", "view", (),
+                     needs.rename_view)),
     E("POST", f"{_NS}/register-view", "registerView", register.RegisterViewRequest, ViewResponse,
-      register.register_view),
+      register.register_view, access=by_body("`create` on the namespace", "namespace", _NT, needs.register_view, LOC)),
 )
 del E
 
 #: operationId → its row.
-_BY_OPERATION: dict[str, Endpoint] = {row.operation: row for row in ROUTES}
+_BY_OPERATION: dict[str, Route] = {row.operation: row for row in ROUTES}
 
 #: ``GET /v1/config``'s ``endpoints``: every catalog route, as the spec writes them.
 ENDPOINTS: tuple[str, ...] = tuple(
@@ -159,21 +188,30 @@ ENDPOINTS: tuple[str, ...] = tuple(
 _MATCHER = PathMatcher((row.method, row.path, row.operation) for row in ROUTES)
 
 
-def match(method: str, path: str, warehouses: Collection[str] = ()) -> Route:
+def match(method: str, path: str, warehouses: Collection[str] = ()) -> RouteMatch:
     """The route of ``method`` on ``path`` (:meth:`gateway.iceberg.paths.PathMatcher.match`, which
     names the errors raised)."""
     return _MATCHER.match(method, path, warehouses)
 
 
-async def answer(catalog: Catalog, route: Route, request: web.BaseRequest, body: bytes) -> Reply:
+async def answer(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, body: bytes) -> Reply:
     """The route's row run on one request: its request model reads ``body`` (the whole request
     body, read within the limits), its handler answers, its response model writes the answer's
-    body (bytes). Raises what the reading and the handler raise."""
+    body (bytes); the row's declared access is enforced once in between
+    (:func:`gateway.iceberg.access.enforce`). Raises what the reading, the enforcer and the
+    handler raise."""
     row = _BY_OPERATION[route.operation]
-    reply = await row.handler(catalog, route, request, read(row.request, catalog, request, body))
+    ask = read(row.request, catalog, request, body)
+    try:
+        await enforce(catalog, row.access, route, request, ask)
+        reply = await row.handler(catalog, route, request, ask)
+    except IcebergError as error:
+        if row.refused is not None:
+            row.refused(catalog, error)
+        raise
     return row.written(reply)
 
 
-def endpoint(operation: str) -> Endpoint:
+def route_of(operation: str) -> Route:
     """The row of ``operation``. Raises ``KeyError`` for an operationId the table lacks."""
     return _BY_OPERATION[operation]

@@ -47,7 +47,7 @@ from gateway.iceberg.bodies import file_fault
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.lakehouse.file_io import file_io
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.plan_cache import key as plan_key
 from gateway.iceberg.plan_models import (
     FetchedPlanningResult, FetchScanTasksRequest, PlanCompleted, PlanFailed, PlanningResult, PlanSubmitted,
@@ -186,7 +186,7 @@ async def _answer(catalog: Catalog, request: web.BaseRequest, db: str, name: str
     return Reply(body=wrap(await _completed(catalog, request, db, name, table, tasks, plan_id)))
 
 
-async def plan_table_scan(catalog: Catalog, route: Route, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
+async def plan_table_scan(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: PlanTableScanRequest) -> Reply:
     """``planTableScan`` (see the module docstring). Raises 400, 403, 404, 502, 503 (too many
     plans in progress, with ``Retry-After``)."""
     db, name = route.db_table()
@@ -212,7 +212,7 @@ def _known(catalog: Catalog, db: str, name: str, plan_id: str) -> dict:
     return payload
 
 
-async def fetch_planning_result(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def fetch_planning_result(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``fetchPlanningResult``: the state of a plan this worker holds, else the plan planned
     again under its id (any worker, any replica: see :mod:`gateway.iceberg.plan_store`). Raises
     404 ``NoSuchPlanIdException`` for a plan id that is not the caller's for this table,
@@ -241,7 +241,7 @@ async def fetch_planning_result(catalog: Catalog, route: Route, request: web.Bas
                          FetchedPlanningResult)
 
 
-async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def cancel_planning(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``cancelPlanning``: 204. A plan this worker holds is let go, its work stopped at its next
     manifest; the id is 404 on this worker after (another worker or replica still answers it).
     Raises 404 ``NoSuchPlanIdException`` as :func:`fetch_planning_result` (a plan cancelled here
@@ -256,7 +256,7 @@ async def cancel_planning(catalog: Catalog, route: Route, request: web.BaseReque
     return Reply(status=204)
 
 
-async def fetch_scan_tasks(catalog: Catalog, route: Route, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
+async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
     """``fetchScanTasks``: the file scan tasks of one plan task. Raises 404
     ``NoSuchPlanTaskException`` for a plan task that is not the caller's for this table, expired,
     or whose snapshot is gone; what planning raises."""

@@ -15,7 +15,10 @@ when all of these hold, else 403 (400 for a malformed one) and nothing is signed
 - its query has only the object and listing parameters S3 clients send for data files, never
   presigned-URL parameters (``X-Amz-*``);
 - the method fits the access the policy grants on the table: GET/HEAD ``select``,
-  PUT/POST/DELETE ``update``;
+  PUT/POST/DELETE ``update``; and the table passes the rules of every route that hands out its
+  storage: no column denied to the caller, no row filter or mask for the caller (else a
+  trusted engine's signatures only), its storage identity (all declared on the route's row and
+  judged before :func:`sign` runs, :mod:`gateway.iceberg.access`);
 - a copy source (``x-amz-copy-source``) is an object under the location too, and no ACL or
   object-lock header is asked for (:func:`check_headers`); a client's ``Host`` header is never
   signed (the URL's host is);
@@ -44,11 +47,11 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.iceberg import errors, trusted
+from gateway.iceberg import errors
 from gateway.iceberg.bodies import parse
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.locations import check_delegated
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.lakehouse.storage import split_location
 from gateway.observability import metrics
 
@@ -119,37 +122,27 @@ class _Signer(S3SigV4Auth):
         return self._payload
 
 
-async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: SignRequest) -> Reply:
-    """Answer one signing request for the route's table (see the module docstring). Raises
-    :class:`errors.BadRequest`, :class:`errors.Forbidden`, 404 for an unknown table."""
+async def sign(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: SignRequest) -> Reply:
+    """Answer one signing request for the route's table (see the module docstring); the method's
+    access (``select`` or ``update``), the denied columns, the row filter and masks and the
+    storage identity were judged before, as the route declares (:mod:`gateway.iceberg.access`).
+    Raises :class:`errors.BadRequest`, :class:`errors.Forbidden` (each counted by
+    :func:`refused`), 404 for an unknown table."""
     service = catalog.service
-    db, table = route.namespace, route.table
-    assert db is not None and table is not None
-    catalog.named(db, table)
-    try:
-        access = ACCESS.get(ask.method.upper())
-        if access is None:
-            raise errors.Forbidden(f"S3 method {ask.method[:16]!r} is never signed")
-        headers = headers_to_sign(ask.headers)
-        storage, vendor = service.storage, service.vendor
-        if storage is None or vendor is None:
-            raise errors.Forbidden("this service does not sign S3 requests (no options.s3.role_arn)")
-        if ask.region != storage.options.region:
-            raise errors.BadRequest(f"region {ask.region[:64]!r} is not the warehouse's")
-        catalog.require("", db, table)
-        if not catalog.view.may(access, db, table):
-            raise errors.Forbidden(f"{catalog.user} may not {access} {db}.{table}: "
-                                   f"{ask.method.upper()} is not signed")
-        hive = await catalog.lookup(db, table)
-        trusted.filtered(catalog, db, table, hive)  # a filtered table: a trusted engine's signatures only
-        location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
-        await check_delegated(catalog, db, table, location, remember=SIGNING_VERDICT_SECONDS)
-        check_url(ask.uri, ask.method.upper(), location, storage.options)
-        check_headers(headers, ask.method.upper(), location)
-        credentials = await vendor.signing_credentials(location, access == "update")
-    except errors.IcebergError as error:
-        _count(service, "invalid" if error.status == 400 else "denied")
-        raise
+    db, table = route.db_table()
+    access = ACCESS[ask.method.upper()]
+    headers = headers_to_sign(ask.headers)
+    storage, vendor = service.storage, service.vendor
+    if storage is None or vendor is None:
+        raise errors.Forbidden("this service does not sign S3 requests (no options.s3.role_arn)")
+    if ask.region != storage.options.region:
+        raise errors.BadRequest(f"region {ask.region[:64]!r} is not the warehouse's")
+    hive = await catalog.judged(db, table)
+    location = (hive.sd.location or "").rstrip("/") if hive.sd else ""
+    await check_delegated(catalog, db, table, location, remember=SIGNING_VERDICT_SECONDS)
+    check_url(ask.uri, ask.method.upper(), location, storage.options)
+    check_headers(headers, ask.method.upper(), location)
+    credentials = await vendor.signing_credentials(location, access == "update")
     answer = signed(ask.method.upper(), ask.uri, headers, credentials, storage.options.region)
     _count(service, "allowed")
     skipped = service.signing_summaries.allowed((catalog.user, db, table, access))
@@ -160,6 +153,11 @@ async def sign(catalog: Catalog, route: Route, request: web.BaseRequest, ask: Si
         request[SIGNING_REASON] = (f"S3 {access} signing allowed; {skipped} more allowed "
                                    "before this line since the previous one")
     return Reply(body=SignResponse(**answer))
+
+
+def refused(catalog: Catalog, error: errors.IcebergError) -> None:
+    """Count a refused signing (the route row's ``refused``: the enforcer's and :func:`sign`'s)."""
+    _count(catalog.service, "invalid" if error.status == 400 else "denied")
 
 
 def signed(method: str, uri: str, headers: dict[str, str], credentials, region: str) -> dict:

@@ -24,12 +24,11 @@ from gateway.iceberg import errors, trusted
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.delegation import delegated
 from gateway.iceberg.files import next_metadata_location
-from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_properties, check_purge, check_table, default_location
 from gateway.iceberg.namespaces import paged
 from gateway.iceberg.bodies import CLIENT_FAULTS, CreateTableRequest, RenameTable
 from gateway.iceberg.objects import TABLE, CatalogObject
-from gateway.iceberg.paths import Route, hms_name, namespace_name
+from gateway.iceberg.paths import RouteMatch, hms_name, namespace_name
 from gateway.iceberg.empty_dirs import remove_empty
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ def _not_modified(if_none_match: str | None, tag: str) -> bool:
     return "*" in candidates or tag in candidates
 
 
-async def list_tables(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def list_tables(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     return await listing(catalog, route.db(), request.query, TABLE)
 
 
@@ -59,7 +58,6 @@ async def listing(catalog: Catalog, db: str, query, object_type: CatalogObject) 
     read. Raises ``NoSuchNamespace``, ``Forbidden``, ``BadRequest`` (paging)."""
     operation = object_type.list_operation
     paged([], operation, [db], query)  # a bad pageSize or pageToken is refused before HMS is asked
-    catalog.require("", db)
     await catalog.database(db)
     names = catalog.view.visible_tables(db, await catalog.client.call("get_all_tables", db_name=db))
     tables = await catalog.client.call("get_table_objects_by_name", dbname=db, tbl_names=names) if names else []
@@ -70,11 +68,10 @@ async def listing(catalog: Catalog, db: str, query, object_type: CatalogObject) 
                                          "next-page-token": token}))
 
 
-async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateTableRequest) -> Reply:
+async def create_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CreateTableRequest) -> Reply:
     """Create ``db.<name>``, with storage access as the request's delegation header asks."""
     db = route.db()
     name, location = await placed(catalog, db, ask, TABLE)
-    trusted.filtered(catalog, db, name)  # a filtered or masked name: trusted engines only
     try:
         metadata = new_table_metadata(
             schema=ask.table_schema,
@@ -95,15 +92,12 @@ async def create_table(catalog: Catalog, route: Route, request: web.BaseRequest,
 
 async def placed(catalog: Catalog, db: str, ask, object_type: CatalogObject) -> tuple[str, str]:
     """``(name, location)`` of a new table or view (``object_type``) that ``ask`` (its ``name``,
-    ``location``, ``properties``) asks for in ``db``, checked: an HMS name, no property that
-    loads code, ``create`` on the namespace, the name free of tables and views, the location
+    ``location``, ``properties``) asks for in ``db``, checked (the name, its properties and ``create`` on the namespace were, by the
+    route's declared access: :mod:`gateway.iceberg.access`): the name free of tables and views, the location
     (the namespace's default, or the one asked for) where the policy and the deputy rules let
     it lie (:func:`~gateway.iceberg.locations.check_table`). Raises ``BadRequest``,
     ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists``."""
     name = hms_name(ask.name, object_type.noun)
-    catalog.named(db, name)
-    refuse_reserved(ask.properties, f"{object_type.noun} {db}.{name}")
-    catalog.require("create", db)
     database = await catalog.database(db)
     await catalog.absent(db, name)
     location = default_location(database, name) if ask.location is None else ask.location.rstrip("/")
@@ -122,7 +116,7 @@ async def stored(catalog: Catalog, db: str, name: str, metadata, location: str, 
     await catalog.create(db, name, table, None if written else location, what=object_type.noun.capitalize())
 
 
-async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """Load ``db.name``, with storage access as the request's delegation header asks; 304 for
     an ``If-None-Match`` that names the answer's ``ETag``."""
     db, name = route.db_table()
@@ -130,10 +124,10 @@ async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, a
     snapshots = request.query.get("snapshots", "all")
     if snapshots not in SNAPSHOT_MODES:
         raise errors.BadRequest(f"snapshots must be all or refs, got {snapshots[:40]!r}")
-    catalog.require("select", db, name)
-    columns_denied = trusted.restricted(catalog, db, name)  # 403 unless a trusted engine asks
-    hive = await catalog.lookup(db, name)
-    # a row filter or mask: 403 unless a trusted engine asks, which gets them in config
+    # select, and the denied columns, row filter and masks found a trusted engine (or none
+    # apply): the route's rules (gateway.iceberg.access); a trusted engine gets them in config
+    columns_denied = not catalog.view.all_columns(db, name)
+    hive = await catalog.judged(db, name)
     stated = trusted.restrictions_config(trusted.filtered(catalog, db, name, hive))
     location = hive.parameters["metadata_location"]
     tag = etag(location, snapshots)
@@ -154,34 +148,32 @@ async def load_table(catalog: Catalog, route: Route, request: web.BaseRequest, a
     return Reply(body=TABLE.result(location, metadata, {**config, **columns}, credentials), headers=(("ETag", tag),))
 
 
-async def table_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def table_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     return await exists(catalog, route, TABLE)
 
 
-async def exists(catalog: Catalog, route: Route, object_type: CatalogObject) -> Reply:
+async def exists(catalog: Catalog, route: RouteMatch, object_type: CatalogObject) -> Reply:
     """204 when the route's table (or view, ``object_type``) exists and the user sees it, else the
     object type's 404."""
     db, name = route.db_table()
-    catalog.require("", db, name, object_type)
     await catalog.lookup(db, name, object_type)
     return Reply(status=204)
 
 
-async def drop_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def drop_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     purge = request.query.get("purgeRequested", "false").lower()
     if purge not in ("true", "false"):
         raise errors.BadRequest("purgeRequested must be true or false")
     return await drop(catalog, route, TABLE, purge=purge == "true")
 
 
-async def drop(catalog: Catalog, route: Route, object_type: CatalogObject, purge: bool = False) -> Reply:
+async def drop(catalog: Catalog, route: RouteMatch, object_type: CatalogObject, purge: bool = False) -> Reply:
     """204 when the route's table (or view, ``object_type``) is dropped from HMS (policy: ``drop``);
     with ``purge`` (tables only) its files are deleted after, when it lies where the gateway
     may delete (:func:`~gateway.iceberg.locations.check_purge`, else 403 before anything is
     dropped); without, they stay (as Java's ``HiveCatalog.dropView`` leaves a view's). Raises
     the object type's 404, ``Forbidden``."""
     db, name = route.db_table()
-    catalog.require("drop", db, name, object_type)
     hive = await catalog.lookup(db, name, object_type)
     location, metadata = await catalog.metadata(hive, object_type) if purge else (None, None)
     if metadata is not None:
@@ -197,7 +189,7 @@ async def drop(catalog: Catalog, route: Route, object_type: CatalogObject, purge
     return Reply(status=204)
 
 
-async def rename_table(catalog: Catalog, route: Route, request: web.BaseRequest, ask: RenameTable) -> Reply:
+async def rename_table(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: RenameTable) -> Reply:
     return await rename(catalog, ask, TABLE)
 
 
@@ -209,7 +201,5 @@ async def rename(catalog: Catalog, ask: RenameTable, object_type: CatalogObject)
     src_db, src = namespace_name(ask.source.namespace), hms_name(ask.source.name, object_type.noun)
     dst_db, dst = namespace_name(ask.destination.namespace), hms_name(ask.destination.name, object_type.noun)
     catalog.named(src_db, src)
-    catalog.require("alter", src_db, src, object_type)
-    catalog.require("create", dst_db)
     await catalog.rename(await catalog.lookup(src_db, src, object_type), dst_db, dst, object_type)
     return Reply(status=204)

@@ -41,13 +41,13 @@ from pyiceberg.table.update import AssertCreate
 from gateway.iceberg import errors
 from gateway.iceberg.bodies import commit_request, document
 from gateway.iceberg.catalog import Catalog, Reply
-from gateway.iceberg.commit import accesses, alter_landed, locked
+from gateway.iceberg.commit import alter_landed, locked
 from gateway.iceberg.objects import apply_updates
 from gateway.iceberg.files import next_metadata_location
 from gateway.iceberg.hive_tables import COMMIT_CONTEXT, committed_table
 from gateway.iceberg.hms_refusals import column_refusal
-from gateway.iceberg.locations import check_moved
-from gateway.iceberg.paths import Route, hms_name, namespace_name
+from gateway.iceberg.locations import check_identity, check_moved
+from gateway.iceberg.paths import RouteMatch, hms_name, namespace_name
 from gateway.upstream.errors import UpstreamError, UpstreamTimeout
 
 log = logging.getLogger(__name__)
@@ -118,18 +118,12 @@ class CommitTransactionRequest(BaseModel):
         return cls(changes=tuple(changes_of(body)))
 
 
-async def commit_transaction(catalog: Catalog, route: Route, request: web.BaseRequest,
+async def commit_transaction(catalog: Catalog, route: RouteMatch, request: web.BaseRequest,
                              ask: CommitTransactionRequest) -> Reply:
     """204 when every change landed. Raises ``BadRequest``, ``Forbidden``, ``NoSuchTable``,
     ``CommitFailed`` (409: a conflict, a lock not granted, HMS refused and all was rolled back),
     ``ServiceUnavailable`` (503, rolled back), ``CommitStateUnknown``."""
-    changes = list(ask.changes)
-    for change in changes:
-        catalog.named(change.db, change.name)
-        for access in accesses(change.request.updates):
-            catalog.require(access, change.db, change.name)
-    for change in changes:
-        await catalog.lookup(change.db, change.name)  # 404 before any lock
+    changes = list(ask.changes)  # each judged as a table commit before (gateway.iceberg.access)
     async with AsyncExitStack() as locks:
         for change in changes:  # one fixed order: no deadlock between two transactions
             await locks.enter_async_context(locked(catalog, change.db, change.name))
@@ -144,6 +138,7 @@ async def _prepare(catalog: Catalog, changes: list[Change]) -> None:
     """Re-read every table under the locks; check every requirement; apply the updates."""
     for change in changes:
         change.hive = await catalog.lookup(change.db, change.name)
+        await check_identity(catalog, change.db, change.name, change.hive)
         change.base_location, change.base = await catalog.metadata(change.hive)
     for change in changes:
         change.new = apply_updates(change.request, change.base_location, change.base, change.key)

@@ -14,8 +14,10 @@ Row filters and column masks (Ranger's row-filter and data-mask policies, issue 
 same rule (:func:`filtered`): a table with a filter or a mask for the caller loads only for a
 trusted engine, which gets them in ``config`` under :data:`ROW_FILTER`,
 :data:`ROW_FILTER_POLICY` and :data:`COLUMN_MASKS`; anyone else gets 403, and no path hands
-them storage access to such a table: load, create and commit answers, ``loadCredentials``, the
-S3 signer and metrics reports all ask :func:`filtered` first.
+them storage access to such a table. Both rules are named on the route rows that read or hand
+out a table's storage (load, commits and transactions, scan planning, ``loadCredentials``, the
+S3 signer, metrics reports; :mod:`gateway.iceberg.access`), which run :func:`restricted` and
+:func:`filtered` before the handler.
 """
 
 from __future__ import annotations

@@ -33,17 +33,17 @@ from gateway.iceberg.files import next_view_metadata_location
 from gateway.iceberg.locations import check_properties
 from gateway.iceberg.objects import VIEW
 from gateway.iceberg.tables import drop, exists, listing, placed, rename, stored
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.view_updates import CommitViewRequest, CreateViewRequest, new_view
 
 
-async def list_views(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def list_views(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``ListTablesResponse`` of the namespace's Iceberg views (paged). Raises ``NoSuchNamespace``,
     ``BadRequest`` (paging)."""
     return await listing(catalog, route.db(), request.query, VIEW)
 
 
-async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CreateViewRequest) -> Reply:
+async def create_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CreateViewRequest) -> Reply:
     """``LoadViewResult`` of a new view. Raises ``BadRequest`` (body, names, an invalid view),
     ``Forbidden``, ``NoSuchNamespace``, ``AlreadyExists`` (a table or view has the name)."""
     db = route.db()
@@ -58,35 +58,33 @@ async def create_view(catalog: Catalog, route: Route, request: web.BaseRequest, 
     return Reply(body=VIEW.result(location, metadata))
 
 
-async def load_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def load_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """``LoadViewResult``. Raises ``NoSuchView``, ``NoSuchNamespace``, ``Forbidden``."""
     db, name = route.db_table()
-    catalog.require("select", db, name, VIEW)
     location, metadata = await catalog.metadata(await catalog.lookup(db, name, VIEW), VIEW)
     return Reply(body=VIEW.result(location, metadata))
 
 
-async def view_exists(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def view_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """204, or 404 (no such view, or not visible)."""
     return await exists(catalog, route, VIEW)
 
 
-async def drop_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: None) -> Reply:
+async def drop_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:
     """204; the metadata files stay (Java's ``HiveCatalog.dropView``). Raises ``NoSuchView``,
     ``Forbidden``."""
     return await drop(catalog, route, VIEW)
 
 
-async def rename_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: RenameTable) -> Reply:
+async def rename_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: RenameTable) -> Reply:
     """204 (``RenameTableRequest``): :func:`gateway.iceberg.tables.rename` of a view."""
     return await rename(catalog, ask, VIEW)
 
 
-async def replace_view(catalog: Catalog, route: Route, request: web.BaseRequest, ask: CommitViewRequest) -> Reply:
+async def replace_view(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: CommitViewRequest) -> Reply:
     """``LoadViewResult`` after a commit (``CommitViewRequest``, :func:`gateway.iceberg.commit.commit_object`).
     Raises ``BadRequest`` (body, unknown or invalid updates: nothing written), ``CommitFailed``
     (a requirement, the lock, HMS refusing), ``NoSuchView``, ``Forbidden``, ``CommitStateUnknown``."""
     db, name = route.db_table()
     same_object(ask, VIEW, db, name)
-    catalog.require("alter", db, name, VIEW)
     return Reply(body=await commit_object(catalog, VIEW, db, name, ask))

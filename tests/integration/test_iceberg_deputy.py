@@ -275,12 +275,14 @@ def test_purge_of_a_table_placed_over_another_is_refused(gw, world, untouched, h
 
 def test_a_commit_on_a_table_placed_over_another_writes_nothing_there(gw, world, untouched, hive_catalog):
     """The same forged table (a Thrift client's create_table naming bob's metadata): a commit
-    would have written its new metadata file into bob's folder. 403, and bob's folder is
+    would have written its new metadata file into bob's folder. 403 by the storage-identity
+    rule, and bob's folder is
     unchanged (``untouched``); a transaction is refused the same way."""
     hive_catalog.register_table("sec_a.forged_commit", world["bob"].load_table("sec_b.trips").metadata_location)
     change = _commit({"action": "set-properties", "updates": {"k": "v"}})
     answer = _as(ALICE)(gw, "POST", "/v1/namespaces/sec_a/tables/forged_commit", change)
-    assert "commit of sec_a.forged_commit refused" in error_of(answer, 403, "ForbiddenException")["message"]
+    message = error_of(answer, 403, "ForbiddenException")["message"]  # refused before the commit (issue 48)
+    assert "sec_a.forged_commit refused" in message and "storage-identity rule" in message
     error_of(_as(ALICE)(gw, "POST", "/v1/transactions/commit", {"table-changes": [
         {"identifier": {"namespace": ["sec_a"], "name": "forged_commit"}, **change}]}), 403)
     assert _as(ALICE)(gw, "DELETE", "/v1/namespaces/sec_a/tables/forged_commit").status_code == 204

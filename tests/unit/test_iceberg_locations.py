@@ -21,7 +21,7 @@ from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.locations import (
     MAX_LENGTH,
     check_namespace,
-    check_delegated,
+    check_delegated, check_identity,
     check_in_place,
     check_moved,
     check_properties,
@@ -302,6 +302,47 @@ def test_a_table_placed_by_other_means_gets_no_commit_credentials_or_signatures(
         _run(check_delegated(catalog, "sec_a", "t", "s3://bucket"))  # a bucket root
 
 
+def _hive(location: str, metadata_file: str):
+    return IDL.Table(sd=IDL.StorageDescriptor(location=location), parameters={"metadata_location": metadata_file})
+
+
+def test_the_storage_identity_serves_a_table_only_as_itself():
+    """Issue 48: an HMS table whose metadata file is another table's, or whose location lies over
+    another table's, is refused naming the rule and not the other table; a table renamed out of
+    its namespace is served when nothing overlaps it; a verdict found fine is remembered, a
+    refusal never."""
+    catalog, hms = _catalog()
+    hms.tables[("sec_a", "alias")] = f"{WH}/sec_a.db/alias"
+    trips_file = f"{WH}/sec_b.db/trips/metadata/00001-x.metadata.json"
+    for db, name, hive in (
+            ("sec_a", "alias", _hive(f"{WH}/sec_a.db/alias", trips_file)),  # another table's metadata file
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db/trips", trips_file)),  # and its location too
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db/trips/x", f"{WH}/sec_b.db/trips/x/m.json")),  # inside it
+            ("sec_a", "alias", _hive(f"{WH}/sec_b.db", f"{WH}/sec_b.db/m.json")),  # over a namespace
+            ("sec_a", "alias", _hive("s3://elsewhere/t", "s3://elsewhere/t/m.json")),  # outside the allowed
+            ("sec_a", "t", _hive(f"{WH}/sec_a.db/t", f"{WH}/sec_a.db/t"))):  # the file is the location
+        with pytest.raises(errors.Forbidden) as refused:
+            _run(check_identity(catalog, db, name, hive))
+        assert "storage-identity rule" in refused.value.message and "sec_b" not in refused.value.message
+        assert "trips" not in refused.value.message
+    hms.calls.clear()
+    own = _hive(f"{WH}/sec_a.db/t", f"{WH}/sec_a.db/t/metadata/00001-x.metadata.json")
+    _run(check_identity(catalog, "sec_a", "t", own))
+    assert "get_all_tables" in hms.calls  # its siblings were compared
+    hms.calls.clear()
+    _run(check_identity(catalog, "sec_a", "t", own))
+    assert hms.calls == []  # remembered
+    with pytest.raises(errors.Forbidden):  # the file is checked every time, without HMS
+        _run(check_identity(catalog, "sec_a", "t", _hive(f"{WH}/sec_a.db/t", trips_file)))
+    assert hms.calls == []
+    # renamed out of its namespace (its old folder now in sec_b's): served while nothing overlaps
+    moved = _hive(f"{WH}/sec_b.db/gone", f"{WH}/sec_b.db/gone/metadata/1.metadata.json")
+    _run(check_identity(catalog, "sec_a", "moved", moved))
+    hms.tables[("sec_b", "gone")] = f"{WH}/sec_b.db/gone"  # a new table of its old name
+    with pytest.raises(errors.Forbidden):
+        _run(check_identity(catalog, "sec_a", "moved", moved, remember=0))
+
+
 def test_a_symbolic_link_below_a_table_location_leads_nowhere(tmp_path: Path):
     """Local paths are literal (``%62`` is not ``b``, as PyArrow and HMS read them), and a file
     reached through a link at or below the table's folder is outside it."""
@@ -334,14 +375,14 @@ def test_a_namespace_holding_tables_cannot_move():
     outside their namespace, where another namespace could be placed over them."""
     from gateway.iceberg.bodies import UpdateNamespaceProperties
     from gateway.iceberg.namespaces import update_properties
-    from gateway.iceberg.paths import Route
+    from gateway.iceberg.paths import RouteMatch
     catalog, hms = _catalog(urls=["/"])
     catalog.view = CatalogView(PolicyEngine([_url_policy(["/"]), Policy(
         id=2, name="alter", resources=(ResourceSpec(("*",)),), allow=(PolicyItem(frozenset({"alter"}), frozenset({"alice"})),))]),
         "alice")
     ask = UpdateNamespaceProperties(removals=[], updates={"location": f"{WH}/sec_a_moved"})
     with pytest.raises(errors.Forbidden) as refused:
-        _run(update_properties(catalog, Route("updateProperties", "sec_a"), None, ask))
+        _run(update_properties(catalog, RouteMatch("updateProperties", "sec_a"), None, ask))
     assert "holds tables" in refused.value.message and "alter_database" not in hms.calls
 
 

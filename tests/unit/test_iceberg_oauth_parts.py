@@ -20,7 +20,7 @@ from gateway.iceberg.catalog import Catalog
 from gateway.iceberg.oauth import OAuthError, form, oauth_error
 from gateway.iceberg import errors
 from gateway.iceberg.locations import inside as below
-from gateway.iceberg.routes import Route, answer
+from gateway.iceberg.routes import RouteMatch, answer
 from gateway.providers.authentication.base import Principal
 from gateway.providers.authentication.basic import password_credentials
 from gateway.providers.authentication.gateway_token import GatewayTokenProvider
@@ -110,7 +110,7 @@ def _catalog(key_file, with_issuer=True):
 
 
 async def _token(catalog, body: bytes, headers=()):
-    reply = await answer(catalog, Route("getToken"), _request(body, headers=headers), body)
+    reply = await answer(catalog, RouteMatch("getToken"), _request(body, headers=headers), body)
     return replace(reply, body=json.loads(reply.body))
 
 

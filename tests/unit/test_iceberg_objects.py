@@ -17,7 +17,7 @@ from pyiceberg.types import LongType, NestedField
 from gateway.iceberg import errors
 from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.objects import TABLE, VIEW
-from gateway.iceberg.routes import ROUTES, Route, answer, endpoint
+from gateway.iceberg.routes import ROUTES, RouteMatch, answer, route_of
 from gateway.iceberg.service_state import ServiceState
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
@@ -117,7 +117,7 @@ def _metadata():
 
 def test_the_load_result_is_written_as_the_metadata_file_is_and_leaves_out_what_it_lacks():
     metadata = _metadata()
-    row = endpoint("loadTable")
+    row = route_of("loadTable")
     written = json.loads(row.written(Reply(body=TABLE.result("file:/m.json", metadata))).body)
     assert written == {"metadata-location": "file:/m.json", "metadata": json.loads(metadata.model_dump_json()),
                        "config": {}}
@@ -130,30 +130,30 @@ def test_the_load_result_is_written_as_the_metadata_file_is_and_leaves_out_what_
 
 def test_a_listing_writes_its_null_page_token():
     body = TABLE.list_model(identifiers=[{"namespace": ["db"], "name": "t"}])
-    assert json.loads(endpoint("listTables").written(Reply(body=body)).body) == {
+    assert json.loads(route_of("listTables").written(Reply(body=body)).body) == {
         "identifiers": [{"name": "t", "namespace": ["db"]}], "next-page-token": None}
 
 
 def test_an_answer_that_is_not_the_row_s_response_model_is_a_gateway_bug():
     with pytest.raises(TypeError, match="not its response model"):
-        endpoint("loadView").written(Reply(body=TABLE.result("file:/m.json", _metadata())))
+        route_of("loadView").written(Reply(body=TABLE.result("file:/m.json", _metadata())))
     with pytest.raises(TypeError):
-        endpoint("dropTable").written(Reply(body={"dropped": True}))
-    assert endpoint("dropTable").written(Reply(status=204)) == Reply(status=204)
+        route_of("dropTable").written(Reply(body={"dropped": True}))
+    assert route_of("dropTable").written(Reply(status=204)) == Reply(status=204)
 
 
 @pytest.mark.parametrize("operation, route", [
-    ("createNamespace", Route("createNamespace")),
-    ("createTable", Route("createTable", "db")),
-    ("updateTable", Route("updateTable", "db", "t")),
-    ("replaceView", Route("replaceView", "db", "t")),
-    ("renameView", Route("renameView")),
-    ("commitTransaction", Route("commitTransaction")),
-    ("reportMetrics", Route("reportMetrics", "db", "t")),
-    ("registerView", Route("registerView", "db")),
+    ("createNamespace", RouteMatch("createNamespace")),
+    ("createTable", RouteMatch("createTable", "db")),
+    ("updateTable", RouteMatch("updateTable", "db", "t")),
+    ("replaceView", RouteMatch("replaceView", "db", "t")),
+    ("renameView", RouteMatch("renameView")),
+    ("commitTransaction", RouteMatch("commitTransaction")),
+    ("reportMetrics", RouteMatch("reportMetrics", "db", "t")),
+    ("registerView", RouteMatch("registerView", "db")),
 ])
 async def test_a_body_that_does_not_read_as_the_row_s_request_model_is_400_before_the_handler(operation, route):
-    assert endpoint(operation).request is not None
+    assert route_of(operation).request is not None
     client = _Client()
     with pytest.raises(errors.BadRequest):
         await answer(_catalog(client), route, None, b'{"updates": 7, "name": ["x"], "namespace": 3}')

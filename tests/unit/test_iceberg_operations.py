@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from gateway.iceberg.paths import NEVER_PREFIXED, RESERVED_PREFIXES
-from gateway.iceberg.routes import ENDPOINTS, ROUTES, endpoint
+from gateway.iceberg.routes import ENDPOINTS, ROUTES, route_of
 
 
 def test_one_row_per_operation_and_per_method_and_path():
@@ -28,12 +28,12 @@ def test_each_handler_has_the_one_signature_and_models_are_pydantic(row):
     for model in (row.request, row.response):
         members = model.__args__ if isinstance(model, types.UnionType) else (model,)
         assert all(m is None or issubclass(m, BaseModel) for m in members), (row.operation, model)
-    assert endpoint(row.operation) is row
+    assert route_of(row.operation) is row
 
 
 def test_an_unknown_operation_is_a_key_error():
     with pytest.raises(KeyError):
-        endpoint("noSuchOperation")
+        route_of("noSuchOperation")
 
 
 def test_config_endpoints_and_reserved_prefixes_derive_from_the_table():

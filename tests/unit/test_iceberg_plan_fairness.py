@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from gateway.iceberg import errors, plan_store, scan_plans
-from gateway.iceberg.paths import Route
+from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
 from gateway.iceberg.plan_models import PlanTableScanRequest
@@ -79,17 +79,17 @@ def _values(reply) -> dict:
 
 
 async def _plan(catalog) -> dict:
-    route = Route("planTableScan", "db", "t")
+    route = RouteMatch("planTableScan", "db", "t")
     return _values(await scan_plans.plan_table_scan(catalog, route, None, PlanTableScanRequest()))
 
 
 async def _fetch(catalog, plan_id: str) -> dict:
-    route = Route("fetchPlanningResult", "db", "t", plan_id=plan_id)
+    route = RouteMatch("fetchPlanningResult", "db", "t", plan_id=plan_id)
     return _values(await scan_plans.fetch_planning_result(catalog, route, None, None))
 
 
 async def _cancel(catalog, plan_id: str) -> int:
-    route = Route("cancelPlanning", "db", "t", plan_id=plan_id)
+    route = RouteMatch("cancelPlanning", "db", "t", plan_id=plan_id)
     return (await scan_plans.cancel_planning(catalog, route, None, None)).status
 
 
@@ -274,7 +274,7 @@ async def test_a_plan_id_binds_its_caller_and_table_and_grants_nothing(planner, 
         for operation, call in (("fetchPlanningResult", scan_plans.fetch_planning_result),
                                 ("cancelPlanning", scan_plans.cancel_planning)):
             with pytest.raises(errors.NoSuchPlanId):
-                await call(who, Route(operation, "db", table, plan_id=token), None, None)
+                await call(who, RouteMatch(operation, "db", table, plan_id=token), None, None)
     assert stranger.pending.plans == {} and planner.threads == ["iceberg-plan_0"]
     # bob's own copy of the token is judged as bob: refused where bob may not read the table
     mine = encode({**payload, "u": "bob"})

@@ -23,7 +23,7 @@ from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
 from gateway.iceberg.bodies import commit_request, page_params
-from gateway.iceberg.routes import ENDPOINTS, Route, answer, match
+from gateway.iceberg.routes import ENDPOINTS, RouteMatch, answer, match
 from gateway.policy.view import CatalogView
 from gateway.thrift.schema import load_schema
 from gateway.upstream.errors import UpstreamConnectFailed, UpstreamTimeout, UpstreamUnavailable
@@ -32,7 +32,7 @@ from gateway.upstream.metastore import idl_module
 IDL = idl_module(load_schema())
 
 #: The table the commits below name.
-_T = Route("updateTable", "db", "t")
+_T = RouteMatch("updateTable", "db", "t")
 
 
 # --- routes -------------------------------------------------------------------------------------
@@ -194,6 +194,8 @@ class FakeHMS:
         return IDL.Database(name=db, locationUri=self.table.sd.location.rsplit("/", 1)[0])
 
     async def call(self, method, **arguments):
+        if method == "get_all_tables":  # the storage identity's siblings: the table alone
+            return [self.table.tableName]
         assert method == "get_config_value"  # HMS's warehouse: the namespace's parent
         return self.table.sd.location.rsplit("/", 2)[0]
 

@@ -21,7 +21,7 @@ from gateway.iceberg.service_state import ServiceState
 from gateway.upstream.locks import Schedule
 from gateway.iceberg.files import MetadataFiles, next_metadata_location
 from gateway.iceberg.hive_tables import new_table
-from gateway.iceberg.routes import Route, answer
+from gateway.iceberg.routes import RouteMatch, answer
 from gateway.iceberg.transactions import changes_of
 from gateway.thrift.schema import load_schema
 from gateway.upstream.errors import UpstreamTimeout, UpstreamUnavailable
@@ -41,6 +41,14 @@ class View:
 
     def may(self, access, database, table=None):
         return access in self.allowed
+
+    def all_columns(self, database, table):
+        return True
+
+    def restrictions(self, database, table, columns=None, column_types=None):
+        from gateway.policy.restrictions import TableRestrictions
+
+        return TableRestrictions()  # no row filter, no mask
 
 
 def _copy(table):
@@ -68,6 +76,10 @@ class FakeHMS:
         return IDL.Database(name=db, locationUri=f"{self.warehouse}/{db}")
 
     async def call(self, method, **arguments):  # HMS's warehouse, for the location checks
+        if method == "get_all_tables":  # the storage identity's siblings
+            return [name for db, name in self.tables if db == arguments["db_name"]]
+        if method == "get_table_objects_by_name":
+            return [_copy(self.tables[(arguments["dbname"], n)]) for n in arguments["tbl_names"]]
         assert method == "get_config_value"
         return self.warehouse
 
@@ -133,7 +145,7 @@ def _location(hms, db, name):
 
 
 async def _commit(catalog, body):
-    return await answer(catalog, Route("commitTransaction"), None, body)
+    return await answer(catalog, RouteMatch("commitTransaction"), None, body)
 
 
 async def test_every_table_changes_and_locks_are_taken_in_one_order(world):

@@ -88,14 +88,23 @@ async def test_a_commit_to_a_table_with_denied_columns_is_refused_before_hms_for
 
 
 async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: str) -> list[str]:
-    """ana's commit of a property to ``sales.<table>``: 403 matching ``match``; the HMS calls made."""
-    from gateway.iceberg.paths import Route
+    """ana's commit of a property to ``sales.<table>``: 403 matching ``match``; the HMS calls made
+    but the read of the table the route's rules judge (the row filter and masks read its
+    columns): no lock, no file, no alter."""
+    from gateway.iceberg.hive_tables import new_table
+    from gateway.iceberg.paths import RouteMatch
     from gateway.iceberg.routes import answer
+    from gateway.thrift.schema import load_schema
+    from gateway.upstream.metastore import idl_module
 
+    idl = idl_module(load_schema())
     calls: list[str] = []
 
     class Refusing:
         identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}))
+
+        async def get_table(self, db, name):
+            return new_table(idl, db, name, "etl", METADATA, f"{METADATA.location}/metadata/1.metadata.json", True)
 
         def __getattr__(self, name):
             calls.append(name)
@@ -105,7 +114,7 @@ async def _commit_refused_before_hms(engine: PolicyEngine, table: str, match: st
                      service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
     body = b'{"requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "v"}}]}'
     with pytest.raises(errors.Forbidden, match=match):
-        await answer(asking, Route("updateTable", "sales", table), None, body)
+        await answer(asking, RouteMatch("updateTable", "sales", table), None, body)
     return calls
 
 

@@ -4,7 +4,7 @@ neither pyarrow nor PyIceberg (with the Hive client PyIceberg's catalog brings,
 ``hive_metastore``); a
 Thrift-only one with Basic (htpasswd) none of the client libraries of the providers it does not
 name (ldap3, python-gssapi, botocore: ``ProviderSettings.authenticator``); the
-``iceberg-rest`` kind imports its request side (:mod:`gateway.iceberg.engine`, PyIceberg with
+``iceberg-rest`` kind imports its request side (:mod:`gateway.iceberg.adapter`, PyIceberg with
 it) at its service's first request, once. The checks run in one fresh interpreter (this one has
 imported everything already), which builds each kind's topology in turn and notes what each
 build added to ``sys.modules``, then sends the Iceberg service its first requests.
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: What only a request may import: pyarrow (PyIceberg's PyArrowFileIO), PyIceberg and the Hive
 #: Thrift client PyIceberg's catalog module brings, the Iceberg kind's request side.
-DEFERRED = ("pyarrow", "pyiceberg", "hive_metastore", "gateway.iceberg.engine")
+DEFERRED = ("pyarrow", "pyiceberg", "hive_metastore", "gateway.iceberg.adapter")
 #: What only a topology naming the provider may import (``ldap``, ``kerberos``, ``sigv4``).
 PROVIDER_LIBRARIES = ("ldap3", "gssapi", "botocore")
 
@@ -72,7 +72,7 @@ async def first_requests():
     return [response.status for response, _ in answers]
 
 found["statuses"] = asyncio.run(first_requests())
-found["engine"] = type(handler.engine).__module__
+found["adapter"] = type(handler.adapter).__module__
 found["served"] = sorted(m for m in deferred if m in sys.modules)
 print(json.dumps(found))
 """
@@ -101,9 +101,9 @@ def test_a_thrift_only_topology_imports_no_client_library_of_another_provider(im
 
 def test_the_iceberg_kind_loads_its_request_side_at_the_first_request(imported):
     # three first requests at once, each through the route table (a route the API lacks is
-    # refused after authentication: 401 without credentials), one engine loaded for them
-    assert imported["statuses"] == [401, 401, 401] and imported["engine"] == "gateway.iceberg.engine"
-    assert {"pyiceberg", "gateway.iceberg.engine"} <= set(imported["served"])
+    # refused after authentication: 401 without credentials), one adapter loaded for them
+    assert imported["statuses"] == [401, 401, 401] and imported["adapter"] == "gateway.iceberg.adapter"
+    assert {"pyiceberg", "gateway.iceberg.adapter"} <= set(imported["served"])
 
 
 def test_the_hms_parameters_the_change_feed_reads_are_pyiceberg_s():

@@ -1,9 +1,9 @@
 """What answers the requests of one ``iceberg-rest`` service: the route table, the handlers,
-PyIceberg's model and the metadata files (:class:`IcebergEngine`).
+PyIceberg's model and the metadata files (:class:`CatalogAdapter`).
 
 The kind's front (:mod:`gateway.iceberg.kind`: its options, error model and the
 frame's hooks) is imported with the topology; this module, and PyIceberg with it, only when a
-service gets its first request (:data:`gateway.iceberg.kind.ENGINE`), so a worker that
+service gets its first request (:data:`gateway.iceberg.kind.ADAPTER`), so a worker that
 has served no Iceberg request does not hold PyIceberg (about 35 MiB). Serving never imports
 pyarrow (about 55 MiB, which PyIceberg's ``PyArrowFileIO`` would bring): metadata files and
 manifests are read and written with the gateway's FileIO (:mod:`gateway.lakehouse.file_io`,
@@ -26,7 +26,7 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
-from gateway.iceberg.routes import Route, answer, endpoint, match
+from gateway.iceberg.routes import RouteMatch, answer, route_of, match
 from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
 from gateway.lakehouse.storage import S3Storage
@@ -42,14 +42,14 @@ from gateway.upstream.failover import Upstream
 from gateway.upstream.locks import Schedule
 from gateway.upstream.metastore import MetastoreClient
 
-__all__ = ["IcebergEngine", "ServiceFront", "endpoint"]
+__all__ = ["CatalogAdapter", "ServiceFront", "route_of"]
 
 #: Operations sent with POST that change nothing in the catalog, so they read through the cache.
 _READS_ONLY = frozenset({"signS3Request", "reportMetrics", "planTableScan", "fetchScanTasks"})
 
 
 class ServiceFront(Protocol):
-    """What the engine uses of its service's front
+    """What the adapter uses of its service's front
     (:class:`gateway.iceberg.kind.IcebergRestService`)."""
 
     topology: str
@@ -67,80 +67,80 @@ class ServiceFront(Protocol):
     def record_policy(self, event: AuditEvent, view: CatalogView, decision: str | None) -> None: ...
 
 
-class IcebergEngine:
-    """The request side of one ``iceberg-rest`` service, built from its front ``kind``: the
+class CatalogAdapter:
+    """The request side of one ``iceberg-rest`` service, built from its kind's front: the
     route of a path, and the operation's answer on the request's
     :class:`~gateway.iceberg.catalog.Catalog`."""
 
-    def __init__(self, kind: ServiceFront):
-        self.kind = kind
-        options, storage = kind.options, kind.storage
+    def __init__(self, front: ServiceFront):
+        self.front = front
+        options, storage = front.options, front.storage
         # The gateway's own S3 key for metadata files; explicit file_io properties win.
         self.files = MetadataFiles({**(storage.file_io() if storage else {}), **options.file_io})
         self.service = ServiceState(
-            topology=kind.topology, path=kind.path, prefix=kind.prefix, hive2_compatible=options.hive2_compatible,
+            topology=front.topology, path=front.path, prefix=front.prefix, hive2_compatible=options.hive2_compatible,
             lock=Schedule(check_min=options.lock_check_min_wait_seconds,
                           check_max=options.lock_check_max_wait_seconds, wait=options.lock_wait_seconds,
                           heartbeat=LOCK_HEARTBEAT_SECONDS, timeout=options.lock_timeout_seconds),
             trusted_engines=frozenset(options.trusted_engines), register_prefixes=options.register_prefixes,
             allowed_locations=options.allowed_locations, warehouses=MappingProxyType(dict(options.warehouses)),
-            storage=storage, vendor=kind.vendor,
-            authentication=next((step for step in getattr(kind.chain, "steps", ()) if step.name == "authentication"),
+            storage=storage, vendor=front.vendor,
+            authentication=next((step for step in getattr(front.chain, "steps", ()) if step.name == "authentication"),
                                 None),
             planning=options.planning,
-            manifests=ManifestCache(int(options.planning.manifest_cache_mib * MIB), (kind.topology, kind.path)),
+            manifests=ManifestCache(int(options.planning.manifest_cache_mib * MIB), (front.topology, front.path)),
             planner=PlanExecutor(options.planning.threads, options.planning.threads_per_user),
             answers=PlanCache(int(options.planning.plan_cache_mib * MIB), options.planning.plan_cache_seconds,
-                              (kind.topology, kind.path)),
+                              (front.topology, front.path)),
         )
 
-    def target(self, request: web.BaseRequest) -> Route:
+    def target(self, request: web.BaseRequest) -> RouteMatch:
         """The route of the path below the service. Raises 404 for a path the API lacks, 405,
         400 for bad names (:func:`gateway.iceberg.routes.match`)."""
-        return match(request.method, self._subpath(request), self.kind.options.warehouses.keys())
+        return match(request.method, self._subpath(request), self.front.options.warehouses.keys())
 
     @staticmethod
-    def public(target: Route) -> bool:
-        return endpoint(target.operation).public
+    def public(target: RouteMatch) -> bool:
+        return route_of(target.operation).public
 
-    async def serve(self, exchange: Exchange, target: Route, body: bytes) -> tuple[web.StreamResponse, str]:
+    async def serve(self, exchange: Exchange, target: RouteMatch, body: bytes) -> tuple[web.StreamResponse, str]:
         """The operation's handler on the request's :class:`Catalog` (errors in the spec's model)."""
-        kind, request, event, route = self.kind, exchange.request, exchange.event, target
+        front, request, event, route = self.front, exchange.request, exchange.event, target
         event.method = route.operation
         event.database, event.table = route.namespace, route.table
         identity = exchange.identity
         reads = self._reads(request, route)
-        if identity is None:  # a public operation (Endpoint.public): no caller yet
-            catalog = Catalog(None, CatalogView(kind.policy, "", ()), self.files, self.service, "")
+        if identity is None:  # a public operation (Route.public): no caller yet
+            catalog = Catalog(None, CatalogView(front.policy, "", ()), self.files, self.service, "")
         else:
-            view = CatalogView(kind.policy, identity.user, identity.groups)
+            view = CatalogView(front.policy, identity.user, identity.groups)
             if route.warehouse is not None:
-                view = WarehouseView(view, kind.options.warehouses[route.warehouse])
-            catalog = Catalog(MetastoreClient(kind.upstream, kind.schema, identity=identity, reads=reads),
+                view = WarehouseView(view, front.options.warehouses[route.warehouse])
+            catalog = Catalog(MetastoreClient(front.upstream, front.schema, identity=identity, reads=reads),
                               view, self.files, self.service, identity.user)
         try:
             reply = await answer(catalog, route, request, body)
         finally:
             if catalog.objects != (None, None):
                 event.database, event.table = catalog.objects
-            kind.record_policy(event, catalog.view, catalog.decision)
+            front.record_policy(event, catalog.view, catalog.decision)
             if request.get(SUMMARIZED) is not None:  # remote signing: one line per many
                 event.summarized = request[SUMMARIZED]
                 event.reason = request.get(SIGNING_REASON)
             if identity is None and catalog.user:
                 event.user = catalog.user
-            if kind.cache is not None:
+            if front.cache is not None:
                 report_cache(request, event, reads)
         return self._response(reply, request.method == hdrs.METH_HEAD), "ok"
 
-    def _reads(self, request: web.BaseRequest, route: Route) -> CacheSession | None:
+    def _reads(self, request: web.BaseRequest, route: RouteMatch) -> CacheSession | None:
         """The request's cache session when it may read through the cache: a safe method
         (RFC 9110 section 9.2.1) or the signer, which changes nothing in the catalog. Commits
         and the other writes read HMS itself (they compare what they read under the lock)."""
-        if self.kind.cache is None:
+        if self.front.cache is None:
             return None
         if request.method in (hdrs.METH_GET, hdrs.METH_HEAD) or route.operation in _READS_ONLY:
-            return CacheSession(self.kind.cache)
+            return CacheSession(self.front.cache)
         return None
 
     @staticmethod
@@ -158,4 +158,4 @@ class IcebergEngine:
         target = request.raw_path
         if not target.startswith("/"):
             target = urlsplit(target).path  # absolute form
-        return target.partition("?")[0][len(self.kind.prefix):]
+        return target.partition("?")[0][len(self.front.prefix):]
