@@ -317,7 +317,8 @@ def test_plans_are_refused_as_loads_are(gw, tables):
 
 def test_a_filtered_table_is_planned_only_for_a_trusted_engine(gw, tables):
     """Issue 39: reader has a row filter on plans.pdel: the plan is refused as the load is, with
-    the same reason; analyst, a trusted engine, plans it and reads the filter from the load."""
+    the same reason; analyst, a trusted engine, plans it and reads the filter from the load
+    (issue 49: the spec's ``read-restrictions``)."""
     reader = partial(call, gw, auth=("reader", "reader-password"))
     analyst = partial(call, gw, auth=("analyst", "analyst-password"))
     load = error_of(reader("GET", f"{TABLE}/pdel"), 403, "ForbiddenException")
@@ -325,7 +326,11 @@ def test_a_filtered_table_is_planned_only_for_a_trusted_engine(gw, tables):
     assert error_of(reader("POST", f"{TABLE}/pdel/plan", {}), 403, "ForbiddenException")["message"] == load["message"]
     assert analyst("POST", f"{TABLE}/pdel/plan", {}).status_code == 200
     loaded = analyst("GET", f"{TABLE}/pdel").json()
-    assert (loaded["config"]["row-filter"], loaded["config"]["row-filter-policy-id"]) == ("cat = 'a'", "4")
+    cat = {"type": "reference", "id": 2}
+    assert loaded["read-restrictions"] == {"required-row-filter": {
+        "type": "and", "left": {"type": "not-null", "child": cat},
+        "right": {"type": "eq", "left": cat, "right": {"type": "literal", "value": "a"}}}}
+    assert loaded["config"]["scan-planning-mode"] == "server"
 
 
 def test_a_table_whose_files_lie_outside_its_location_is_not_planned(client, server, gw, module_hms, tables):

@@ -400,7 +400,8 @@ SCAN_REPORT = {"report-type": "scan-report", "table-name": "lake.filtered", "sna
 def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, trips):
     """Issue 39: analyst has a row filter on lake.filtered: PyIceberg's load is 403 saying why,
     and neither the credentials endpoint, the signer nor a scan report answers her; trino, a
-    trusted engine, loads it with vended credentials and the filter and mask in ``config``."""
+    trusted engine, loads it with vended credentials and the filter and mask as the spec's
+    ``read-restrictions`` (issue 49)."""
     from pyiceberg.exceptions import ForbiddenError
 
     _catalog(gw, USER, PASSWORD).create_table("lake.filtered", schema=SCHEMA).append(_rows(0, 2))
@@ -419,11 +420,14 @@ def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, t
             assert "row filter" in answer["error"]["message"] and "storage-credentials" not in answer
     engine = _catalog(gw, ENGINE, ENGINE_PASSWORD, "vended-credentials").load_table("lake.filtered")
     config = engine.io.properties
-    assert config["row-filter"] == "name = 'EU'" and config["row-filter-policy-id"] == "4"
-    assert json.loads(config["column-masks"]) == {"name": {
-        "mask-type": "MASK_SHOW_LAST_4", "expression": "mask_show_last_n(name, 4, 'x', 'x', 'x', -1, '1')",
-        "policy-id": 5}}
+    assert config["scan-planning-mode"] == "server"
     assert config["s3.session-token"]  # a trusted engine's storage access, to enforce them itself
+    status, loaded = _answer(gw, "GET", base, ENGINE, ENGINE_PASSWORD, delegation="vended-credentials")
+    name = {"type": "reference", "id": 2}
+    assert (status, loaded["read-restrictions"]) == (200, {
+        "required-row-filter": {"type": "and", "left": {"type": "not-null", "child": name},
+                                "right": {"type": "eq", "left": name, "right": {"type": "literal", "value": "EU"}}},
+        "required-column-projections": [{"field-id": 2, "action": "show-last-4"}]})
     assert sorted(engine.scan().to_arrow()["id"].to_pylist()) == [0, 1]
     deadline = time.monotonic() + 10  # audit lines are written in batches (every 0.1 s)
     while not any(line.get("policy_restricted") == [4, 5] and line["effective_user"] == ENGINE for line in
