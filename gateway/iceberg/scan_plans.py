@@ -3,7 +3,10 @@
 - ``POST .../tables/{table}/plan`` (``planTableScan``): the table is read as a load reads it
   (:func:`gateway.iceberg.read_rules.readable`: 404, 403 for no ``select``, denied columns
   without a trusted engine; a ``select``, ``filter`` or ``stats-fields`` naming a column denied
-  to a trusted engine is 403 too), the request is checked against its metadata
+  to a trusted engine is 403 too, and so are ``stats-fields`` naming a masked column), bound by
+  the caller's read restrictions (:func:`gateway.iceberg.read_rules.bound`: the required row
+  filter ANDed into pruning and stated in every task's residual; issue 49), the request is
+  checked against its metadata
   (:func:`gateway.iceberg.planning.scope`: 400 for an unknown snapshot, a missing column, a
   filter that does not bind), then planned by PyIceberg on the gateway's FileIO and manifest
   cache (:mod:`gateway.iceberg.planning`). The answer is ``completed`` with ``file-scan-tasks``
@@ -55,7 +58,7 @@ from gateway.iceberg.plan_store import PLAN, TASK, Full, Pending, decode, encode
 from gateway.iceberg.planning import (
     Foreign, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
 )
-from gateway.iceberg.read_rules import Readable, readable, require_columns
+from gateway.iceberg.read_rules import Readable, bound, readable
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +67,7 @@ __all__ = ["cancel_planning", "fetch_planning_result", "fetch_scan_tasks", "plan
 
 async def _checked(catalog: Catalog, db: str, name: str, ask: PlanTableScanRequest) -> tuple[Readable, Scope]:
     table = await readable(catalog, db, name)
-    found = scope(table.metadata, ask)
-    require_columns(catalog, db, name, table, set(found.columns))
-    return table, found
+    return table, bound(catalog, db, name, table, scope(table.metadata, ask))
 
 
 def _pinned(ask: PlanTableScanRequest, found: Scope) -> dict:
@@ -90,7 +91,7 @@ def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, st
     data, deletes = manifests(found, io, service.manifests)
     answer = first_answer(found, io, data, deletes, service.planning.files_per_task,
                           lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
-                          Residuals(found.filter, service.planning.max_residual_bytes), stop)
+                          Residuals(found.filter, service.planning.max_residual_bytes, found.required), stop)
     return answer.text()
 
 
@@ -157,7 +158,7 @@ async def plan_table_scan(catalog: Catalog, route: RouteMatch, request: web.Base
     table, found = await _checked(catalog, db, name, ask)
     request_body = _pinned(ask, found)
     service = catalog.service
-    cached = plan_key(catalog.user, db, name, table.location, request_body)
+    cached = plan_key(catalog.user, db, name, table.location, request_body, table.restrictions)
     tasks = service.answers.get(cached)
     if tasks is not None:
         plan_id = _token(catalog, db, name, request_body, PLAN)
@@ -206,9 +207,8 @@ async def fetch_planning_result(catalog: Catalog, route: RouteMatch, request: we
     if not owned(payload, catalog.user, db, name):
         raise errors.NoSuchPlanId(f"no plan {plan_id[:40]!r} of {db}.{name} for {catalog.user} (unknown or expired)")
     ask = _request(catalog, payload, errors.NoSuchPlanId)
-    found = _again(table, ask, errors.NoSuchPlanId)
-    require_columns(catalog, db, name, table, set(found.columns))
-    cached = plan_key(catalog.user, db, name, table.location, payload["rq"])
+    found = bound(catalog, db, name, table, _again(table, ask, errors.NoSuchPlanId))
+    cached = plan_key(catalog.user, db, name, table.location, payload["rq"], table.restrictions)
     tasks = catalog.service.answers.get(cached)
     if tasks is None:
         tasks = await _planned(catalog, db, name, lambda stop: _first(catalog, db, name, found, payload["rq"], stop))
@@ -244,13 +244,13 @@ async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.Bas
             isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and i >= 0 for i in span)):
         raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user} (unknown or expired)")
     assert payload is not None
-    found = _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
-    require_columns(catalog, db, name, table, set(found.columns))
+    found = bound(catalog, db, name, table,
+                  _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask))
 
     def planned(stop: threading.Event) -> str:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
-        residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes)
+        residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes, found.required)
         return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
     tasks = await _planned(catalog, db, name, planned)
     return Reply(body=ScanTaskList.of(tasks))
