@@ -90,22 +90,17 @@ def filtered(catalog: Catalog, db: str, name: str, hive=None) -> TableRestrictio
     return found
 
 
-def _denied(catalog: Catalog, db: str, name: str, names: list[str]) -> list[str]:
-    if catalog.view.all_columns(db, name):
-        return []
-    kept = set(catalog.view.columns(db, name, names))
-    return [n for n in names if n not in kept]
-
-
 def fingerprint(catalog: Catalog, db: str, name: str, hive) -> str:
     """What restricts the caller's reads of ``db.name`` (``hive``, its HMS table), as text: the
     row filter and masks with their policies, and the denied columns; ``""`` when nothing does.
     A load's ``ETag`` covers it, so a change of policy changes the tag (the ``read-restrictions``
     stated are a function of it and of the metadata file's schema)."""
+    from gateway.policy.read_restrictions import denied_columns
+
     names, types = _columns(hive)
     found = catalog.view.restrictions(db, name, names, types)
-    denied = _denied(catalog, db, name, names or [])
-    if not found.applies and not denied and catalog.view.all_columns(db, name):
+    denied = denied_columns(catalog.view, db, name, names or [])
+    if not found.applies and catalog.view.all_columns(db, name):
         return ""
     return repr((found, denied))
 
@@ -117,15 +112,10 @@ def required(catalog: Catalog, db: str, name: str, schema: Schema, hive=None) ->
     mask's ``{colType}``), None when nothing restricts. Raises :class:`~errors.Forbidden` (403)
     naming the policy, the column or part, and the type, when one cannot be stated: fail closed."""
     from gateway.policy.hive_sql import Unstatable  # sqlglot: imported when a policy restricts
-    from gateway.policy.read_restrictions import read_restrictions
+    from gateway.policy.read_restrictions import caller_restrictions
 
-    names = [f.name for f in schema.fields]
-    found = catalog.view.restrictions(db, name, names, _columns(hive)[1])
-    denied = _denied(catalog, db, name, names)
-    if not found.applies and not denied:
-        return None
     try:
-        return read_restrictions(found, schema, denied)
+        return caller_restrictions(catalog.view, db, name, schema, _columns(hive)[1])
     except Unstatable as exc:
         raise errors.Forbidden(f"{db}.{name} cannot be read by {catalog.user} through this catalog: {exc}") from None
 
