@@ -145,7 +145,11 @@ ROUTES: tuple[Route, ...] = (
       metrics_report.report_metrics, access=on_table("", *STORAGE)),
     E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials,
       access=on_table("select", *STORAGE, LOC)),
-    # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
+    # the spec's signer endpoint (#15450: the default a client without signer.endpoint uses), and the
+    # same per table at the path PyIceberg 0.12 and Iceberg Java 1.10 are given (s3.signer.endpoint)
+    E("POST", f"{_TABLE}/sign", "signRequest", signer.SignRequest, signer.SignResponse, signer.sign,
+      refused=signer.refused,
+      access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),
     E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
       listed=False, refused=signer.refused,
       access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),

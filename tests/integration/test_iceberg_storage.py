@@ -369,7 +369,7 @@ def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, 
     assert status == 200 and "storage-credentials" not in loaded
     config = loaded["config"]
     assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
-    assert config["s3.signer.endpoint"] == "v1/namespaces/lake/tables/trips/s3-sign"
+    assert config["s3.signer.endpoint"] == "v1/namespaces/lake/tables/trips/sign"  # the spec's signRequest
     writer = _catalog(gw, USER, PASSWORD, "remote-signing").load_table(trips)
     writer.append(_rows(5, 1))
     reader = _catalog(gw, READER, READER_PASSWORD, "remote-signing").load_table(trips)
@@ -390,6 +390,13 @@ def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, 
                       {"method": "GET", "region": REGION, "headers": {"Host": ["x"]},
                        "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"})
     assert allowed[0] == 200 and allowed[1]["uri"].endswith("/lake/trips/metadata/x")
+    # the spec's signRequest (checked against the spec), where PyIceberg signed above
+    spec = {"method": "GET", "region": REGION, "headers": {}, "provider": "s3",
+            "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"}
+    assert _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/sign", READER, READER_PASSWORD, spec)[0] == 200
+    other = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/sign", READER, READER_PASSWORD,
+                    {**spec, "provider": "gcs"})
+    assert other[0] == 400 and "provider 'gcs'" in other[1]["error"]["message"]
 
 
 SCAN_REPORT = {"report-type": "scan-report", "table-name": "lake.filtered", "snapshot-id": 1, "filter": True,
@@ -463,7 +470,7 @@ def test_the_gateways_key_is_in_no_answer_log_line_or_metric(gw, s3, trips):
         assert all(secret.encode() not in answer for answer in ANSWERS)
         assert secret not in gw.log() and secret not in audit and secret not in metrics_text
     # refusals are audited; allowed signings are summarized, not one line each
-    lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line]
+    lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line or '"signRequest"' in line]
     assert any(line["status"] == 403 for line in lines)
     assert sum(1 for line in lines if line["status"] == 200) < 10
 
