@@ -205,6 +205,8 @@ async def _rules(catalog: Catalog, need: Need) -> None:
         hive = await catalog.judged(db, name, need.object_type)
     if ROW_FILTER_AND_MASKS in rules:
         trusted.filtered(catalog, db, name, hive)
+        if hive is not None:  # what a load could not state is handed out by no route
+            await trusted.statable(catalog, db, name, hive)
     if STORAGE_IDENTITY in rules and hive is not None:
         await check_identity(catalog, db, name, hive)
 

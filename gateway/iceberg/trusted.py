@@ -25,6 +25,7 @@ check denies (:class:`~gateway.policy.view.CatalogView`).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 
 from pyiceberg.schema import Schema
 
@@ -118,6 +119,40 @@ def required(catalog: Catalog, db: str, name: str, schema: Schema, hive=None) ->
         return caller_restrictions(catalog.view, db, name, schema, _columns(hive)[1])
     except Unstatable as exc:
         raise errors.Forbidden(f"{db}.{name} cannot be read by {catalog.user} through this catalog: {exc}") from None
+
+
+#: Verdicts of :func:`statable`, at most :data:`_VERDICTS` kept, least recently used out: key
+#: (caller, engine, table, metadata file, what restricts) → the refusal's message, or None.
+_verdicts: OrderedDict[tuple, str | None] = OrderedDict()
+_VERDICTS = 4096
+
+
+async def statable(catalog: Catalog, db: str, name: str, hive) -> None:
+    """Raise :class:`~errors.Forbidden` (403, as :func:`required`) when the restrictions binding
+    the caller on ``db.name`` (``hive``, its HMS table) cannot be stated over its current schema:
+    every route that hands out the table's storage (credentials, signatures, plans, metrics) is
+    refused as its load is, so a trusted engine never reads a table whose restrictions it was not
+    told. Nothing is read for a table that restricts nothing; a verdict is kept per caller,
+    metadata file and policy (:func:`fingerprint`), so the signer reads the metadata once."""
+    what = fingerprint(catalog, db, name, hive)
+    if not what:
+        return
+    key = (catalog.user, engine(catalog), db, name, (hive.parameters or {}).get("metadata_location"), what)
+    if key in _verdicts:
+        _verdicts.move_to_end(key)
+        refusal = _verdicts[key]
+    else:
+        _, metadata = await catalog.metadata(hive)
+        try:
+            required(catalog, db, name, metadata.schema(), hive)
+            refusal = None
+        except errors.Forbidden as refused:
+            refusal = refused.message
+        _verdicts[key] = refusal
+        while len(_verdicts) > _VERDICTS:
+            _verdicts.popitem(last=False)
+    if refusal is not None:
+        raise errors.Forbidden(refusal)
 
 
 def stated(catalog: Catalog, db: str, name: str, result: LoadTableResult, hive=None, *,

@@ -221,3 +221,48 @@ async def test_a_commit_to_a_filtered_table_is_refused_before_hms_for_an_untrust
                allow=(PolicyItem(expand_accesses(["select", "update", "alter"]), groups=frozenset({"analysts"})),)),
     ])
     assert await _commit_refused_before_hms(engine, "eu", "row filter") == []
+
+
+# --- every route that hands out storage refuses what a load could not state -------------------
+
+UNSTATABLE = PolicyEngine([
+    *POLICIES,
+    Policy(7, "own rows", (ResourceSpec(("sales",)), ResourceSpec(("mine",))), policy_type=POLICY_ROWFILTER,
+           row_filter=(RowFilterItem(ANALYSTS, "owner = current_user()"),)),
+    Policy(8, "EU rows", (ResourceSpec(("sales",)), ResourceSpec(("eu",))), policy_type=POLICY_ROWFILTER,
+           row_filter=(RowFilterItem(ANALYSTS, "region = 'EU'"),)),
+])
+
+
+class CountingCatalog(Catalog):
+    """A catalog whose metadata reads are counted (the table's schema: id, owner, region)."""
+
+    reads = 0
+
+    async def metadata(self, hive_table, object_type=None):
+        type(self).reads += 1
+        return "m.json", METADATA.model_copy(update={"schemas": [Schema(
+            NestedField(1, "id", LongType(), required=False), NestedField(2, "owner", StringType(), required=False),
+            NestedField(3, "region", StringType(), required=False))]})
+
+
+def _hive(name: str, metadata: str = "file:///w/sales/t/metadata/1.json"):
+    return SimpleNamespace(dbName="sales", tableName=name, parameters={"metadata_location": metadata},
+                           sd=SimpleNamespace(cols=[SimpleNamespace(name=c, type="string") for c in ("id", "owner", "region")]))
+
+
+async def test_a_trusted_engine_gets_no_storage_access_to_a_table_whose_restrictions_cannot_be_stated():
+    identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}), impersonator="trino")
+    asking = CountingCatalog(SimpleNamespace(identity=identity), CatalogView(UNSTATABLE, "ana", {"analysts"}),
+                             files=None, service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
+    CountingCatalog.reads = 0
+    for _ in range(3):  # the signer asks per request: the verdict is kept, the metadata read once
+        with pytest.raises(errors.Forbidden, match="current_user"):
+            await trusted.statable(asking, "sales", "mine", _hive("mine"))
+    assert CountingCatalog.reads == 1
+    await trusted.statable(asking, "sales", "eu", _hive("eu"))  # a filter that can be stated passes
+    await trusted.statable(asking, "sales", "customers", _hive("customers"))  # nothing restricts: nothing read
+    assert CountingCatalog.reads == 2
+    with pytest.raises(errors.Forbidden):  # a new metadata file is judged again
+        await trusted.statable(asking, "sales", "mine", _hive("mine", "file:///w/sales/t/metadata/2.json"))
+    assert CountingCatalog.reads == 3
