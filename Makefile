@@ -50,7 +50,7 @@ $(DEMO_STAMP): pyproject.toml $(CLIENT)/pyproject.toml scripts/install-system-de
 	@$(STEP) "Debian packages for the demo (apt-get)" ./scripts/install-system-deps.sh demo
 	@test -x $(PY) || $(STEP) "virtual environment $(VENV)" $(PYTHON) -m venv $(VENV)
 	@$(STEP) "pip: the gateway, its client and PySpark (about 450 MB the first time)" \
-	  sh -c '$(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e ".[demo]" -e "$(CLIENT)[tunnel]"'
+	  sh -c '$(PY) -m pip install -q --upgrade pip "setuptools>=77" && $(PY) -m pip install -q -e ".[demo]" -e "$(CLIENT)[tunnel]"'
 	@$(STEP) "notification-log listener (javac)" ./scripts/build-listener.sh $(PY)
 	@touch $(DEMO_STAMP)
 

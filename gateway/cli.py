@@ -196,7 +196,44 @@ def cmd_policy_check(args: argparse.Namespace) -> int:
     print(f"{verdict} policy={decision.policy_id}{name}")
     for line in _restriction_lines(engine, identity.user, identity.groups, args.database, args.table, args.column):
         print(line)
+    if args.schema is not None:
+        stated = _read_restrictions_line(engine, identity, args)
+        if stated is None:
+            return 2
+        print(stated[0])
+        return 0 if decision.allowed and stated[1] else 1
     return 0 if decision.allowed else 1
+
+
+def _read_restrictions_line(engine, identity, args: argparse.Namespace) -> tuple[str, bool] | None:
+    """``(line, loads)``: ``read-restrictions: <JSON>`` as an Iceberg load by a trusted engine
+    for the user would carry it over the current schema of the table metadata file
+    ``args.schema`` (``none`` when nothing restricts), or ``read-restrictions: refused: <why>``
+    (``loads`` False: such a load is 403). None, with one line on stderr, when the file does
+    not read or ``--table`` is missing."""
+    import json
+
+    from gateway.policy.hive_sql import Unstatable
+    from gateway.policy.read_restrictions import caller_restrictions
+    from gateway.policy.view import CatalogView
+
+    if args.table is None:
+        print("error: --schema needs --table", file=sys.stderr)
+        return None
+    try:
+        from pyiceberg.table.metadata import TableMetadataUtil
+
+        schema = TableMetadataUtil.parse_raw(args.schema.read_bytes()).schema()
+    except Exception as exc:  # OSError, pydantic's ValidationError, JSON errors
+        print(f"error: --schema {args.schema}: not an Iceberg table metadata file ({str(exc).splitlines()[0][:200]})",
+              file=sys.stderr)
+        return None
+    view = CatalogView(engine, identity.user, identity.groups)
+    try:
+        restrictions = caller_restrictions(view, args.database, args.table, schema)
+    except Unstatable as exc:
+        return f"read-restrictions: refused: {exc}", False
+    return "read-restrictions: " + ("none" if restrictions is None else json.dumps(restrictions)), True
 
 
 def _restriction_lines(engine, user: str, groups: frozenset[str], database: str, table: str | None,
@@ -278,6 +315,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--column", help="column name (default: the table itself)")
     p.add_argument("--access", default="_any",
                    help="select update create drop alter index lock read write all, or _any (default)")
+    p.add_argument("--schema", type=Path, default=None, metavar="FILE",
+                   help="an Iceberg table metadata file of --table: also print the read-restrictions a "
+                        "trusted engine's load for the user carries over its current schema")
     return parser
 
 

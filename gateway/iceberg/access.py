@@ -31,23 +31,23 @@ user sees but may not do 403; an object the request creates is judged by the acc
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
 from pyiceberg.table.update import AssertCreate, SetPropertiesUpdate
 
 from gateway.iceberg import errors, trusted
-from gateway.iceberg.catalog import Catalog
+from gateway.iceberg.catalog import Catalog, Reply
 from gateway.iceberg.commit import accesses
 from gateway.iceberg.implementations import refuse_reserved
 from gateway.iceberg.locations import check_identity
-from gateway.iceberg.objects import TABLE, VIEW, CatalogObject
+from gateway.iceberg.objects import TABLE, VIEW, CatalogObject, LoadTableResult
 from gateway.iceberg.paths import NAMESPACE_SEPARATOR, RouteMatch, hms_name, namespace_name
 from gateway.iceberg.signer import ACCESS as SIGNED_ACCESS
 
 __all__ = ["DENIED_COLUMNS", "LOCATION_CONFINEMENT", "PUBLIC", "RESERVED_PROPERTIES", "ROW_FILTER_AND_MASKS",
-           "RULES", "STORAGE", "STORAGE_IDENTITY", "Declared", "Need", "Rule", "enforce", "route_table"]
+           "RULES", "STORAGE", "STORAGE_IDENTITY", "Declared", "Need", "Rule", "enforce", "route_table", "state"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ class Rule:
 DENIED_COLUMNS = Rule("denied-columns", "a table with a column denied to the caller: 403 unless a trusted "
                                         "engine asks (gateway.iceberg.trusted.restricted)")
 ROW_FILTER_AND_MASKS = Rule("row-filter-and-masks", "a table with a row filter or column mask for the caller: "
-                                                    "403 unless a trusted engine asks (trusted.filtered)")
+                                                    "403 unless a trusted engine asks (trusted.filtered); a load "
+                                                    "result answered states the caller's read-restrictions "
+                                                    "(trusted.stated)")
 STORAGE_IDENTITY = Rule("storage-identity", "the table's metadata file lies below its own location, which lies below its "
                                             "namespace's or inside the allowed locations, over no other table (locations.check_identity)")
 RESERVED_PROPERTIES = Rule("reserved-properties", "no property naming code or configuring a storage client "
@@ -155,12 +157,12 @@ def by_body(says: str, on: str, path: tuple[str, ...], needs: NeedsOf, *rules: R
 
 
 async def enforce(catalog: Catalog, declared: Declared | None, route: RouteMatch, request: web.BaseRequest,
-                  ask: Any) -> None:
-    """Judge a request on a row before its handler runs. Raises the 404 of an object the
-    caller cannot see, :class:`~errors.Forbidden` (403: an access or a rule), what reading a
-    judged table raises (404 for a table that is not Iceberg), :class:`~errors.BadRequest`
-    (names, reserved properties); ``TypeError`` (answered 500) for a row that declares
-    nothing."""
+                  ask: Any) -> list[Need]:
+    """Judge a request on a row before its handler runs; its needs (for :func:`state`). Raises
+    the 404 of an object the caller cannot see, :class:`~errors.Forbidden` (403: an access or a
+    rule), what reading a judged table raises (404 for a table that is not Iceberg),
+    :class:`~errors.BadRequest` (names, reserved properties); ``TypeError`` (answered 500) for a
+    row that declares nothing."""
     if declared is None:
         raise TypeError(f"{route.operation} declares no access")
     needs = declared.needs(route, request, ask)
@@ -174,6 +176,22 @@ async def enforce(catalog: Catalog, declared: Declared | None, route: RouteMatch
     for need in needs:
         if need.name is not None:
             await _rules(catalog, need)
+    return needs
+
+
+async def state(catalog: Catalog, needs: Iterable[Need], reply: Reply, *, written: bool) -> Reply:
+    """``reply`` with the caller's read restrictions stated in its body when it is a load result
+    of a table whose need carries :data:`ROW_FILTER_AND_MASKS` (load, create, register, commit:
+    :func:`gateway.iceberg.trusted.stated`, ``written`` for the answer of a change). Raises
+    :class:`~errors.Forbidden` as that does."""
+    if not isinstance(reply.body, LoadTableResult):
+        return reply
+    for need in needs:
+        if ROW_FILTER_AND_MASKS in need.rules and need.name is not None and need.object_type is TABLE:
+            hive = await catalog.judged(need.db, need.name) if need.existing else None
+            body = trusted.stated(catalog, need.db, need.name, reply.body, hive, written=written)
+            return reply if body is reply.body else replace(reply, body=body)
+    return reply
 
 
 async def _rules(catalog: Catalog, need: Need) -> None:
@@ -187,6 +205,8 @@ async def _rules(catalog: Catalog, need: Need) -> None:
         hive = await catalog.judged(db, name, need.object_type)
     if ROW_FILTER_AND_MASKS in rules:
         trusted.filtered(catalog, db, name, hive)
+        if hive is not None:  # what a load could not state is handed out by no route
+            await trusted.statable(catalog, db, name, hive)
     if STORAGE_IDENTITY in rules and hive is not None:
         await check_identity(catalog, db, name, hive)
 
@@ -236,8 +256,8 @@ def commit_table(route: RouteMatch, request: web.BaseRequest, ask) -> list[Need]
     updates) and/or ``alter`` (the others) on the table, with the storage rules."""
     db, name = route.db_table()
     if any(isinstance(r, AssertCreate) for r in ask.requirements):
-        return [Need("create", db), Need(None, db, name, TABLE, (RESERVED_PROPERTIES,), _set_keys(ask.updates),
-                                         existing=False)]
+        return [Need("create", db), Need(None, db, name, TABLE, (ROW_FILTER_AND_MASKS, RESERVED_PROPERTIES),
+                                         _set_keys(ask.updates), existing=False)]
     return _table_commit(db, name, ask.updates)
 
 

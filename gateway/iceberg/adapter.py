@@ -45,7 +45,7 @@ from gateway.upstream.metastore import MetastoreClient
 __all__ = ["CatalogAdapter", "ServiceFront", "route_of"]
 
 #: Operations sent with POST that change nothing in the catalog, so they read through the cache.
-_READS_ONLY = frozenset({"signS3Request", "reportMetrics", "planTableScan", "fetchScanTasks"})
+_READS_ONLY = frozenset({"signRequest", "signS3Request", "reportMetrics", "planTableScan", "fetchScanTasks"})
 
 
 class ServiceFront(Protocol):

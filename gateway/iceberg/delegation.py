@@ -7,9 +7,12 @@ The client lists the modes it accepts; the first one the service offers wins:
   (:mod:`gateway.iceberg.vending`), read-write when the policy grants ``update`` on the table,
   read-only when it grants ``select`` only, none otherwise; in ``config`` and in
   ``storage-credentials`` (``prefix``: the location);
-- ``remote-signing``: ``s3.remote-signing-enabled``, PyIceberg's ``s3.signer`` and the table's
-  signer endpoint on this service (:mod:`gateway.iceberg.signer`), and ``py-io-impl`` the fsspec
-  FileIO (PyIceberg signs only there).
+- ``remote-signing``: ``s3.remote-signing-enabled`` (the spec's key), PyIceberg's ``s3.signer``
+  and the table's signer endpoint on this service (:mod:`gateway.iceberg.signer`, the spec's
+  ``signRequest`` path) in ``s3.signer.uri`` and ``s3.signer.endpoint``, the keys PyIceberg 0.12
+  and Iceberg Java 1.10 read (the spec's deprecated ``signer.uri``/``signer.endpoint`` are not
+  sent: without them a client of the current spec signs at that same default path), and
+  ``py-io-impl`` the fsspec FileIO (PyIceberg signs only there).
 
 A service without ``options.s3.role_arn``, a table not on S3, or a mode not asked for: nothing.
 Both cover the table's location only, and only a location that is not a bucket root and is
@@ -31,7 +34,8 @@ from gateway.iceberg.paths import RouteMatch
 from gateway.lakehouse.storage import on_s3
 from gateway.iceberg.vending import HEADER, SIGNING, VENDED, requested, vended_config
 
-SIGNER_ENDPOINT = "v1/namespaces/{namespace}/tables/{table}/s3-sign"
+#: The spec's ``signRequest`` path of a table, below the service (and its ``{prefix}``).
+SIGNER_ENDPOINT = "v1/namespaces/{namespace}/tables/{table}/sign"
 FSSPEC_FILE_IO = "pyiceberg.io.fsspec.FsspecFileIO"
 
 

@@ -29,8 +29,8 @@ gateway's key from a credentials file or the environment, vended credentials and
 signing, :mod:`gateway.lakehouse.storage`), ``register_prefixes``
 (locations below which ``register`` may take metadata files besides the namespace's own),
 ``trusted_engines`` (the principals, a ``doAs`` impersonator or else the effective user, that
-may load a table with columns denied to the user, with ``authorized-columns`` in the load
-result's ``config``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``warehouses``
+may load a table with columns denied to the user, a row filter or a mask, with them stated as
+the load result's ``read-restrictions``, :mod:`gateway.iceberg.trusted`; as the ``glue`` kind's), ``warehouses``
 (catalogs under a ``{prefix}``, each a group of HMS databases, :mod:`gateway.iceberg.warehouses`),
 ``planning`` (server-side scan planning: ``manifest_cache_mib``, ``wait_seconds``,
 ``files_per_task``, ``expiry_seconds``, the caps ``max_pending`` and ``max_pending_per_user``,

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import model_serializer
+from pydantic import Field, model_serializer
 from pyiceberg.catalog.rest import TableResponse, ViewResponse
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.table.update import update_table_metadata
@@ -43,13 +43,18 @@ __all__ = ["TABLE", "VIEW", "CatalogObject", "LoadTableResult", "apply_updates"]
 class LoadTableResult(TableResponse):
     """PyIceberg's ``TableResponse``, the spec's ``LoadTableResult``, written as the spec's
     examples write it: ``metadata-location`` left out for a staged table (it has none yet),
-    ``storage-credentials`` left out when there are none."""
+    ``storage-credentials`` left out when there are none; with the spec's ``read-restrictions``
+    (which PyIceberg 0.12 lacks: a JSON object, :mod:`gateway.iceberg.trusted`), left out when
+    nothing restricts the read."""
+
+    read_restrictions: dict | None = Field(default=None, alias="read-restrictions")
 
     @model_serializer(mode="wrap")
     def _without_empty_credentials(self, handler):
         written = handler(self)
-        if not written.get("storage-credentials"):
-            written.pop("storage-credentials", None)
+        for key in ("storage-credentials", "read-restrictions"):
+            if not written.get(key):
+                written.pop(key, None)
         return written
 
 

@@ -8,8 +8,8 @@ files.
 tasks expire after ``planning.expiry_seconds``). The key (:func:`key`) is everything the answer
 depends on: the caller (plan tasks name their user), the table and its metadata file (a commit
 writes a new one, so a plan after a commit is never answered from before it), and the request
-with its snapshot pinned (filter, projection, statistics, case sensitivity, snapshot schema). A
-restriction of the caller's that changes the answer must join the key.
+with its snapshot pinned (filter, projection, statistics, case sensitivity, snapshot schema), and
+the caller's read restrictions (issue 49: the required row filter prunes and joins every residual).
 
 Lookups are counted (``hms_gateway_iceberg_plan_cache_lookups_total{result}``, hit or miss) and
 the held bytes are a gauge (``hms_gateway_iceberg_plan_cache_bytes``). Only the event loop's
@@ -27,10 +27,13 @@ from gateway.observability import metrics
 __all__ = ["PlanCache", "key"]
 
 
-def key(user: str, db: str, table: str, metadata_location: str, request: dict) -> tuple[str, ...]:
+def key(user: str, db: str, table: str, metadata_location: str, request: dict,
+        restrictions: dict | None = None) -> tuple[str, ...]:
     """The key of a plan by ``user`` of ``db.table`` at ``metadata_location`` asking ``request``
-    (the request as a token holds it, its snapshot pinned)."""
-    return user, db, table, metadata_location, json.dumps(request, sort_keys=True, separators=(",", ":"))
+    (the request as a token holds it, its snapshot pinned) under the caller's ``restrictions``
+    (the load's ``read-restrictions``: a change of policy is planned afresh)."""
+    return (user, db, table, metadata_location, json.dumps(request, sort_keys=True, separators=(",", ":")),
+            json.dumps(restrictions, sort_keys=True, separators=(",", ":")))
 
 
 class PlanCache:

@@ -26,6 +26,9 @@ What PyIceberg does not do, written here after the spec's words:
   of residuals (:class:`Residuals`); a task without one is read with the request's filter, which
   the spec asks of a client ("If the residual is not present, the client must produce the
   residual or use the original filter") and which keeps the same rows.
+- **Read restrictions** (issue 49): a trusted engine's plan of a table restricted for its caller
+  has the required row filter ANDed into its filter (pruning), and every task's residual states
+  it (:class:`Residuals`), budget or not (:mod:`gateway.iceberg.read_rules`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from pyiceberg.conversions import from_bytes, to_json
 from pyiceberg.exceptions import ResolveError
 from pydantic import TypeAdapter
-from pyiceberg.expressions import AlwaysTrue, BooleanExpression, SerializableBooleanExpression
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, SerializableBooleanExpression
 from pyiceberg.expressions.visitors import bind, extract_field_ids, manifest_evaluator
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
@@ -82,6 +85,9 @@ class Scope:
     stats_ids: frozenset[int] = field(default_factory=frozenset)
     #: The top-level columns the request selects, filters on or asks statistics of.
     columns: frozenset[str] = field(default_factory=frozenset)
+    #: The caller's required row filter (the load's ``read-restrictions``), already in ``filter``;
+    #: every task's residual states it (:class:`Residuals`). None: none.
+    required: BooleanExpression | None = None
 
 
 @dataclass(frozen=True)
@@ -329,25 +335,43 @@ _EXPRESSION = TypeAdapter(SerializableBooleanExpression)
 class Residuals:
     """The residual filters of one answer, as written: none for a residual that is always true
     or is the request's ``row_filter`` itself, and none once ``budget`` bytes of JSON are
-    written (one residual that would pass it ends the writing: later tasks carry none)."""
+    written (one residual that would pass it ends the writing: later tasks carry none).
 
-    def __init__(self, row_filter: BooleanExpression, budget: int):
-        self.filter, self.left = row_filter, budget
+    With a ``required`` row filter (the caller's read restrictions, ANDed into ``row_filter``),
+    every task carries a residual that holds it, whatever the budget: the planner's residual
+    when it is the whole filter, else that residual AND the required filter (the required filter
+    alone where the partition leaves nothing); a client that applied its own filter instead
+    would read rows the restrictions do not allow."""
+
+    def __init__(self, row_filter: BooleanExpression, budget: int, required: BooleanExpression | None = None):
+        self.filter, self.left, self.required = row_filter, budget, required
         self._seen: dict[int, tuple[BooleanExpression, dict, int]] = {}  # by id: PyIceberg reuses them
 
     def of(self, residual: BooleanExpression | None) -> dict | None:
         """``residual`` as the spec's ``Expression`` JSON, None when it is not written."""
+        if self.required is not None:
+            return self._written(residual, self._bound)[1]
         if residual is None or residual is self.filter or self.left <= 0 or residual == AlwaysTrue():
             return None
-        found = self._seen.get(id(residual))
-        if found is None:
-            value = _EXPRESSION.dump_python(residual, mode="json", by_alias=True)
-            found = self._seen[id(residual)] = (residual, value, len(json.dumps(value, separators=(",", ":"))))
+        found = self._written(residual, lambda r: r)
         if found[2] > self.left:
             self.left = 0
             return None
         self.left -= found[2]
         return found[1]
+
+    def _bound(self, residual: BooleanExpression | None) -> BooleanExpression:
+        assert self.required is not None
+        if residual is None or residual == AlwaysTrue():
+            return self.required
+        return residual if residual is self.filter or residual == self.filter else And(residual, self.required)
+
+    def _written(self, residual, stated) -> tuple[BooleanExpression, dict, int]:
+        found = self._seen.get(id(residual))
+        if found is None:
+            value = _EXPRESSION.dump_python(stated(residual), mode="json", by_alias=True)
+            found = self._seen[id(residual)] = (residual, value, len(json.dumps(value, separators=(",", ":"))))
+        return found
 
 
 def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEntry],

@@ -43,7 +43,7 @@ from pyiceberg.catalog.rest.response import TokenResponse
 from gateway.iceberg import commit, delegation, metrics_report, namespaces, oauth, register, signer, tables
 from gateway.iceberg import access as needs, scan_plans, transactions, views
 from gateway.iceberg.access import LOCATION_CONFINEMENT as LOC, PUBLIC, RESERVED_PROPERTIES as RESERVED, STORAGE
-from gateway.iceberg.access import Declared, by_body, enforce, on_namespace, on_table, on_view
+from gateway.iceberg.access import Declared, by_body, enforce, on_namespace, on_table, on_view, state
 from gateway.iceberg.bodies import CatalogConfig, CommitRequest, CreateNamespace, CreateTableRequest
 from gateway.iceberg.bodies import ListNamespaces, ListTables, ListViews, RenameTable, UpdateNamespaceProperties, read
 from gateway.iceberg.catalog import Catalog, Reply
@@ -145,7 +145,11 @@ ROUTES: tuple[Route, ...] = (
       metrics_report.report_metrics, access=on_table("", *STORAGE)),
     E("GET", f"{_TABLE}/credentials", "loadCredentials", None, LoadCredentialsResponse, delegation.load_credentials,
       access=on_table("select", *STORAGE, LOC)),
-    # Polaris-style, per table; served below a {prefix} (its URL is the table's), not a catalog endpoint
+    # the spec's signer endpoint (#15450: the default a client without signer.endpoint uses), and the
+    # same per table at the path PyIceberg 0.12 and Iceberg Java 1.10 are given (s3.signer.endpoint)
+    E("POST", f"{_TABLE}/sign", "signRequest", signer.SignRequest, signer.SignResponse, signer.sign,
+      refused=signer.refused,
+      access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),
     E("POST", f"{_TABLE}/s3-sign", "signS3Request", signer.SignRequest, signer.SignResponse, signer.sign,
       listed=False, refused=signer.refused,
       access=by_body("`select` (GET, HEAD) or `update` (PUT, POST, DELETE)", "table", _T, needs.sign, *STORAGE, LOC)),
@@ -198,13 +202,14 @@ async def answer(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, 
     """The route's row run on one request: its request model reads ``body`` (the whole request
     body, read within the limits), its handler answers, its response model writes the answer's
     body (bytes); the row's declared access is enforced once in between
-    (:func:`gateway.iceberg.access.enforce`). Raises what the reading, the enforcer and the
-    handler raise."""
+    (:func:`gateway.iceberg.access.enforce`), and a load result answered states the caller's
+    read restrictions as its rules say (:func:`gateway.iceberg.access.state`). Raises what the
+    reading, the enforcer, the handler and the stating raise."""
     row = _BY_OPERATION[route.operation]
     ask = read(row.request, catalog, request, body)
     try:
-        await enforce(catalog, row.access, route, request, ask)
-        reply = await row.handler(catalog, route, request, ask)
+        needs = await enforce(catalog, row.access, route, request, ask)
+        reply = await state(catalog, needs, await row.handler(catalog, route, request, ask), written=row.method != "GET")
     except IcebergError as error:
         if row.refused is not None:
             row.refused(catalog, error)

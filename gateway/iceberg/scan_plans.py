@@ -3,7 +3,10 @@
 - ``POST .../tables/{table}/plan`` (``planTableScan``): the table is read as a load reads it
   (:func:`gateway.iceberg.read_rules.readable`: 404, 403 for no ``select``, denied columns
   without a trusted engine; a ``select``, ``filter`` or ``stats-fields`` naming a column denied
-  to a trusted engine is 403 too), the request is checked against its metadata
+  to a trusted engine is 403 too, and so are ``stats-fields`` naming a masked column), bound by
+  the caller's read restrictions (:func:`gateway.iceberg.read_rules.bound`: the required row
+  filter ANDed into pruning and stated in every task's residual; issue 49), the request is
+  checked against its metadata
   (:func:`gateway.iceberg.planning.scope`: 400 for an unknown snapshot, a missing column, a
   filter that does not bind), then planned by PyIceberg on the gateway's FileIO and manifest
   cache (:mod:`gateway.iceberg.planning`). The answer is ``completed`` with ``file-scan-tasks``
@@ -57,7 +60,7 @@ from gateway.iceberg.plan_store import PLAN, TASK, Full, Pending, decode, encode
 from gateway.iceberg.planning import (
     Foreign, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
 )
-from gateway.iceberg.read_rules import Readable, readable, require_columns
+from gateway.iceberg.read_rules import Readable, bound, readable
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +69,7 @@ __all__ = ["cancel_planning", "fetch_planning_result", "fetch_scan_tasks", "plan
 
 async def _checked(catalog: Catalog, db: str, name: str, ask: PlanTableScanRequest) -> tuple[Readable, Scope]:
     table = await readable(catalog, db, name)
-    found = scope(table.metadata, ask)
-    require_columns(catalog, db, name, table, set(found.columns))
-    return table, found
+    return table, bound(catalog, db, name, table, scope(table.metadata, ask))
 
 
 def _pinned(ask: PlanTableScanRequest, found: Scope) -> dict:
@@ -94,7 +95,7 @@ def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, st
     data, deletes = manifests(found, io, service.manifests)
     answer = first_answer(found, io, data, deletes, service.planning.files_per_task,
                           lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
-                          Residuals(found.filter, service.planning.max_residual_bytes), stop)
+                          Residuals(found.filter, service.planning.max_residual_bytes, found.required), stop)
     return answer.text()
 
 
@@ -162,7 +163,7 @@ async def _answer(catalog: Catalog, request: web.BaseRequest, db: str, name: str
     held as ``plan_id`` until ``expires`` (epoch seconds). Raises what planning raises, 503
     past a cap (with ``Retry-After``)."""
     service = catalog.service
-    cached = plan_key(catalog.user, db, name, table.location, body)
+    cached = plan_key(catalog.user, db, name, table.location, body, table.restrictions)
     tasks = service.answers.get(cached)
     if tasks is None:
         held = Pending(catalog.user, db, name, expires, cached=cached)
@@ -235,8 +236,8 @@ async def fetch_planning_result(catalog: Catalog, route: RouteMatch, request: we
             catalog.service.answers.put(pending.cached, tasks)
         return Reply(body=FetchedPlanningResult(await _completed(catalog, request, db, name, table, tasks, plan_id)))
     payload = _known(catalog, db, name, plan_id)
-    found = _again(table, _request(catalog, payload, errors.NoSuchPlanId), errors.NoSuchPlanId)
-    require_columns(catalog, db, name, table, set(found.columns))
+    found = bound(catalog, db, name, table,
+                  _again(table, _request(catalog, payload, errors.NoSuchPlanId), errors.NoSuchPlanId))
     return await _answer(catalog, request, db, name, table, found, payload["rq"], plan_id, payload["x"],
                          FetchedPlanningResult)
 
@@ -268,13 +269,13 @@ async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.Bas
             isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and i >= 0 for i in span)):
         raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user} (unknown or expired)")
     assert payload is not None
-    found = _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask)
-    require_columns(catalog, db, name, table, set(found.columns))
+    found = bound(catalog, db, name, table,
+                  _again(table, _request(catalog, payload, errors.NoSuchPlanTask), errors.NoSuchPlanTask))
 
     def planned(stop: threading.Event) -> str:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
-        residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes)
+        residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes, found.required)
         return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
     tasks = await _planned(catalog, db, name, planned)
     return Reply(body=ScanTaskList.of(tasks))

@@ -2,8 +2,11 @@
 client is PyIceberg's ``S3V4RestSigner``, which POSTs ``{"method", "region", "uri", "headers"}``
 and takes back ``{"uri", "headers"}``, then adds those headers to its request).
 
-Each table gets its own signer endpoint, ``POST .../v1/namespaces/{ns}/tables/{table}/s3-sign``
-(as Apache Polaris does), named in the table's ``s3.signer.endpoint``. A request is signed only
+Each table gets its own signer endpoint, the spec's ``signRequest``
+(``POST .../v1/{prefix}/namespaces/{ns}/tables/{table}/sign``, apache/iceberg#15450: where a
+client without a signer endpoint in ``config`` signs), named in the table's
+``s3.signer.endpoint`` for PyIceberg 0.12 and Iceberg Java 1.10; ``.../s3-sign`` (as Apache
+Polaris names it, and as answers before issue 49 named it) is the same endpoint. A request is signed only
 when all of these hold, else 403 (400 for a malformed one) and nothing is signed:
 
 - the table's location is not a bucket root and is one the gateway could have created the
@@ -80,7 +83,8 @@ REFUSED_HEADERS = ("x-amz-acl", "x-amz-grant-", "x-amz-object-lock-")
 
 
 class SignRequest(BaseModel):
-    """The signer API's ``S3SignRequest`` (``properties`` and ``body`` are ignored)."""
+    """The spec's ``RemoteSignRequest`` (the signer API's ``S3SignRequest``; ``properties`` and
+    ``body`` are ignored; ``provider``, when given, must be ``s3``)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -88,6 +92,7 @@ class SignRequest(BaseModel):
     uri: str = Field(max_length=8192)
     method: str = Field(max_length=16)
     headers: dict[str, list[str]] = Field(default_factory=dict)
+    provider: str = Field(default="s3", max_length=16)
 
     @classmethod
     def from_request(cls, catalog: Catalog, request: web.BaseRequest, body: bytes) -> SignRequest:
@@ -130,6 +135,8 @@ async def sign(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, as
     :func:`refused`), 404 for an unknown table."""
     service = catalog.service
     db, table = route.db_table()
+    if ask.provider.lower() != "s3":
+        raise errors.BadRequest(f"this catalog signs S3 requests only, not provider {ask.provider!r}")
     access = ACCESS[ask.method.upper()]
     headers = headers_to_sign(ask.headers)
     storage, vendor = service.storage, service.vendor

@@ -35,10 +35,13 @@ log = logging.getLogger(__name__)
 SNAPSHOT_MODES = ("all", "refs")
 
 
-def etag(location: str, snapshots: str) -> str:
-    """A strong ``ETag`` of a load result: it changes with the metadata file and the
-    ``snapshots`` mode (a commit always writes a new file)."""
-    return '"' + hashlib.sha256(f"{location}\n{snapshots}".encode()).hexdigest()[:40] + '"'
+def etag(location: str, snapshots: str, restrictions: str = "") -> str:
+    """A strong ``ETag`` of a load result: it changes with the metadata file (a commit always
+    writes a new one), the ``snapshots`` mode and what restricts the caller's reads
+    (:func:`gateway.iceberg.trusted.fingerprint`: a change of policy changes the answer's
+    ``read-restrictions``)."""
+    text = f"{location}\n{snapshots}" + (f"\n{restrictions}" if restrictions else "")
+    return '"' + hashlib.sha256(text.encode()).hexdigest()[:40] + '"'
 
 
 def _not_modified(if_none_match: str | None, tag: str) -> bool:
@@ -125,27 +128,19 @@ async def load_table(catalog: Catalog, route: RouteMatch, request: web.BaseReque
     if snapshots not in SNAPSHOT_MODES:
         raise errors.BadRequest(f"snapshots must be all or refs, got {snapshots[:40]!r}")
     # select, and the denied columns, row filter and masks found a trusted engine (or none
-    # apply): the route's rules (gateway.iceberg.access); a trusted engine gets them in config
-    columns_denied = not catalog.view.all_columns(db, name)
+    # apply): the route's rules (gateway.iceberg.access), which also state them in the answer
     hive = await catalog.judged(db, name)
-    stated = trusted.restrictions_config(trusted.filtered(catalog, db, name, hive))
     location = hive.parameters["metadata_location"]
-    tag = etag(location, snapshots)
-    if not columns_denied and not stated and _not_modified(if_none_match, tag):
+    tag = etag(location, snapshots, trusted.fingerprint(catalog, db, name, hive))
+    if _not_modified(if_none_match, tag):
         return Reply(status=304, headers=(("ETag", tag),))
     location, metadata = await catalog.metadata(hive)
-    columns = trusted.authorized_columns(catalog, db, name, metadata) if columns_denied else {}
-    columns.update(stated)
-    if columns:  # the answer also changes with the policy
-        tag = etag(location, snapshots + "".join(f"\n{k}={v}" for k, v in sorted(columns.items())))
-        if _not_modified(if_none_match, tag):
-            return Reply(status=304, headers=(("ETag", tag),))
     if snapshots == "refs":
         referenced = {ref.snapshot_id for ref in metadata.refs.values()}
         metadata = metadata.model_copy(update={"snapshots": [s for s in metadata.snapshots
                                                               if s.snapshot_id in referenced]})
     config, credentials = await delegated(catalog, request, db, name, metadata.location)
-    return Reply(body=TABLE.result(location, metadata, {**config, **columns}, credentials), headers=(("ETag", tag),))
+    return Reply(body=TABLE.result(location, metadata, config, credentials), headers=(("ETag", tag),))
 
 
 async def table_exists(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: None) -> Reply:

@@ -11,7 +11,7 @@ exactly; the load then fails closed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyiceberg.schema import Schema
 from pyiceberg.types import NestedField
@@ -21,7 +21,7 @@ from gateway.policy.mask_actions import column_projection, denied_projection
 from gateway.policy.restrictions import TableRestrictions
 from gateway.policy.row_filter_expression import required_row_filter
 
-__all__ = ["read_restrictions"]
+__all__ = ["caller_restrictions", "denied_columns", "read_restrictions"]
 
 
 def read_restrictions(found: TableRestrictions, schema: Schema, denied: Iterable[str] = ()) -> dict | None:
@@ -49,6 +49,31 @@ def read_restrictions(found: TableRestrictions, schema: Schema, denied: Iterable
     if projections:
         restrictions["required-column-projections"] = [projections[i] for i in sorted(projections)]
     return restrictions or None
+
+
+def denied_columns(view, database: str, table: str, names: Sequence[str]) -> list[str]:
+    """The ``names`` (in order) the caller of ``view`` (a :class:`~gateway.policy.view.CatalogView`)
+    may not select on ``database.table``."""
+    if view.all_columns(database, table):
+        return []
+    kept = set(view.columns(database, table, names))
+    return [n for n in names if n not in kept]
+
+
+def caller_restrictions(view, database: str, table: str, schema: Schema,
+                        column_types: Mapping[str, str] | None = None) -> dict | None:
+    """The ``read-restrictions`` binding the caller of ``view`` (a
+    :class:`~gateway.policy.view.CatalogView`: its row filter, masks and denied columns) on
+    ``database.table`` over ``schema``; ``column_types`` the Hive types of a mask's
+    ``{colType}``. None when nothing restricts. Raises :class:`Unstatable`. What an Iceberg load
+    of a trusted engine states (:func:`gateway.iceberg.trusted.required`) and ``hms-gateway
+    policy check --schema`` prints."""
+    names = [f.name for f in schema.fields]
+    found = view.restrictions(database, table, names, column_types)
+    denied = denied_columns(view, database, table, names)
+    if not found.applies and not denied:
+        return None
+    return read_restrictions(found, schema, denied)
 
 
 def _field(schema: Schema, column: str) -> NestedField | None:

@@ -26,6 +26,7 @@ from gateway.certs import write_client_certificate
 from tests.support.gateway import MTLS, RunningGateway, htpasswd_provider
 from tests.support.hms import RunningHMS
 from tests.support.iceberg.clients import all_access_policy, call, error_of, rest_catalog
+from tests.support.iceberg.spec import check_read_restrictions
 from tests.support.policy import POLICY_FILE, POLICY_PATH
 from tests.support.thrift_gen import hive_metastore_client
 
@@ -47,6 +48,14 @@ POLICY = all_access_policy("bea") + """\
     name: analysts do not see who ordered
     resources: {database: [shop], table: [orders], column: [customer]}
     deny: [{groups: [analysts], accesses: [select]}]
+  - id: 4
+    name: analysts see orders above 10
+    resources: {database: [shop], table: [orders]}
+    row_filter: [{groups: [analysts], filter: "total > 10"}]
+  - id: 5
+    name: analysts see the last 4 of a card
+    resources: {database: [shop], table: [orders], column: [card]}
+    data_mask: [{groups: [analysts], mask: MASK_SHOW_LAST_4}]
 """
 
 
@@ -186,12 +195,14 @@ def test_without_credentials_every_challenge_in_the_error_model(gw):
 
 def test_a_table_with_denied_columns_loads_only_for_a_trusted_engine(gw):
     """As Glue's GetUnfilteredTableMetadata: trino (trusted) acting for ana gets the whole table
-    with the columns ana may read in ``config``; ana herself gets 403 saying why."""
+    with ana's read restrictions (issue 49: her denied column, row filter and mask) as the spec's
+    ``read-restrictions``, checked against the vendored spec; ana herself gets 403 saying why."""
     bea = rest_catalog(gw, user="bea", password="bea-password", path=GUARDED)
     bea.create_namespace("shop")
     schema = Schema(NestedField(1, "id", LongType(), required=False),
                     NestedField(2, "customer", StringType(), required=False),
-                    NestedField(3, "total", LongType(), required=False))
+                    NestedField(3, "total", LongType(), required=False),
+                    NestedField(4, "card", StringType(), required=False))
     bea.create_table("shop.orders", schema=schema)
     bea.create_table("shop.items", schema=SCHEMA)
 
@@ -207,10 +218,19 @@ def test_a_table_with_denied_columns_loads_only_for_a_trusted_engine(gw):
     answer = load("trino", "orders")
     assert answer.status_code == 200, answer.text
     result = TableResponse.model_validate_json(answer.content)
-    assert [f.name for f in result.metadata.schema().fields] == ["id", "customer", "total"]  # whole
-    assert result.config == {"authorized-columns": "id,total"}
+    assert [f.name for f in result.metadata.schema().fields] == ["id", "customer", "total", "card"]  # whole
+    assert result.config == {"scan-planning-mode": "server"}
+    total = {"type": "reference", "id": 3}
+    restrictions = answer.json()["read-restrictions"]
+    assert restrictions == {  # Hive's total > 10, nulls never kept; customer denied; card masked
+        "required-row-filter": {"type": "and", "left": {"type": "not-null", "child": total},
+                                "right": {"type": "gt", "left": total, "right": {"type": "literal", "value": 10}}},
+        "required-column-projections": [{"field-id": 2, "action": "replace-with-null"},
+                                        {"field-id": 4, "action": "show-last-4"}]}
+    check_read_restrictions(restrictions)  # and call() checked the whole answer against the spec
     assert load("trino", "orders", {"If-None-Match": answer.headers["ETag"]}).status_code == 304
-    assert "authorized-columns" not in TableResponse.model_validate_json(load("trino", "items").content).config
+    items = load("trino", "items")
+    assert "read-restrictions" not in items.json() and items.json()["config"] == {}
     # bea may impersonate nobody; trino acting as itself reads everything (no denied column)
     assert load("bea", "orders").status_code == 403
     as_itself = call(gw, "GET", "/v1/namespaces/shop/tables/orders", service=GUARDED, auth=("trino", "trino-password"))

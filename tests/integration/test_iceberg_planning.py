@@ -47,6 +47,22 @@ POLICY = ETL_ALL_POLICY + """\
     name: readers see category a of pdel only
     resources: {database: [plans], table: [pdel]}
     row_filter: [{users: [analyst, reader], filter: "cat = 'a'"}]
+  - id: 5
+    name: analyst sees parts other than b
+    resources: {database: [plans], table: [parts]}
+    row_filter: [{users: [analyst], filter: "cat <> 'b'"}]
+  - id: 6
+    name: analyst sees secrets hashed
+    resources: {database: [plans], table: [parts], column: [secret]}
+    data_mask: [{users: [analyst], mask: MASK_HASH}]
+  - id: 7
+    name: analyst sees trips above 10
+    resources: {database: [plans], table: [trips]}
+    row_filter: [{users: [analyst], filter: "fare > 10"}]
+  - id: 8
+    name: analyst sees cities hashed
+    resources: {database: [plans], table: [trips], column: [city]}
+    data_mask: [{users: [analyst], mask: MASK_HASH}]
 """
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "cat", StringType(), required=False),
                 NestedField(3, "secret", StringType(), required=False))
@@ -317,7 +333,8 @@ def test_plans_are_refused_as_loads_are(gw, tables):
 
 def test_a_filtered_table_is_planned_only_for_a_trusted_engine(gw, tables):
     """Issue 39: reader has a row filter on plans.pdel: the plan is refused as the load is, with
-    the same reason; analyst, a trusted engine, plans it and reads the filter from the load."""
+    the same reason; analyst, a trusted engine, plans it and reads the filter from the load
+    (issue 49: the spec's ``read-restrictions``)."""
     reader = partial(call, gw, auth=("reader", "reader-password"))
     analyst = partial(call, gw, auth=("analyst", "analyst-password"))
     load = error_of(reader("GET", f"{TABLE}/pdel"), 403, "ForbiddenException")
@@ -325,7 +342,70 @@ def test_a_filtered_table_is_planned_only_for_a_trusted_engine(gw, tables):
     assert error_of(reader("POST", f"{TABLE}/pdel/plan", {}), 403, "ForbiddenException")["message"] == load["message"]
     assert analyst("POST", f"{TABLE}/pdel/plan", {}).status_code == 200
     loaded = analyst("GET", f"{TABLE}/pdel").json()
-    assert (loaded["config"]["row-filter"], loaded["config"]["row-filter-policy-id"]) == ("cat = 'a'", "4")
+    cat = {"type": "reference", "id": 2}
+    assert loaded["read-restrictions"] == {"required-row-filter": {
+        "type": "and", "left": {"type": "not-null", "child": cat},
+        "right": {"type": "eq", "left": cat, "right": {"type": "literal", "value": "a"}}}}
+    assert loaded["config"]["scan-planning-mode"] == "server"
+
+
+def test_a_trusted_engine_s_plan_of_a_restricted_table_is_bound_by_its_read_restrictions(gw, tables):
+    """Issue 49: analyst's required filter (``cat <> 'b'``) prunes plans.parts' b file from its
+    plan, in the first answer and in its plan tasks, and every task's residual states it (a
+    partition that holds it leaves the planner nothing: the required filter is written); a
+    ``stats-fields`` naming the hashed ``secret`` is refused; etl, unrestricted, plans b too."""
+    analyst = partial(call, gw, auth=("analyst", "analyst-password"))
+    cat = {"type": "reference", "id": 2}
+    loaded = analyst("GET", f"{TABLE}/parts").json()
+    assert loaded["read-restrictions"]["required-row-filter"] == {
+        "type": "and", "left": {"type": "not-null", "child": cat},
+        "right": {"type": "not-eq", "left": cat, "right": {"type": "literal", "value": "b"}}}
+    required = {"type": "and", "left": {"type": "not-null", "term": "cat"},
+                "right": {"type": "not-eq", "term": "cat", "value": "b"}}
+    first = analyst("POST", f"{TABLE}/parts/plan", {"filter": {"type": "gt-eq", "term": "id", "value": 0}}).json()
+    tasks = list(first["file-scan-tasks"])
+    for task in first.get("plan-tasks", []):
+        fetched = analyst("POST", f"{TABLE}/parts/tasks", {"plan-task": task})
+        assert fetched.status_code == 200, fetched.text
+        tasks += fetched.json()["file-scan-tasks"]
+    assert first.get("plan-tasks") and sorted(t["data-file"]["partition"][0] for t in tasks) == ["a", "a", "a", "c"]
+    for task in tasks:
+        residual = json.dumps(task["residual-filter"], sort_keys=True)
+        assert json.dumps(required, sort_keys=True) in residual, residual
+    error = error_of(analyst("POST", f"{TABLE}/parts/plan", {"stats-fields": ["secret"]}), 403, "ForbiddenException")
+    assert "secret" in error["message"] and "masked" in error["message"]
+    assert analyst("POST", f"{TABLE}/parts/plan", {"stats-fields": ["id"]}).status_code == 200
+    everything = _call(gw, "POST", f"{TABLE}/parts/plan", {}).json()
+    assert "b" in {t["data-file"]["partition"][0] for t in everything["file-scan-tasks"]} | {
+        t["data-file"]["partition"][0] for p in everything.get("plan-tasks", [])
+        for t in _call(gw, "POST", f"{TABLE}/parts/tasks", {"plan-task": p}).json()["file-scan-tasks"]}
+
+
+def test_the_client_reader_gives_what_ranger_gives_for_the_demo_trips(gw, client):
+    """Issue 49: the client distribution's reader (``hms_gateway_client.iceberg``), as analyst (a
+    trusted engine) on a table of the demo's ``lakehouse.trips`` shape under a row filter
+    (``fare > 10``) and ``MASK_HASH`` on ``city``, reads what Hive with Ranger gives: the rows
+    the filter keeps on the raw values, then each city as Hive's ``mask_hash`` (SHA-256 hex)."""
+    import hashlib
+
+    from pyiceberg.types import DoubleType
+
+    from demo.iceberg import BATCHES
+    from hms_gateway_client.iceberg import load_table
+
+    schema = Schema(NestedField(1, "trip_id", LongType(), required=False),
+                    NestedField(2, "city", StringType(), required=False),
+                    NestedField(3, "fare", DoubleType(), required=False))
+    arrow = pa.schema([("trip_id", pa.int64()), ("city", pa.string()), ("fare", pa.float64())])
+    trips = client.create_table("plans.trips", schema=schema)
+    for batch in BATCHES:
+        trips.append(pa.Table.from_pylist([dict(zip(arrow.names, row)) for row in batch], schema=arrow))
+    read = load_table(_catalog(gw, "client", "analyst"), "plans.trips")
+    got = sorted(read.to_arrow().to_pylist(), key=lambda row: row["trip_id"])
+    hive = [{"trip_id": i, "city": hashlib.sha256(c.encode()).hexdigest(), "fare": f}
+            for batch in BATCHES for i, c, f in batch if f > 10]
+    assert got == hive and [row["trip_id"] for row in got] == [1, 2, 4]
+    assert read.read_restrictions["required-column-projections"] == [{"field-id": 2, "action": "sha-256-global"}]
 
 
 def test_a_table_whose_files_lie_outside_its_location_is_not_planned(client, server, gw, module_hms, tables):

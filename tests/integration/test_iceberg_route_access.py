@@ -152,10 +152,10 @@ def world(gw, hms, s3) -> dict:
 
 
 def _answer(gw: RunningGateway, method: str, path: str, body=None, delegation: str | None = None):
-    # the S3 signer's endpoint is not in the REST catalog's spec (it has one of its own)
-    # (and a HEAD's answer has no body to check)
+    # the Polaris-style signer path is not in the REST catalog's spec, and the spec's own lists no
+    # 404 for an unknown table (and a HEAD's answer has no body to check)
     return call(gw, method, path, body, auth=(MALLORY, MALLORY_PASSWORD),
-                validate="/s3-sign" not in path and method != "HEAD",
+                validate="/s3-sign" not in path and not path.endswith("/sign") and method != "HEAD",
                 headers={"X-Iceberg-Access-Delegation": delegation} if delegation else None)
 
 
@@ -195,6 +195,7 @@ def _table_rows(s3: RunningS3, db: str, name: str) -> dict[str, tuple[str, str, 
             "metrics": {}}, None),
         "loadCredentials": ("GET", f"{base}/credentials", None, None),
         "signS3Request": ("POST", f"{base}/s3-sign", sign, None),
+        "signRequest": ("POST", f"{base}/sign", sign, None),
         "planTableScan": ("POST", f"{base}/plan", {"stats-fields": ["name", "ssn"]}, "vended-credentials"),
         "fetchPlanningResult": ("GET", f"{base}/plan/forged", None, "vended-credentials"),
         "cancelPlanning": ("DELETE", f"{base}/plan/forged", None, None),
@@ -219,7 +220,8 @@ RULE = {"denied": (403, "may not read every column of lake.denied"),
         "masked": (403, "row filter or column mask"),
         "hidden": (404, "does not exist"),
         "alias": (403, "storage-identity rule")}
-STORAGE_ROWS = {"loadTable", "updateTable", "reportMetrics", "loadCredentials", "signS3Request", "planTableScan",
+STORAGE_ROWS = {"loadTable", "updateTable", "reportMetrics", "loadCredentials", "signRequest", "signS3Request",
+                "planTableScan",
                 "fetchPlanningResult", "cancelPlanning", "fetchScanTasks", "commitTransaction"}
 
 

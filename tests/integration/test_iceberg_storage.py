@@ -369,7 +369,7 @@ def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, 
     assert status == 200 and "storage-credentials" not in loaded
     config = loaded["config"]
     assert config["s3.remote-signing-enabled"] == "true" and "s3.access-key-id" not in config
-    assert config["s3.signer.endpoint"] == "v1/namespaces/lake/tables/trips/s3-sign"
+    assert config["s3.signer.endpoint"] == "v1/namespaces/lake/tables/trips/sign"  # the spec's signRequest
     writer = _catalog(gw, USER, PASSWORD, "remote-signing").load_table(trips)
     writer.append(_rows(5, 1))
     reader = _catalog(gw, READER, READER_PASSWORD, "remote-signing").load_table(trips)
@@ -390,6 +390,13 @@ def test_remote_signing_reads_and_appends_and_refuses_a_read_only_write(gw, s3, 
                       {"method": "GET", "region": REGION, "headers": {"Host": ["x"]},
                        "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"})
     assert allowed[0] == 200 and allowed[1]["uri"].endswith("/lake/trips/metadata/x")
+    # the spec's signRequest (checked against the spec), where PyIceberg signed above
+    spec = {"method": "GET", "region": REGION, "headers": {}, "provider": "s3",
+            "uri": f"{s3.endpoint}/{BUCKET}/lake/trips/metadata/x"}
+    assert _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/sign", READER, READER_PASSWORD, spec)[0] == 200
+    other = _answer(gw, "POST", "/v1/namespaces/lake/tables/trips/sign", READER, READER_PASSWORD,
+                    {**spec, "provider": "gcs"})
+    assert other[0] == 400 and "provider 'gcs'" in other[1]["error"]["message"]
 
 
 SCAN_REPORT = {"report-type": "scan-report", "table-name": "lake.filtered", "snapshot-id": 1, "filter": True,
@@ -400,7 +407,8 @@ SCAN_REPORT = {"report-type": "scan-report", "table-name": "lake.filtered", "sna
 def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, trips):
     """Issue 39: analyst has a row filter on lake.filtered: PyIceberg's load is 403 saying why,
     and neither the credentials endpoint, the signer nor a scan report answers her; trino, a
-    trusted engine, loads it with vended credentials and the filter and mask in ``config``."""
+    trusted engine, loads it with vended credentials and the filter and mask as the spec's
+    ``read-restrictions`` (issue 49)."""
     from pyiceberg.exceptions import ForbiddenError
 
     _catalog(gw, USER, PASSWORD).create_table("lake.filtered", schema=SCHEMA).append(_rows(0, 2))
@@ -419,11 +427,14 @@ def test_a_filtered_table_gets_no_storage_access_but_a_trusted_engines(gw, s3, t
             assert "row filter" in answer["error"]["message"] and "storage-credentials" not in answer
     engine = _catalog(gw, ENGINE, ENGINE_PASSWORD, "vended-credentials").load_table("lake.filtered")
     config = engine.io.properties
-    assert config["row-filter"] == "name = 'EU'" and config["row-filter-policy-id"] == "4"
-    assert json.loads(config["column-masks"]) == {"name": {
-        "mask-type": "MASK_SHOW_LAST_4", "expression": "mask_show_last_n(name, 4, 'x', 'x', 'x', -1, '1')",
-        "policy-id": 5}}
+    assert config["scan-planning-mode"] == "server"
     assert config["s3.session-token"]  # a trusted engine's storage access, to enforce them itself
+    status, loaded = _answer(gw, "GET", base, ENGINE, ENGINE_PASSWORD, delegation="vended-credentials")
+    name = {"type": "reference", "id": 2}
+    assert (status, loaded["read-restrictions"]) == (200, {
+        "required-row-filter": {"type": "and", "left": {"type": "not-null", "child": name},
+                                "right": {"type": "eq", "left": name, "right": {"type": "literal", "value": "EU"}}},
+        "required-column-projections": [{"field-id": 2, "action": "show-last-4"}]})
     assert sorted(engine.scan().to_arrow()["id"].to_pylist()) == [0, 1]
     deadline = time.monotonic() + 10  # audit lines are written in batches (every 0.1 s)
     while not any(line.get("policy_restricted") == [4, 5] and line["effective_user"] == ENGINE for line in
@@ -459,7 +470,7 @@ def test_the_gateways_key_is_in_no_answer_log_line_or_metric(gw, s3, trips):
         assert all(secret.encode() not in answer for answer in ANSWERS)
         assert secret not in gw.log() and secret not in audit and secret not in metrics_text
     # refusals are audited; allowed signings are summarized, not one line each
-    lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line]
+    lines = [json.loads(line) for line in audit.splitlines() if '"signS3Request"' in line or '"signRequest"' in line]
     assert any(line["status"] == 403 for line in lines)
     assert sum(1 for line in lines if line["status"] == 200) < 10
 

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- iceberg-route-access -->"
 #: The routes that read or hand out an existing table's storage (issue 48): each must apply the
 #: denied-column rule, the row-filter and mask rule and the storage identity.
-STORAGE_ROUTES = {"loadTable", "updateTable", "reportMetrics", "loadCredentials", "signS3Request", "planTableScan",
+STORAGE_ROUTES = {"loadTable", "updateTable", "reportMetrics", "loadCredentials", "signRequest", "signS3Request",
+                  "planTableScan",
                   "fetchPlanningResult", "cancelPlanning", "fetchScanTasks", "commitTransaction"}
 
 

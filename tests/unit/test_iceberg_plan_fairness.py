@@ -24,8 +24,8 @@ from gateway.iceberg.planning import Planned
 from gateway.iceberg.service_state import ServiceState
 
 TABLE = SimpleNamespace(location="file:///warehouse/db/t/metadata/1.metadata.json",
-                        metadata=SimpleNamespace(location="file:///warehouse/db/t"))
-SCOPE = SimpleNamespace(appends=None, snapshot=None, columns=frozenset(), filter=None)
+                        metadata=SimpleNamespace(location="file:///warehouse/db/t"), restrictions=None)
+SCOPE = SimpleNamespace(appends=None, snapshot=None, columns=frozenset(), filter=None, required=None)
 #: Hang guard only: every wait below ends at once when the code is right.
 GUARD = 60
 
@@ -209,7 +209,8 @@ async def test_an_identical_plan_is_answered_without_planning_but_never_across_a
     assert again["status"] == "completed" and again["file-scan-tasks"] == first["file-scan-tasks"]
     await _plan(_caller(service, "bob"))  # another caller's plan tasks name them: planned for them
     assert len(planner.threads) == 2
-    committed = SimpleNamespace(location="file:///warehouse/db/t/metadata/2.metadata.json", metadata=TABLE.metadata)
+    committed = SimpleNamespace(location="file:///warehouse/db/t/metadata/2.metadata.json", metadata=TABLE.metadata,
+                                restrictions=None)
 
     async def checked(catalog, db, name, ask):
         return committed, SCOPE

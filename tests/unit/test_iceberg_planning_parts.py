@@ -10,12 +10,13 @@ import json
 import threading
 import time
 import zlib
+from dataclasses import replace
 from types import SimpleNamespace
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, Not
+from pyiceberg.expressions import AlwaysTrue, And, EqualTo, GreaterThan, In, Not, NotNull
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
     DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, ManifestFile, write_manifest,
@@ -206,6 +207,53 @@ def test_a_residual_is_never_the_request_s_filter_and_an_answer_s_residuals_are_
     assert Residuals(row_filter, 0).of(small) is None
 
 
+def test_a_required_row_filter_prunes_and_is_in_every_task_s_residual_whatever_the_budget(tmp_path: Path):
+    """Issue 49: the caller's required filter is ANDed into the plan's filter (pruning: every
+    file's lower bound of id is 0x0101010101010101, so ``id < 0`` prunes them all) and every task
+    carries a residual holding it, even past the budget (0 here) and where the planner's residual
+    is the whole filter (it would otherwise be left out, and a client would read with its own
+    filter alone)."""
+    from gateway.iceberg.read_rules import Readable, bound
+
+    listing = _manifests(tmp_path, 2, 3)
+    io = PyArrowFileIO()
+    data = ManifestCache(64 * 1024 * 1024, ("unit", "required")).manifests(io, listing)
+    ref = {"type": "reference", "id": 1}
+    restrictions = {"required-row-filter": {"type": "and", "left": {"type": "not-null", "child": ref},
+                                            "right": {"type": "gt", "left": ref, "right": {"type": "literal", "value": 1}}}}
+    asked = _scope(tmp_path, GreaterThan("id", 0))
+    table = Readable(str(tmp_path / "m.json"), asked.metadata, None, restrictions)
+    found = bound(SimpleNamespace(user="ana"), "db", "t", table, asked)
+    assert found.filter == And(GreaterThan("id", 0), And(NotNull("id"), GreaterThan("id", 1)))
+    answer = plan(found, io, data, [], Residuals(found.filter, 0, found.required), threading.Event())
+    # every file's lower bound is 1 and its upper bound unknown: none is pruned, each states the filter
+    assert len(answer.file_scan_tasks) == 6
+    whole = {"type": "and", "left": {"type": "gt", "term": "id", "value": 0}, "right": {
+        "type": "and", "left": {"type": "not-null", "term": "id"}, "right": {"type": "gt", "term": "id", "value": 1}}}
+    assert [t["residual-filter"] for t in answer.file_scan_tasks] == [whole] * 6
+    residuals = Residuals(found.filter, 0, found.required)
+    assert residuals.of(AlwaysTrue()) == residuals.of(None) == whole["right"]
+    assert residuals.of(GreaterThan("id", 0)) == whole  # a partial residual AND the required filter
+    # a filter no file can hold prunes them all
+    none = {"required-row-filter": {"type": "lt", "left": ref, "right": {"type": "literal", "value": 0}}}
+    pruned = bound(SimpleNamespace(user="ana"), "db", "t", Readable("m", asked.metadata, None, none), asked)
+    assert plan(pruned, io, data, [], Residuals(pruned.filter, 0, pruned.required), threading.Event()).file_scan_tasks == []
+
+
+def test_stats_of_a_masked_column_and_a_required_filter_over_a_missing_column_are_refused(tmp_path: Path):
+    from gateway.iceberg.read_rules import Readable, bound
+
+    masked = {"required-column-projections": [{"field-id": 1, "action": "mask-to-fixed-value"}]}
+    asked = replace(_scope(tmp_path), stats_ids=frozenset({1}))
+    with pytest.raises(errors.Forbidden, match="stats-fields names id of db.t, which is masked or denied for ana"):
+        bound(SimpleNamespace(user="ana"), "db", "t", Readable("m", asked.metadata, None, masked), asked)
+    assert bound(SimpleNamespace(user="ana"), "db", "t", Readable("m", asked.metadata, None, masked),
+                 replace(asked, stats_ids=frozenset())).required is None
+    elsewhere = {"required-row-filter": {"type": "is-null", "child": {"type": "reference", "id": 9}}}
+    with pytest.raises(errors.Forbidden, match="names field 9, which the schema of this scan lacks"):
+        bound(SimpleNamespace(user="ana"), "db", "t", Readable("m", asked.metadata, None, elsewhere), _scope(tmp_path))
+
+
 @pytest.mark.parametrize("raw, says", [
     ({"type": "not", "child": {"type": "not", "child": {"type": "eq", "term": "id", "value": 1}}},
      "nested deeper than planning.max_filter_depth (3 levels)"),
@@ -258,6 +306,8 @@ def test_the_plan_cache_keeps_answers_by_key_within_its_bytes_and_its_seconds(mo
     first, second, third = (plan_key("etl", "db", "t", f"m{n}.json", {"select": ["id"]}) for n in (1, 2, 3))
     assert plan_key("etl", "db", "t", "m1.json", {"select": ["id"], "filter": True}) != first
     assert plan_key("bob", "db", "t", "m1.json", {"select": ["id"]}) != first
+    restricted = {"required-row-filter": {"type": "is-null", "child": {"type": "reference", "id": 1}}}
+    assert plan_key("etl", "db", "t", "m1.json", {"select": ["id"]}, restricted) != first  # issue 49
     assert answers.get(first) is None
     answers.put(first, "{" + "a" * 9 + "}")
     answers.put(second, "{" + "b" * 9 + "}")

@@ -1,9 +1,11 @@
 """Trusted engines on the Iceberg REST catalog (:mod:`gateway.iceberg.trusted`): a table with
-columns denied to the user loads only for a trusted engine (the ``doAs`` impersonator, else the
-user), with the authorized columns in ``config``; anyone else gets 403 saying why."""
+columns denied to the user, a row filter or a mask loads only for a trusted engine (the ``doAs``
+impersonator, else the user), with them stated as the spec's ``read-restrictions``; anyone else
+gets 403 saying why."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -57,10 +59,12 @@ def test_an_untrusted_impersonator_is_refused_naming_itself():
         trusted.restricted(catalog("ana", impersonator="spark"), "sales", "orders")
 
 
-def test_a_trusted_engine_gets_the_authorized_columns_in_schema_order():
+def test_a_trusted_engine_gets_the_denied_columns_as_replace_with_null():
     asking = catalog("ana", impersonator="trino")
     assert trusted.restricted(asking, "sales", "orders") is True
-    assert trusted.authorized_columns(asking, "sales", "orders", METADATA) == {"authorized-columns": "id,total"}
+    assert trusted.required(asking, "sales", "orders", METADATA.schema()) == {
+        "required-column-projections": [{"field-id": 2, "action": "replace-with-null"}]}
+    assert trusted.required(asking, "sales", "customers", METADATA.schema()) is None
 
 
 def test_a_trusted_engine_acting_as_itself_is_judged_as_itself():
@@ -150,13 +154,51 @@ def test_a_filtered_table_is_refused_to_an_untrusted_caller_saying_why():
     assert not trusted.filtered(filtered_catalog("ana"), "sales", "orders").applies
 
 
-def test_a_trusted_engine_gets_the_filter_and_masks_in_config():
+def test_a_trusted_engine_gets_the_filter_and_masks_as_read_restrictions():
+    from gateway.iceberg.objects import TABLE
+    from tests.support.iceberg.spec import check_read_restrictions
+
     asking = filtered_catalog("ana", impersonator="trino")
-    found = trusted.filtered(asking, "sales", "eu")
-    assert trusted.restrictions_config(found) == {
-        "row-filter": "region = 'EU'", "row-filter-policy-id": "4",
-        "column-masks": '{"name":{"expression":"mask_hash(name)","mask-type":"MASK_HASH","policy-id":5}}'}
+    assert trusted.filtered(asking, "sales", "eu").applies
+    metadata = METADATA.model_copy(update={"schemas": [Schema(
+        NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False),
+        NestedField(3, "region", StringType(), required=False))]})
+    answer = trusted.stated(asking, "sales", "eu", TABLE.result("m.json", metadata, {"k": "v"}))
+    ref = {"type": "reference", "id": 3}
+    assert answer.read_restrictions == {
+        "required-row-filter": {"type": "and", "left": {"type": "not-null", "child": ref},
+                                "right": {"type": "eq", "left": ref, "right": {"type": "literal", "value": "EU"}}},
+        "required-column-projections": [{"field-id": 2, "action": "sha-256-global"}]}
+    check_read_restrictions(answer.read_restrictions)
+    assert answer.config == {"k": "v", "scan-planning-mode": "server"}
     assert asking.view.restricting == {4, 5}  # for the audit line
+    written = json.loads(answer.model_dump_json(by_alias=True))
+    assert written["read-restrictions"] == answer.read_restrictions and "storage-credentials" not in written
+    plain = TABLE.result("m.json", metadata)
+    assert trusted.stated(asking, "sales", "customers", plain) is plain
+    assert "read-restrictions" not in json.loads(plain.model_dump_json(by_alias=True))
+
+
+def test_a_filter_that_cannot_be_stated_refuses_a_load_and_binds_a_changes_answer_to_no_rows():
+    from gateway.iceberg.objects import TABLE
+
+    asking = filtered_catalog("ana", impersonator="trino")
+    without_region = TABLE.result("m.json", METADATA)  # the filter's column is not in the schema
+    with pytest.raises(errors.Forbidden, match=r"policy 4: 'region' cannot be stated.*current schema has no such column"):
+        trusted.stated(asking, "sales", "eu", without_region)
+    assert trusted.stated(asking, "sales", "eu", without_region, written=True).read_restrictions == {
+        "required-row-filter": False}
+
+
+def test_the_etag_fingerprint_changes_with_the_policy():
+    from gateway.iceberg.hive_tables import new_table
+    from gateway.thrift.schema import load_schema
+    from gateway.upstream.metastore import idl_module
+
+    hive = new_table(idl_module(load_schema()), "sales", "eu", "etl", METADATA, "m.json", True)
+    filtered = trusted.fingerprint(filtered_catalog("ana", impersonator="trino"), "sales", "eu", hive)
+    assert filtered and trusted.fingerprint(catalog("ana", impersonator="trino"), "sales", "eu", hive) == ""
+    assert trusted.fingerprint(catalog("ana", impersonator="trino"), "sales", "orders", hive) not in ("", filtered)
 
 
 def test_a_mask_without_an_expression_fails_closed_even_for_a_trusted_engine():
@@ -179,3 +221,48 @@ async def test_a_commit_to_a_filtered_table_is_refused_before_hms_for_an_untrust
                allow=(PolicyItem(expand_accesses(["select", "update", "alter"]), groups=frozenset({"analysts"})),)),
     ])
     assert await _commit_refused_before_hms(engine, "eu", "row filter") == []
+
+
+# --- every route that hands out storage refuses what a load could not state -------------------
+
+UNSTATABLE = PolicyEngine([
+    *POLICIES,
+    Policy(7, "own rows", (ResourceSpec(("sales",)), ResourceSpec(("mine",))), policy_type=POLICY_ROWFILTER,
+           row_filter=(RowFilterItem(ANALYSTS, "owner = current_user()"),)),
+    Policy(8, "EU rows", (ResourceSpec(("sales",)), ResourceSpec(("eu",))), policy_type=POLICY_ROWFILTER,
+           row_filter=(RowFilterItem(ANALYSTS, "region = 'EU'"),)),
+])
+
+
+class CountingCatalog(Catalog):
+    """A catalog whose metadata reads are counted (the table's schema: id, owner, region)."""
+
+    reads = 0
+
+    async def metadata(self, hive_table, object_type=None):
+        type(self).reads += 1
+        return "m.json", METADATA.model_copy(update={"schemas": [Schema(
+            NestedField(1, "id", LongType(), required=False), NestedField(2, "owner", StringType(), required=False),
+            NestedField(3, "region", StringType(), required=False))]})
+
+
+def _hive(name: str, metadata: str = "file:///w/sales/t/metadata/1.json"):
+    return SimpleNamespace(dbName="sales", tableName=name, parameters={"metadata_location": metadata},
+                           sd=SimpleNamespace(cols=[SimpleNamespace(name=c, type="string") for c in ("id", "owner", "region")]))
+
+
+async def test_a_trusted_engine_gets_no_storage_access_to_a_table_whose_restrictions_cannot_be_stated():
+    identity = Identity(user="ana", principal=None, groups=frozenset({"analysts"}), impersonator="trino")
+    asking = CountingCatalog(SimpleNamespace(identity=identity), CatalogView(UNSTATABLE, "ana", {"analysts"}),
+                             files=None, service=ServiceState(trusted_engines=frozenset({"trino"})), user="ana")
+    CountingCatalog.reads = 0
+    for _ in range(3):  # the signer asks per request: the verdict is kept, the metadata read once
+        with pytest.raises(errors.Forbidden, match="current_user"):
+            await trusted.statable(asking, "sales", "mine", _hive("mine"))
+    assert CountingCatalog.reads == 1
+    await trusted.statable(asking, "sales", "eu", _hive("eu"))  # a filter that can be stated passes
+    await trusted.statable(asking, "sales", "customers", _hive("customers"))  # nothing restricts: nothing read
+    assert CountingCatalog.reads == 2
+    with pytest.raises(errors.Forbidden):  # a new metadata file is judged again
+        await trusted.statable(asking, "sales", "mine", _hive("mine", "file:///w/sales/t/metadata/2.json"))
+    assert CountingCatalog.reads == 3

@@ -149,3 +149,55 @@ def test_check_shows_the_row_filter_and_mask_with_their_policy_ids(tmp_path: Pat
     (tmp_path / "policies" / "catalog.yaml").write_text(RESTRICTED)
     assert main(check(gateway, *args)) == 0
     assert capsys.readouterr().out.splitlines() == lines
+
+
+def _metadata(tmp: Path, *columns: tuple[str, object]) -> Path:
+    """An Iceberg table metadata file of ``sales.orders`` with optional ``columns`` (name, type)."""
+    from pyiceberg.partitioning import UNPARTITIONED_PARTITION_SPEC
+    from pyiceberg.schema import Schema
+    from pyiceberg.table.metadata import new_table_metadata
+    from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
+    from pyiceberg.types import NestedField
+
+    schema = Schema(*(NestedField(i, name, kind, required=False) for i, (name, kind) in enumerate(columns, 1)))
+    metadata = new_table_metadata(schema, UNPARTITIONED_PARTITION_SPEC, UNSORTED_SORT_ORDER, "file:///w/sales/orders")
+    path = tmp / "00001.metadata.json"
+    path.write_text(metadata.model_dump_json())
+    return path
+
+
+def test_check_with_a_schema_prints_the_read_restrictions_a_load_carries(tmp_path: Path, capsys):
+    """Issue 49: ``--schema`` (the table's metadata file) prints the spec's ``read-restrictions``
+    of a trusted engine's load for the user, checked against the vendored spec; ``none`` when
+    nothing restricts; ``refused`` (exit 1) when a policy cannot be stated; 2 for a file that
+    is no table metadata."""
+    import json
+
+    from pyiceberg.types import LongType, StringType
+
+    from tests.support.iceberg.spec import check_read_restrictions
+
+    gateway = setup(tmp_path, ONE)
+    (tmp_path / "policies" / "catalog.yaml").write_text(RESTRICTED)
+    schema = _metadata(tmp_path, ("id", LongType()), ("region", StringType()), ("card", StringType()))
+    ask = ["--user", "bea", "--groups", "analysts", "--database", "sales", "--table", "orders", "--access", "select",
+           "--schema", str(schema)]
+    assert main(check(gateway, *ask)) == 0
+    *_, last = capsys.readouterr().out.splitlines()
+    assert last.startswith("read-restrictions: ")
+    stated = json.loads(last.removeprefix("read-restrictions: "))
+    region = {"type": "reference", "id": 2}
+    assert stated == {"required-row-filter": {"type": "and", "left": {"type": "not-null", "child": region}, "right": {
+        "type": "eq", "left": region, "right": {"type": "literal", "value": "EU"}}},
+        "required-column-projections": [{"field-id": 3, "action": "show-last-4"}]}
+    check_read_restrictions(stated)
+    assert main(check(gateway, *ask[:7], "items", *ask[8:])) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "read-restrictions: none"
+    no_region = _metadata(tmp_path, ("id", LongType()), ("card", StringType()))
+    assert main(check(gateway, *ask[:-1], str(no_region))) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "read-restrictions: refused: policy 23: 'region' cannot be stated as an Iceberg read restriction: the "
+        "table's current schema has no such column")
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(check(gateway, *ask[:-1], str(tmp_path / "bad.json"))) == 2
+    assert "not an Iceberg table metadata file" in capsys.readouterr().err

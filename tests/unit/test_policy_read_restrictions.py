@@ -345,7 +345,7 @@ def test_read_restrictions_as_a_load_carries_them():
     check_read_restrictions(got)
 
 
-def test_the_example_of_docs_iceberg_md():
+def test_a_filter_a_mask_and_a_denied_column_stated_together():
     schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "name", StringType()),
                     NestedField(3, "ssn", StringType()), NestedField(4, "location", StringType()),
                     NestedField(5, "salary", DoubleType()))

@@ -358,8 +358,8 @@ def _requests(b: _Builder) -> dict[str, callable]:
     def plan_id():
         return quote(b.pick(["pending-x", "eJwDAAAAAAE", "x" * 300, "%2E%2E", "a/b"]), safe="")
 
-    def sign():
-        _, _, path = table_path("/s3-sign")
+    def sign(suffix: str = "/s3-sign"):
+        _, _, path = table_path(suffix)
         return "POST", path, {"method": b.pick(["GET", "PUT", "DELETE", "X"]), "region": "us-east-1",
                               "uri": b.pick(["https://s3.amazonaws.com/warehouse/x", "http://169.254.169.254/",
                                              *w.outside]), "headers": {"Host": ["x"]}}
@@ -388,6 +388,7 @@ def _requests(b: _Builder) -> dict[str, callable]:
         "reportMetrics": metrics,
         "loadCredentials": lambda: ("GET", table_path("/credentials")[2], None),
         "signS3Request": sign,
+        "signRequest": lambda: sign("/sign"),
         "commitTransaction": transaction,
         "listViews": lambda: ("GET", f"{ns_path()}/views" + query(), None),
         "createView": create_view,
