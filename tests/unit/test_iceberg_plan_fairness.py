@@ -59,7 +59,7 @@ async def planner(monkeypatch):  # async: released before the loop waits for its
     monkeypatch.setattr(scan_plans, "readable", readable)
     monkeypatch.setattr(scan_plans, "delegated", delegated)
     monkeypatch.setattr(scan_plans, "_again", lambda table, ask, missing: SCOPE)
-    monkeypatch.setattr(scan_plans, "require_columns", lambda catalog, db, name, table, columns: None)
+    monkeypatch.setattr(scan_plans, "bound", lambda catalog, db, name, table, found: found)
     yield fake
     fake.release.set()
 
