@@ -16,8 +16,9 @@ No toxiproxy, tc/netem or maintained Python relay is in the registries this proj
 Run it as its own process, so that its timers do not share a GIL with the client it delays:
 ``python -m bench.link --rtt-ms 20 --mbit 100 --links 17 --route gateway=127.0.0.1:8443
 --route s3=127.0.0.1:9000`` prints one JSON line, ``[{"gateway": port, "s3": port}, ...]`` (the
-local ports of each link's routes), and relays until stdin closes or SIGTERM.
-:func:`start_links` starts that process and reads the line.
+local ports of each link's routes), and relays until stdin closes or SIGTERM; then one more,
+``[{"gateway": [bytes up, bytes down], ...}, ...]``. :func:`start_links` starts that process
+and reads the first line, :meth:`Links.stop` the last.
 """
 
 from __future__ import annotations
@@ -79,29 +80,48 @@ class Link:
     mbit: float
     up: Pacer = field(init=False)
     down: Pacer = field(init=False)
+    #: route name → [bytes up, bytes down]
+    tally: dict[str, list[int]] = field(init=False, default_factory=dict)
+    _connections: set = field(init=False, default_factory=set, repr=False)
 
     def __post_init__(self):
         rate = self.mbit * 1e6 / 8
         self.up, self.down = Pacer(rate, self.rtt / 2), Pacer(rate, self.rtt / 2)
 
-    async def serve(self, target: tuple[str, int], host: str = "127.0.0.1", port: int = 0) -> asyncio.Server:
+    async def serve(self, target: tuple[str, int], host: str = "127.0.0.1", port: int = 0,
+                    name: str = "") -> asyncio.Server:
         """A listening server on ``host:port`` (0: any free port) relaying each connection to
-        ``target`` over this link."""
+        ``target`` over this link; the bytes carried each way are added to ``tally[name]``."""
+        tally = self.tally.setdefault(name, [0, 0])
+
         async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            # asyncio holds a server connection's task weakly once its socket stops reading
+            # (back-pressure): held here, or it is collected mid-transfer
+            task = asyncio.current_task()
+            self._connections.add(task)
             try:
                 up_reader, up_writer = await asyncio.open_connection(*target)
             except OSError:
                 writer.close()
+                self._connections.discard(task)
                 return
-            await asyncio.gather(_pipe(reader, up_writer, self.up, self.rtt), _pipe(up_reader, writer, self.down, 0.0))
-            for w in (writer, up_writer):
-                w.close()
+            try:
+                await asyncio.gather(_pipe(reader, up_writer, self.up, self.rtt, tally, 0),
+                                     _pipe(up_reader, writer, self.down, 0.0, tally, 1))
+            except asyncio.CancelledError:
+                pass  # the relay is stopping
+            finally:
+                for w in (writer, up_writer):
+                    w.close()
+                self._connections.discard(task)
 
         return await asyncio.start_server(connected, host, port)
 
 
-async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, pacer: Pacer, first_extra: float) -> None:
-    """Carry ``source`` to ``sink`` through ``pacer``, in order, then half-close ``sink``."""
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, pacer: Pacer, first_extra: float,
+                tally: list[int], way: int) -> None:
+    """Carry ``source`` to ``sink`` through ``pacer``, in order, counted in ``tally[way]``, then
+    half-close ``sink``."""
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue(QUEUED)
 
@@ -120,6 +140,7 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, pacer:
             # monotonic per connection: the handshake's wait never lets a later chunk overtake
             last = max(last, pacer.schedule(loop.time(), len(data)) + extra)
             extra = 0.0
+            tally[way] += len(data)
             await queue.put((last, data))
     except (ConnectionError, OSError):
         pass
@@ -138,7 +159,7 @@ async def _serve(links: list[Link], routes: dict[str, tuple[str, int]], stop: as
     for link in links:
         found = {}
         for name, target in routes.items():
-            server = await link.serve(target)
+            server = await link.serve(target, name=name)
             servers.append(server)
             found[name] = server.sockets[0].getsockname()[1]
         ports.append(found)
@@ -146,6 +167,7 @@ async def _serve(links: list[Link], routes: dict[str, tuple[str, int]], stop: as
     await stop.wait()
     for server in servers:
         server.close()
+    print(json.dumps([link.tally for link in links]), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,15 +200,21 @@ class Links:
     ports: list[dict[str, int]]
     process: subprocess.Popen
 
-    def stop(self) -> None:
-        """End the process (closing its stdin; killed after 10 s); idempotent."""
+    tally: list[dict[str, list[int]]] | None = None
+
+    def stop(self) -> list[dict[str, list[int]]] | None:
+        """End the process (closing its stdin; killed after 10 s); idempotent. Returns what each
+        link carried per route, ``[bytes up, bytes down]`` (None if it was killed)."""
         if self.process.poll() is None:
             self.process.stdin.close()
+            self.process.stdin = None  # communicate() would flush it
             try:
-                self.process.wait(10)
+                out, _ = self.process.communicate(timeout=10)
+                self.tally = json.loads(out) if out.strip() else None
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        return self.tally
 
 
 def start_links(routes: dict[str, tuple[str, int]], *, rtt: float, mbit: float, links: int = 1) -> Links:

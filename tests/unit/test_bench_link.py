@@ -51,7 +51,7 @@ def test_the_relay_carries_both_ways_whole_and_in_order_on_one_shared_line():
 
         target = await asyncio.start_server(echo, "127.0.0.1", 0)
         link = Link(rtt=0.002, mbit=4000)
-        relay = await link.serve(target.sockets[0].getsockname()[:2])
+        relay = await link.serve(target.sockets[0].getsockname()[:2], name="echo")
         port = relay.sockets[0].getsockname()[1]
         payloads = [os.urandom(700_000), os.urandom(300_001)]
 
@@ -76,6 +76,7 @@ def test_the_relay_carries_both_ways_whole_and_in_order_on_one_shared_line():
     assert link.up.carried == link.down.carried == total
     assert link.up.busy == pytest.approx(total / link.up.rate)
     assert link.down.busy == pytest.approx(total / link.down.rate)
+    assert link.tally == {"echo": [total, total]}
 
 
 def test_the_relay_process_names_a_port_per_link_and_route_and_relays():
@@ -104,7 +105,9 @@ def test_the_relay_process_names_a_port_per_link_and_route_and_relays():
         finally:
             await asyncio.to_thread(links.stop)
             server.close()
-        return got, links.process.returncode
+        return got, links.process.returncode, links.tally
 
-    got, code = asyncio.run(scenario())
+    got, code, tally = asyncio.run(scenario())
     assert got == b"pong:ping" and code == 0
+    # what each link carried per route, up and down: only link 1's route b was used
+    assert tally == [{"a": [0, 0], "b": [0, 0]}, {"a": [0, 0], "b": [4, 9]}]
