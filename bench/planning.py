@@ -426,7 +426,7 @@ def _concurrency(opts, linked: list[dict], gw, rtt_ms: float, total: int, idle_r
     in_flight = opts.clients * lone["bytes"] / 2**20
     allowed = idle_rss + CACHE_MIB + in_flight
     print(f"{opts.clients} clients at once, the whole table as raw HTTP, {opts.rounds} plans each: p50 {p50:.0f} ms, "
-          f"p99 {p99:.0f} ms; alone {alone:.0f} ms (median of {opts.plans}); gateway RSS {before:.0f} MiB before, "
+          f"p99 {p99:.0f} ms (of {len(samples)} plans); alone {alone:.0f} ms (median of {opts.plans}); gateway RSS {before:.0f} MiB before, "
           f"peak {peak.peak:.0f} MiB (before the first plan {idle_rss:.0f} MiB)", flush=True)
     verdicts.judge(rtt_ms, f"{opts.clients} concurrent plans, p99 / alone", p99 <= CONCURRENT_TARGET * alone,
                    f"{p99 / alone:.2f} (target <= {CONCURRENT_TARGET})",
