@@ -1,5 +1,5 @@
-"""Server-side scan planning against PyIceberg's own, for a client outside the cluster (issues 42
-and 50). Run alone: ``python bench/planning.py [--big] [--rtt-ms 20] [--rtt-ms 50] [--plans N]
+"""Server-side scan planning against PyIceberg's own, for a client outside the cluster.
+Issues 42 and 50. Run alone: ``python bench/planning.py [--big] [--rtt-ms 20] [--rtt-ms 50] [--plans N]
 [--cold N] [--clients N] [--rounds N]``, or ``bench/run.py --planning ...``.
 
 The world: a real Hive Metastore, the suite's S3 server (moto, :mod:`tests.support.s3`) and the
@@ -318,9 +318,11 @@ class _Verdicts:
     def judge(self, rtt_ms: float, name: str, ok: bool, figure: str, where: str = "") -> None:
         judged = rtt_ms == JUDGED_RTT_MS
         verdict = ("PASS" if ok else "MISS") if judged else ("(met)" if ok else "(not met)")
-        self.lines.append(f"{verdict:9s} {rtt_ms:g} ms: {name}: {figure}")
+        lines = [f"{verdict:9s} {rtt_ms:g} ms: {name}: {figure}"]
         if not ok and where:
-            self.lines.append(f"{'':9s} where the time goes: {where}")
+            lines.append(f"{'':9s} where the time goes: {where}")
+        print("\n".join(f"  {line}" for line in lines), flush=True)  # at once, and again at the end
+        self.lines += lines
         if judged and not ok:
             self.missed.append(f"{name} at {rtt_ms:g} ms")
 
