@@ -440,7 +440,8 @@ def _concurrency(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_r
     allowed = idle_rss + CACHE_MIB + in_flight
     print(f"{opts.clients} clients at once, the whole table as raw HTTP, {opts.rounds} plans each: p50 {p50:.0f} ms, "
           f"p99 {p99:.0f} ms (of {len(samples)} plans); alone {alone:.0f} ms (median of {opts.plans}); "
-          f"gateway RSS {before:.0f} MiB before, peak {peak.peak:.0f} MiB (before the first plan {idle_rss:.0f} MiB)", flush=True)
+          f"gateway RSS {before:.0f} MiB before, peak {peak.peak:.0f} MiB (before the first plan {idle_rss:.0f} MiB)",
+          flush=True)
     verdicts.judge(rtt_ms, f"{opts.clients} concurrent plans, p99 / alone", p99 <= CONCURRENT_TARGET * alone,
                    f"{p99 / alone:.2f} (target <= {CONCURRENT_TARGET})",
                    f"the gateway used {cpu:.1f} s of CPU in {wall:.1f} s ({cpu / wall:.2f} cores of "
