@@ -317,9 +317,22 @@ def _p(samples: list[float], q: float) -> float:
 
 
 class _Verdicts:
+    """The targets' verdicts, and the run's figures as a markdown table (docs/performance.md's)."""
+
     def __init__(self):
         self.lines: list[str] = []
         self.missed: list[str] = []
+        self.rows: list[str] = ["| round trip | case | client | server, cache warm | server, cache cold | "
+                                "PyIceberg reading the answer | first plan: client | server, warm | server, cold |",
+                                "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def row(self, rtt_ms: float, case: str, tasks: int, warm: tuple, first: dict) -> None:
+        c, s, cold, floor = warm
+        fc = first["client"]
+        self.rows.append(f"| {rtt_ms:g} ms | {case} ({tasks:,} tasks) | {c:,.0f} ms | {s:,.0f} ms ({s / c:.2f}×) | "
+                         f"{cold:,.0f} ms ({cold / c:.2f}×) | {floor:,.0f} ms ({floor / c:.2f}×) | {fc:,.0f} ms | "
+                         f"{first['server']:,.0f} ms ({first['server'] / fc:.2f}×) | "
+                         f"{first['server-cold']:,.0f} ms ({first['server-cold'] / fc:.2f}×) |")
 
     def judge(self, rtt_ms: float, name: str, ok: bool, figure: str, where: str = "") -> None:
         judged = rtt_ms == JUDGED_RTT_MS
@@ -381,6 +394,7 @@ def _run_delay(opts, direct: dict, gw, rtt_ms: float, total: int, manifest_bytes
                   f"({first['server'] / first['client']:4.2f}x) | cache cold {first['server-cold']:8.1f} ms "
                   f"({first['server-cold'] / first['client']:4.2f}x) | load before it: client "
                   f"{load_ms['client']:.0f} ms, server {load_ms['server']:.0f} ms")
+            verdicts.row(rtt_ms, name, next(iter(counts.values())), (c, s, cold, floor), first)
             phases = (f"the gateway alone (raw HTTP, no link) {gw_warm:.0f} ms warm, {gw_cold:.0f} ms cold; "
                       f"the link {linked_warm - gw_warm:.0f} ms (raw through it {linked_warm:.0f} ms); "
                       f"PyIceberg reading the answer {floor:.0f} ms; the rest {s - linked_warm - floor:.0f} ms")
@@ -505,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
             exact &= _run_delay(opts, direct, gw, rtt_ms, total, manifest_bytes, idle_rss, verdicts)
         print("\ntargets (judged at 20 ms):")
         print("\n".join(verdicts.lines))
+        print("\n" + "\n".join(verdicts.rows))
         if not exact:
             print("MISSED: the sides planned different numbers of files")
         return 1 if verdicts.missed or not exact else 0
