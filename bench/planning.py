@@ -18,7 +18,7 @@ link. Both sides are PyIceberg 0.12's ``RestCatalog``, ``scan-planning-mode`` ``
 ``server``; timed is ``table.scan(...).plan_files()`` to the list of tasks, the table loaded.
 
 Per delay, for the whole table, a filter keeping 1 % of the files (``id`` below the first 1 %:
-every manifest read, files pruned by their bounds) and a partition filter (``part = 3``: 1 of
+every manifest read, files pruned by their bounds) and a partition filter (``part = 0``: 1 of
 20 partitions, manifests pruned by the manifest list's partition summaries):
 
 * **warm**, in this process, medians of ``--plans`` interleaved: client-side planning,
@@ -74,7 +74,7 @@ def cases(files: int) -> dict[str, dict | None]:
     table), for a table of ``files`` data files."""
     return {"whole table": None,
             "1 % filter": {"type": "lt", "term": "id", "value": max(files // 100, 1) * ROWS_PER_FILE},
-            "partition filter": {"type": "eq", "term": "part", "value": 3}}
+            "partition filter": {"type": "eq", "term": "part", "value": 0}}
 
 
 def _expression(rest: dict | None):
@@ -346,6 +346,61 @@ class _Verdicts:
             self.missed.append(f"{name} at {rtt_ms:g} ms")
 
 
+def _case(opts, rtt_ms: float, name: str, rest: dict | None, loaded: dict, worlds: dict, sessions: dict,
+          verdicts: _Verdicts) -> bool:
+    """One case at one delay: warm plans, first plans, where the server's time goes. ``loaded``:
+    side → (catalog, table) through the link; ``worlds`` and ``sessions``: ``direct`` (to the
+    gateway, no link) and ``linked``. Returns False when the sides planned different counts."""
+    direct, lone, exact = worlds["direct"], worlds["linked"], True
+    raw_direct, raw_linked = sessions["direct"], sessions["linked"]
+    body = {"filter": rest} if rest else {}
+    counts = {side: _planned(table, rest) for side, (_, table) in loaded.items()}
+    texts = _answers(*loaded["server"], rest)
+    sides = [(lambda r, t=table: _planned(t, r), rest) for _, table in loaded.values()]
+    sides += [(_reading, texts),
+              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg", b), body),
+              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cold", b), body),
+              (lambda b: _raw_plan(raw_linked, f"{lone['gateway']}/iceberg", b), body)]
+    c, s, cold, floor, gw_warm, gw_cold, linked_warm = interleaved(sides, opts.plans, warm_up=1)
+    firsts = {side: [] for side in SERVICES}
+    for _ in range(opts.cold):
+        for side in SERVICES:  # one after another: a fresh process each
+            firsts[side].append(_result(_spawn(lone, "--first", side, name)))
+    first = {side: statistics.median(r["plan"] for r in rs) for side, rs in firsts.items()}
+    load_ms = {side: statistics.median(r["load"] for r in rs) for side, rs in firsts.items()}
+    counts.update({f"first {side}": rs[0]["tasks"] for side, rs in firsts.items()})
+    if len(set(counts.values())) != 1:
+        exact = False
+        print(f"  DIFFERENT TASK COUNTS: {counts}")
+    answer = sum(map(len, texts))
+    print(f"{name} ({next(iter(counts.values()))} tasks; answer {answer / 2**20:.2f} MiB in "
+          f"{len(texts)} parts), medians of {opts.plans} warm and {opts.cold} first plans, load "
+          f"{os.getloadavg()[0]:.1f}:", flush=True)
+    print(f"  warm:  client {c:8.1f} ms | server, cache warm {s:8.1f} ms ({s / c:4.2f}x) | cache cold "
+          f"{cold:8.1f} ms ({cold / c:4.2f}x) | PyIceberg reading the answer alone {floor:7.1f} ms "
+          f"({floor / c:4.2f}x)")
+    print(f"  first: client {first['client']:8.1f} ms | server, cache warm {first['server']:8.1f} ms "
+          f"({first['server'] / first['client']:4.2f}x) | cache cold {first['server-cold']:8.1f} ms "
+          f"({first['server-cold'] / first['client']:4.2f}x) | load before it: client "
+          f"{load_ms['client']:.0f} ms, server {load_ms['server']:.0f} ms")
+    verdicts.row(rtt_ms, name, next(iter(counts.values())), (c, s, cold, floor), first)
+    phases = (f"the gateway alone (raw HTTP, no link) {gw_warm:.0f} ms warm, {gw_cold:.0f} ms cold; "
+              f"the link {linked_warm - gw_warm:.0f} ms (raw through it {linked_warm:.0f} ms); "
+              f"PyIceberg reading the answer {floor:.0f} ms; the rest {s - linked_warm - floor:.0f} ms")
+    print(f"  server, warm: {phases}", flush=True)
+    if name in RATIO_TARGETS:
+        verdicts.judge(rtt_ms, f"{name}, server (warm) / client", s / c <= RATIO_TARGETS[name],
+                       f"{s / c:.2f} (target <= {RATIO_TARGETS[name]})", phases)
+    if name == "whole table":
+        ratio = first["server-cold"] / first["client"]
+        verdicts.judge(rtt_ms, "first plan, server (cache cold) / client", ratio <= FIRST_TARGET,
+                       f"{ratio:.2f} (target <= {FIRST_TARGET})",
+                       f"the gateway alone, cache cold {gw_cold:.0f} ms; the link {linked_warm - gw_warm:.0f} "
+                       f"ms; PyIceberg reading the answer {floor:.0f} ms; the load before it "
+                       f"{load_ms['server-cold']:.0f} ms, untimed")
+    return exact
+
+
 def _run_delay(opts, direct: dict, gw, rtt_ms: float, total: int, manifest_bytes: int,
                idle_rss: float, verdicts: _Verdicts) -> bool:
     """Every measurement at one delay; returns False when the sides planned different counts."""
@@ -362,53 +417,9 @@ def _run_delay(opts, direct: dict, gw, rtt_ms: float, total: int, manifest_bytes
         print(f"\n== {rtt_ms:g} ms round trip, {opts.mbit:g} Mbit/s each way; {total} files in "
               f"{opts.manifests} manifests ({manifest_bytes / 2**20:.1f} MiB of manifests) ==", flush=True)
         loaded = {side: _load(lone, side) for side in SERVICES}
-        raw_direct, raw_linked = _session(direct), _session(lone)
+        sessions = {"direct": _session(direct), "linked": _session(lone)}
         for name, rest in cases(total).items():
-            body = {"filter": rest} if rest else {}
-            counts = {side: _planned(table, rest) for side, (_, table) in loaded.items()}
-            texts = _answers(*loaded["server"], rest)
-            sides = [(lambda r, t=table: _planned(t, r), rest) for _, table in loaded.values()]
-            sides += [(_reading, texts),
-                      (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg", b), body),
-                      (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cold", b), body),
-                      (lambda b: _raw_plan(raw_linked, f"{lone['gateway']}/iceberg", b), body)]
-            c, s, cold, floor, gw_warm, gw_cold, linked_warm = interleaved(sides, opts.plans, warm_up=1)
-            firsts = {side: [] for side in SERVICES}
-            for _ in range(opts.cold):
-                for side in SERVICES:  # one after another: a fresh process each
-                    firsts[side].append(_result(_spawn(lone, "--first", side, name)))
-            first = {side: statistics.median(r["plan"] for r in rs) for side, rs in firsts.items()}
-            load_ms = {side: statistics.median(r["load"] for r in rs) for side, rs in firsts.items()}
-            counts.update({f"first {side}": rs[0]["tasks"] for side, rs in firsts.items()})
-            if len(set(counts.values())) != 1:
-                exact = False
-                print(f"  DIFFERENT TASK COUNTS: {counts}")
-            answer = sum(map(len, texts))
-            print(f"{name} ({next(iter(counts.values()))} tasks; answer {answer / 2**20:.2f} MiB in "
-                  f"{len(texts)} parts), medians of {opts.plans} warm and {opts.cold} first plans, load "
-                  f"{os.getloadavg()[0]:.1f}:", flush=True)
-            print(f"  warm:  client {c:8.1f} ms | server, cache warm {s:8.1f} ms ({s / c:4.2f}x) | cache cold "
-                  f"{cold:8.1f} ms ({cold / c:4.2f}x) | PyIceberg reading the answer alone {floor:7.1f} ms "
-                  f"({floor / c:4.2f}x)")
-            print(f"  first: client {first['client']:8.1f} ms | server, cache warm {first['server']:8.1f} ms "
-                  f"({first['server'] / first['client']:4.2f}x) | cache cold {first['server-cold']:8.1f} ms "
-                  f"({first['server-cold'] / first['client']:4.2f}x) | load before it: client "
-                  f"{load_ms['client']:.0f} ms, server {load_ms['server']:.0f} ms")
-            verdicts.row(rtt_ms, name, next(iter(counts.values())), (c, s, cold, floor), first)
-            phases = (f"the gateway alone (raw HTTP, no link) {gw_warm:.0f} ms warm, {gw_cold:.0f} ms cold; "
-                      f"the link {linked_warm - gw_warm:.0f} ms (raw through it {linked_warm:.0f} ms); "
-                      f"PyIceberg reading the answer {floor:.0f} ms; the rest {s - linked_warm - floor:.0f} ms")
-            print(f"  server, warm: {phases}", flush=True)
-            if name in RATIO_TARGETS:
-                verdicts.judge(rtt_ms, f"{name}, server (warm) / client", s / c <= RATIO_TARGETS[name],
-                               f"{s / c:.2f} (target <= {RATIO_TARGETS[name]})", phases)
-            if name == "whole table":
-                ratio = first["server-cold"] / first["client"]
-                verdicts.judge(rtt_ms, "first plan, server (cache cold) / client", ratio <= FIRST_TARGET,
-                               f"{ratio:.2f} (target <= {FIRST_TARGET})",
-                               f"the gateway alone, cache cold {gw_cold:.0f} ms; the link {linked_warm - gw_warm:.0f} "
-                               f"ms; PyIceberg reading the answer {floor:.0f} ms; the load before it "
-                               f"{load_ms['server-cold']:.0f} ms, untimed")
+            exact &= _case(opts, rtt_ms, name, rest, loaded, {"direct": direct, "linked": lone}, sessions, verdicts)
         _concurrency(opts, linked, gw, links.process.pid, rtt_ms, idle_rss, verdicts)
         held = metric(gw, "hms_gateway_iceberg_manifest_cache_bytes") / 2**20
         print(f"manifest cache: {held:.1f} MiB held (estimate, both services; bound {CACHE_MIB} MiB on iceberg, "
