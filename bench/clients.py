@@ -144,8 +144,9 @@ class Gateway:
 SETTLE_SECONDS = 0.0005
 
 
-def interleaved(sides: list[tuple], n: int, settle: float = 0.0) -> list[float]:
-    """Median milliseconds of ``n`` calls of each ``(call, message)`` side, one round at a time.
+def interleaved(sides: list[tuple], n: int, settle: float = 0.0, warm_up: int = 3) -> list[float]:
+    """Median milliseconds of ``n`` calls of each ``(call, message)`` side, one round at a time,
+    after ``warm_up`` untimed rounds (connections, HMS's JIT).
 
     The order within a round is random (fixed seed): with a strict alternation, HMS's garbage
     collections, which come every k calls, can lock onto one side and bias the ratio. With
@@ -154,7 +155,7 @@ def interleaved(sides: list[tuple], n: int, settle: float = 0.0) -> list[float]:
     starts instead of competing with it, as it does for a client that does anything between calls.
     The client spins rather than sleeps so that no core goes idle (waking one costs every side).
     """
-    for _ in range(3):  # warm-up: connections, HMS's JIT
+    for _ in range(warm_up):
         for call, message in sides:
             call(message)
     order = random.Random(n)

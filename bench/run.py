@@ -11,8 +11,8 @@ through it, issue 13), ``--feed`` the change-feed benchmark (``bench/feed.py``, 
 from an HMS call to an SSE client, 1,000 subscribers on one gateway process), ``--iceberg``
 ``bench/iceberg.py`` (the ``iceberg-rest`` service against PyIceberg's ``HiveCatalog`` directly,
 issue 22), ``--planning`` ``bench/planning.py`` (server-side scan planning against PyIceberg's
-own, issue 42), ``--memory`` ``bench/memory.py`` (the RSS of ``serve`` and its workers, idle
-and after requests, issue 41). The options that
+own, the client behind a link, issues 42 and 50), ``--memory`` ``bench/memory.py`` (the RSS of
+``serve`` and its workers, idle and after requests, issue 41). The options that
 follow go to the chosen benchmark (``--help`` after the choice lists them). Each benchmark
 starts its own HMS and gateway (``bench/harness.py``) and sets the exit status: 1 when a
 target is missed.
