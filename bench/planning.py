@@ -3,9 +3,11 @@ Issues 42 and 50. Run alone: ``python bench/planning.py [--big] [--rtt-ms 20] [-
 [--cold N] [--clients N] [--rounds N]``, or ``bench/run.py --planning ...``.
 
 The world: a real Hive Metastore, the suite's S3 server (moto, :mod:`tests.support.s3`) and the
-real gateway (HTTPS, Basic) with two ``iceberg-rest`` services on that storage: ``iceberg``, its
+real gateway (HTTPS, Basic) with three ``iceberg-rest`` services on that storage: ``iceberg``, its
 manifest cache bounded at :data:`CACHE_MIB`, and ``iceberg-cold``, ``manifest_cache_mib: 0``
-(every plan reads every manifest, as a gateway whose cache has not seen the table). One table,
+(every plan reads every manifest, as a gateway whose cache has not seen the table), both with
+the plan cache off (``plan_cache_mib: 0``) so that every plan they answer is planned; and
+``iceberg-cached``, as ``iceberg`` with the plan cache on (its default), for repeated plans. One table,
 written through the gateway with vended credentials: 10,000 data files in 200 manifests
 (``--big``: 100,000 in 2,000), identity-partitioned on ``part`` (:data:`PARTS` values, each a run
 of consecutive manifests), each file with the statistics PyIceberg writes; no data files
@@ -25,7 +27,8 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
   server-side with the gateway's cache warm and cold, PyIceberg reading the server's answer
   alone (the least any server can reach with this client); and, for where the server's time
   goes, the same plan as raw HTTP (plan, then each plan task; no PyIceberg) straight to the
-  gateway (cache warm and cold) and through the link;
+  gateway (cache warm and cold) and through the link; and the same raw plan repeated on
+  ``iceberg-cached`` (answered from its plan cache after the first), against the warm one;
 * **first plan** of a fresh client process (a subprocess per plan, medians of ``--cold``): the
   client, the server with its cache warm, and cold; PyIceberg's process-wide manifest-list
   cache empty, no connection open; the load before it is reported beside it;
@@ -36,7 +39,8 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
 
 Targets (issue 50), judged at 20 ms, reported at other delays: whole table, server (warm) ≤ 0.5
 × client; 1 % filter ≤ 0.1 ×; first plan, server with its cache cold ≤ 1.0 × the client's first
-plan (whole table); concurrent p99 ≤ 3 × a lone plan; RSS within the bound above. Each target
+plan (whole table); a repeated plan (plan cache) ≤ 0.1 × a planned one, server side (raw, no
+link); concurrent p99 ≤ 3 × a lone plan; RSS within the bound above. Each target
 is printed PASS or MISS, a miss with where the time goes. Exits 1 on a miss at 20 ms or when
 the sides plan different numbers of files.
 """
@@ -65,7 +69,7 @@ NAMESPACE, TABLE = "bench", "bench.big"
 #: side → the service it plans on (``client`` loads there and plans itself)
 SERVICES = {"client": "iceberg", "server": "iceberg", "server-cold": "iceberg-cold"}
 RATIO_TARGETS = {"whole table": 0.5, "1 % filter": 0.1}
-FIRST_TARGET, CONCURRENT_TARGET = 1.0, 3.0
+FIRST_TARGET, CONCURRENT_TARGET, REPEAT_TARGET = 1.0, 3.0, 0.1
 JUDGED_RTT_MS = 20.0
 
 
@@ -360,8 +364,9 @@ def _case(opts, rtt_ms: float, name: str, rest: dict | None, loaded: dict, world
     sides += [(_reading, texts),
               (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg", b), body),
               (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cold", b), body),
-              (lambda b: _raw_plan(raw_linked, f"{lone['gateway']}/iceberg", b), body)]
-    c, s, cold, floor, gw_warm, gw_cold, linked_warm = interleaved(sides, opts.plans, warm_up=1)
+              (lambda b: _raw_plan(raw_linked, f"{lone['gateway']}/iceberg", b), body),
+              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cached", b), body)]
+    c, s, cold, floor, gw_warm, gw_cold, linked_warm, repeat = interleaved(sides, opts.plans, warm_up=1)
     firsts = {side: [] for side in SERVICES}
     for _ in range(opts.cold):
         for side in SERVICES:  # one after another: a fresh process each
@@ -388,6 +393,12 @@ def _case(opts, rtt_ms: float, name: str, rest: dict | None, loaded: dict, world
               f"the link {linked_warm - gw_warm:.0f} ms (raw through it {linked_warm:.0f} ms); "
               f"PyIceberg reading the answer {floor:.0f} ms; the rest {s - linked_warm - floor:.0f} ms")
     print(f"  server, warm: {phases}", flush=True)
+    print(f"  repeated (plan cache, raw, no link): {repeat:.1f} ms, {repeat / gw_warm:.3f}x the planned "
+          f"{gw_warm:.0f} ms", flush=True)
+    verdicts.judge(rtt_ms, f"{name}, repeated plan (plan cache) / planned, server side",
+                   repeat / gw_warm <= REPEAT_TARGET, f"{repeat / gw_warm:.3f} (target <= {REPEAT_TARGET})",
+                   f"a cache hit {repeat:.1f} ms: the policy's checks, the load of the table's metadata and "
+                   f"the answer's {answer / 2**20:.2f} MiB written")
     if name in RATIO_TARGETS:
         verdicts.judge(rtt_ms, f"{name}, server (warm) / client", s / c <= RATIO_TARGETS[name],
                        f"{s / c:.2f} (target <= {RATIO_TARGETS[name]})", phases)
@@ -516,8 +527,10 @@ def main(argv: list[str] | None = None) -> int:
                    "role_arn": s3.role_arn}
         services = [{"kind": "iceberg-rest", "path": path, "upstream": {"urls": [bench.upstream]},
                      "options": {"allowed_locations": ["s3://warehouse/"], "s3": storage,
-                                 "planning": {"manifest_cache_mib": mib}}}
-                    for path, mib in (("iceberg", CACHE_MIB), ("iceberg-cold", 0))]
+                                 "planning": {"manifest_cache_mib": mib, **plans}}}
+                    for path, mib, plans in (("iceberg", CACHE_MIB, {"plan_cache_mib": 0}),
+                                             ("iceberg-cold", 0, {"plan_cache_mib": 0}),
+                                             ("iceberg-cached", CACHE_MIB, {}))]
         key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
         gw = bench.gateway(services=services, files={"s3.ini": key})
         total = opts.manifests * opts.files

@@ -3,7 +3,8 @@ the same scan again and again, and a plan of a table whose metadata did not chan
 files.
 
 :class:`PlanCache` maps a plan's key to its completed first answer's ``ScanTasks`` JSON text
-(``delete-files``, ``file-scan-tasks``, ``plan-tasks``), least recently used first out, at most
+(``delete-files``, ``file-scan-tasks``, ``plan-tasks``), and a plan task's key (the plan's
+request and the task's span of manifests) to its answer, least recently used first out, at most
 ``planning.plan_cache_mib`` of text, each for at most ``planning.plan_cache_seconds`` (its plan
 tasks expire after ``planning.expiry_seconds``). The key (:func:`key`) is everything the answer
 depends on: the caller (plan tasks name their user), the table and its metadata file (a commit

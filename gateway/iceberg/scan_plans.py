@@ -21,7 +21,8 @@
   under its id, as a new plan is (any worker and any replica answers any plan id).
 - ``DELETE .../plan/{plan-id}`` (``cancelPlanning``): 204; a plan this worker holds is let go at
   once and its work stops at its next manifest; this worker answers 404 for the id after.
-- ``POST .../tables/{table}/tasks`` (``fetchScanTasks``): one plan task's file scan tasks.
+- ``POST .../tables/{table}/tasks`` (``fetchScanTasks``): one plan task's file scan tasks (kept
+  in the plan cache as a plan's first answer is, so a repeated plan fetches its tasks unplanned).
 
 Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of the four judges
 the caller as a load does, each time. All planning runs on the service's own threads, shared
@@ -277,7 +278,12 @@ async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.Bas
         data, deletes = manifests(found, io, catalog.service.manifests)
         residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes, found.required)
         return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
-    tasks = await _planned(catalog, db, name, planned)
+    cached = plan_key(catalog.user, db, name, table.location, {"plan-task": payload["rq"], "span": span},
+                      table.restrictions)
+    tasks = catalog.service.answers.get(cached)
+    if tasks is None:
+        tasks = await _planned(catalog, db, name, planned)
+        catalog.service.answers.put(cached, tasks)
     return Reply(body=ScanTaskList.of(tasks))
 
 

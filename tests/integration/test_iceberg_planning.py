@@ -182,6 +182,10 @@ def test_large_plans_come_with_plan_tasks_fetched_through_tasks(gw, client, serv
         fetched = _call(gw, "POST", f"{TABLE}/flat/tasks", {"plan-task": task})
         assert fetched.status_code == 200, fetched.text
         files += [t["data-file"]["file-path"] for t in fetched.json()["file-scan-tasks"]]
+        hits = metric(gw, "hms_gateway_iceberg_plan_cache_lookups_total", result="hit", service=PATH)
+        again = _call(gw, "POST", f"{TABLE}/flat/tasks", {"plan-task": task})  # a repeated plan's task: kept
+        assert again.json() == fetched.json()
+        assert metric(gw, "hms_gateway_iceberg_plan_cache_lookups_total", result="hit", service=PATH) == hits + 1
     assert len(files) == len(set(files)) == 3
 
 
