@@ -107,6 +107,7 @@ def test_config_lists_exactly_the_implemented_endpoints(gw):
         "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
         "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan/{plan-id}",
         "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/tasks",
+        "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign",  # the spec's signRequest (issue 49)
     }
 
 
