@@ -33,7 +33,9 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
   client, the server with its cache warm, and cold; PyIceberg's process-wide manifest-list
   cache empty, no connection open; the load before it is reported beside it;
 * **16 clients at once** (``--clients``), each a process on its own link, ``--rounds`` raw
-  whole-table plans each: p50 and p99 against a lone raw plan on one link, and the gateway's
+  whole-table plans each, first each client its own plan (a filter keeping every file, a
+  different literal per client: every plan planned), then all the same plan (joined while it is
+  planned, as a dashboard's viewers'): p50 and p99 against a lone raw plan on one link, and the gateway's
   peak RSS (sampled every 20 ms) against its RSS before the first plan plus the manifest
   cache's bound and the answers in flight (clients × one answer's bytes).
 
@@ -156,11 +158,19 @@ def _session(world: dict):
     return session
 
 
-def _raw_client(world: dict, case: str, rounds: int) -> dict:
+def _distinct(n: int) -> dict:
+    """Client ``n``'s own whole-table plan: ``id >= -1 - n`` keeps every file, and no two clients
+    ask the same plan, so none joins another's planning (:mod:`gateway.iceberg.plan_flights`)."""
+    return {"filter": {"type": "gt-eq", "term": "id", "value": -1 - n}}
+
+
+def _raw_client(world: dict, case: str, rounds: int, n: int | None = None) -> dict:
     """A concurrency client: says ``ready``, waits for a line on stdin, then plans ``rounds`` times
-    on the warm service; ``{"ms": [...], "bytes": n}``."""
+    on the warm service (``n``: its own :func:`_distinct` plan); ``{"ms": [...], "bytes": n}``."""
     session, url = _session(world), f"{world['gateway']}/{SERVICES['server']}"
     body = {"filter": f} if (f := cases(world["files"])[case]) else {}
+    if n is not None:
+        body = _distinct(n)
     print("ready", flush=True)
     sys.stdin.readline()
     samples, size = [], 0
@@ -172,9 +182,12 @@ def _raw_client(world: dict, case: str, rounds: int) -> dict:
 
 
 def _child(argv: list[str]) -> int:
-    """``--first SIDE CASE`` or ``--raw CASE ROUNDS``, the world as JSON on stdin's first line."""
+    """``--first SIDE CASE`` or ``--raw CASE ROUNDS [N]``, the world as JSON on stdin's first line."""
     world = json.loads(sys.stdin.readline())
-    result = _first(world, argv[1], argv[2]) if argv[0] == "--first" else _raw_client(world, argv[1], int(argv[2]))
+    if argv[0] == "--first":
+        result = _first(world, argv[1], argv[2])
+    else:
+        result = _raw_client(world, argv[1], int(argv[2]), int(argv[3]) if len(argv) > 3 else None)
     print(json.dumps(result), flush=True)
     return 0
 
@@ -448,11 +461,21 @@ def _run_delay(opts, direct: dict, gw, rtt_ms: float, total: int, manifest_bytes
 
 def _concurrency(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: float,
                  verdicts: _Verdicts) -> None:
-    """``opts.clients`` raw whole-table planners at once, each on its own link, against one alone."""
-    pid, go = gw.process.pid, {}
+    """``opts.clients`` raw whole-table planners at once, each on its own link, against one alone:
+    each asking its own plan (:func:`_distinct`: every one planned), then all the same plan (a
+    dashboard's: joined while one is planned)."""
+    for distinct in (True, False):
+        _at_once(opts, linked, gw, relay, rtt_ms, idle_rss, verdicts, distinct)
 
-    def clients(worlds: list[dict], rounds: int) -> list[dict]:
-        started = [_spawn(w, "--raw", "whole table", str(rounds)) for w in worlds]
+
+def _at_once(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: float, verdicts: _Verdicts,
+             distinct: bool) -> None:
+    pid, go = gw.process.pid, {}
+    what = "distinct" if distinct else "identical"
+
+    def clients(worlds: list[dict], rounds: int, first: int) -> list[dict]:
+        started = [_spawn(w, "--raw", "whole table", str(rounds), *([str(first + i)] if distinct else []))
+                   for i, w in enumerate(worlds)]
         for process in started:
             if process.stdout.readline().strip() != "ready":
                 raise RuntimeError("a concurrency client did not start")
@@ -462,10 +485,10 @@ def _concurrency(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_r
             process.stdin.flush()
         return [_result(process) for process in started]
 
-    lone = clients(linked[:1], opts.plans)[0]
+    lone = clients(linked[:1], opts.plans, opts.clients)[0]
     peak = _Peak(pid)
     peak.start()
-    results = clients(linked[1:], opts.rounds)
+    results = clients(linked[1:], opts.rounds, 0)
     peak.done.set()
     peak.join()
     before, cpu, wall = go["rss"], _cpu_seconds(pid) - go["cpu"], time.perf_counter() - go["wall"]
@@ -474,16 +497,16 @@ def _concurrency(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_r
     alone, p50, p99 = statistics.median(lone["ms"]), _p(samples, 0.5), _p(samples, 0.99)
     in_flight = opts.clients * lone["bytes"] / 2**20
     allowed = idle_rss + CACHE_MIB + in_flight
-    print(f"{opts.clients} clients at once, the whole table as raw HTTP, {opts.rounds} plans each: p50 {p50:.0f} ms, "
+    print(f"{opts.clients} clients at once, {what} whole-table plans as raw HTTP, {opts.rounds} each: p50 {p50:.0f} ms, "
           f"p99 {p99:.0f} ms (of {len(samples)} plans); alone {alone:.0f} ms (median of {opts.plans}); "
           f"gateway RSS {before:.0f} MiB before, peak {peak.peak:.0f} MiB (before the first plan {idle_rss:.0f} MiB)",
           flush=True)
-    verdicts.judge(rtt_ms, f"{opts.clients} concurrent plans, p99 / alone", p99 <= CONCURRENT_TARGET * alone,
+    verdicts.judge(rtt_ms, f"{opts.clients} concurrent {what} plans, p99 / alone", p99 <= CONCURRENT_TARGET * alone,
                    f"{p99 / alone:.2f} (target <= {CONCURRENT_TARGET})",
                    f"the gateway used {cpu:.1f} s of CPU in {wall:.1f} s ({cpu / wall:.2f} cores of "
                    f"{os.cpu_count()}; the relay {relayed:.1f} s) for {len(samples)} plans of "
                    f"{lone['bytes'] / 2**20:.1f} MiB; p50 {p50 / alone:.2f}x alone")
-    verdicts.judge(rtt_ms, "gateway peak RSS", peak.peak <= allowed,
+    verdicts.judge(rtt_ms, f"gateway peak RSS, {what} plans", peak.peak <= allowed,
                    f"{peak.peak:.0f} MiB (target <= {idle_rss:.0f} before the first plan + {CACHE_MIB} cache bound "
                    f"+ {in_flight:.0f} answers in flight = {allowed:.0f} MiB)")
 

@@ -26,6 +26,7 @@ from gateway.iceberg.files import MetadataFiles
 from gateway.iceberg.manifest_cache import MIB, ManifestCache
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
+from gateway.iceberg.plan_flights import Flights
 from gateway.iceberg.routes import RouteMatch, answer, route_of, match
 from gateway.iceberg.service_state import LOCK_HEARTBEAT_SECONDS, ServiceState
 from gateway.iceberg.signer import SIGNING_REASON, SUMMARIZED
@@ -92,6 +93,7 @@ class CatalogAdapter:
             planner=PlanExecutor(options.planning.threads, options.planning.threads_per_user),
             answers=PlanCache(int(options.planning.plan_cache_mib * MIB), options.planning.plan_cache_seconds,
                               (front.topology, front.path)),
+            flights=Flights((front.topology, front.path)),
         )
 
     def target(self, request: web.BaseRequest) -> RouteMatch:

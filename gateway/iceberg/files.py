@@ -12,10 +12,15 @@ files below it (:meth:`MetadataFiles.purge`).
 Metadata file names are PyIceberg's: ``<table location>/metadata/<version>-<uuid>.metadata.json``
 with a version one above the base's (``LocationProvider.new_table_metadata_file_location``).
 A write never overwrites (``create(overwrite=False)``): a name taken means a clash, not data
-to replace. So the metadata a process wrote is what the file holds for as long as it exists:
-of the last ``_WRITTEN`` table metadata files a process wrote, a read checks only that the file
-is still there and takes the metadata from memory (8 writers on one table parsed the same file
-hundreds of times, issue 33).
+to replace, and Iceberg never rewrites one. So what a location held is what it holds for as long
+as the file exists: the last :data:`_KEPT` table metadata files a process wrote or read are
+kept parsed, by FileIO options and location (8 writers on one table parsed the same file
+hundreds of times, issue 33; a repeated scan plan read and parsed the table's file each time,
+issue 50). A kept file is taken from memory for :data:`TRUSTED_SECONDS` after it was last seen,
+then its existence is checked again (a file deleted by another process is missing within that
+time; one the gateway deletes, at once). ``register`` reads its file afresh
+(:meth:`MetadataFiles.read`'s ``fresh``), as Iceberg's manifests are kept by path in
+:mod:`gateway.iceberg.manifest_cache`.
 
 View metadata files are named as Java's ``BaseViewOperations`` names them:
 ``<view location>/metadata/<version>-<uuid><extension>`` (or below ``write.metadata.path``),
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -48,11 +54,16 @@ _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 log = logging.getLogger(__name__)
 
-_WRITTEN = 64
+#: Table metadata files kept parsed per process.
+_KEPT = 128
+#: Seconds a kept file is taken from memory without checking that it still exists (Iceberg
+#: Java's ``CachingCatalog`` keeps a loaded table 30 s by default, unchecked).
+TRUSTED_SECONDS = 30.0
 #: Largest metadata file read, bytes (Iceberg's own are far smaller; anything larger is not one).
 MAX_METADATA_BYTES = 256 * 1024 * 1024
-#: location → the (frozen) metadata this process wrote there, newest last.
-_written: OrderedDict[str, TableMetadata] = OrderedDict()
+#: (FileIO options, location) → (the frozen metadata there, when it was last seen: monotonic
+#: seconds), least recently used first.
+_kept: OrderedDict[tuple[tuple, str], tuple[TableMetadata, float]] = OrderedDict()
 
 
 class MetadataFiles:
@@ -61,21 +72,33 @@ class MetadataFiles:
 
     def __init__(self, properties: Mapping[str, str] | None = None):
         self.properties = dict(properties or {})
+        self._store = tuple(sorted(self.properties.items()))  # one location, two stores: two files
 
     def _io(self, location: str):
         return file_io(self.properties, location)
 
-    async def read(self, location: str) -> TableMetadata:
-        """The table metadata in the file at ``location``. Raises ``OSError`` (missing or
-        unreadable) and ``ValueError``/``pydantic.ValidationError`` (not table metadata)."""
-        if (written := _written.get(location)) is not None:
-            if not await asyncio.to_thread(self._io(location).new_input(location).exists):
-                _written.pop(location, None)  # deleted since (a purge, another process)
-                raise FileNotFoundError(f"no metadata file at {location[:300]}")
-            return written
+    async def read(self, location: str, fresh: bool = False) -> TableMetadata:
+        """The table metadata in the file at ``location``, kept parsed (see the module
+        docstring); ``fresh``: read and parsed now whatever is kept. Raises ``OSError``
+        (missing or unreadable) and ``ValueError``/``pydantic.ValidationError`` (not table
+        metadata)."""
+        key = (self._store, location)
+        found = None if fresh else _kept.get(key)
+        if found is not None:
+            metadata, seen = found
+            if time.monotonic() - seen >= TRUSTED_SECONDS:
+                if not await asyncio.to_thread(self._io(location).new_input(location).exists):
+                    _kept.pop(key, None)  # deleted since, by another process
+                    raise FileNotFoundError(f"no metadata file at {location[:300]}")
+                _keep(key, metadata)
+            else:
+                _kept.move_to_end(key)
+            return metadata
         def load() -> TableMetadata:
             return FromInputFile.table_metadata(_readable(self._io(location).new_input(location)))
-        return await asyncio.to_thread(load)
+        metadata = await asyncio.to_thread(load)
+        _keep(key, metadata)
+        return metadata
 
     async def write(self, metadata: TableMetadata, location: str) -> None:
         """Write ``metadata`` to a new file at ``location``. Raises ``FileExistsError``, ``OSError``."""
@@ -83,13 +106,12 @@ class MetadataFiles:
         def store() -> None:
             ToOutputFile.table_metadata(metadata, self._io(location).new_output(location))
         await asyncio.to_thread(store)
-        _written[location] = metadata
-        while len(_written) > _WRITTEN:
-            _written.popitem(last=False)
+        _keep((self._store, location), metadata)
 
-    async def read_view(self, location: str) -> ViewMetadata:
-        """The view metadata in the file at ``location`` (gzip when its name says so). Raises
-        ``OSError`` and ``ValueError``/``pydantic.ValidationError`` (not view metadata)."""
+    async def read_view(self, location: str, fresh: bool = True) -> ViewMetadata:
+        """The view metadata in the file at ``location`` (gzip when its name says so), read now
+        (views are not kept: ``fresh`` is for :meth:`read`'s callers). Raises ``OSError`` and
+        ``ValueError``/``pydantic.ValidationError`` (not view metadata)."""
         def load() -> ViewMetadata:
             with _readable(self._io(location).new_input(location)).open() as stream:
                 with Compressor.get_compressor(location).stream_decompressor(stream) as data:
@@ -112,6 +134,7 @@ class MetadataFiles:
                 self._io(location).delete(location)
             except FileNotFoundError:
                 pass
+        _kept.pop((self._store, location), None)
         await asyncio.to_thread(remove)
 
     async def purge(self, metadata: TableMetadata, location: str, table: str = "") -> int:
@@ -161,7 +184,18 @@ class MetadataFiles:
                 except FileNotFoundError:
                     pass
             return deleted
-        return await asyncio.to_thread(remove_all)
+        try:
+            return await asyncio.to_thread(remove_all)
+        finally:  # on the loop's thread, which alone uses the kept files
+            for key in [k for k in _kept if k[0] == self._store and inside(k[1], root)]:
+                _kept.pop(key, None)
+
+
+def _keep(key: tuple[tuple, str], metadata: TableMetadata) -> None:
+    _kept[key] = (metadata, time.monotonic())
+    _kept.move_to_end(key)
+    while len(_kept) > _KEPT:
+        _kept.popitem(last=False)
 
 
 def _readable(input_file):

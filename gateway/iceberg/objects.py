@@ -119,7 +119,7 @@ class CatalogObject:
     #: files (unbound: called with the request's files); the name of the next one after a commit
     #: (:mod:`gateway.iceberg.files`; raises :class:`~errors.BadRequest` for a name the
     #: properties make impossible).
-    reader: Callable[[MetadataFiles, str], Awaitable[Any]]
+    reader: Callable[[MetadataFiles, str, bool], Awaitable[Any]]
     writer: Callable[[MetadataFiles, Any, str], Awaitable[None]]
     next_location: Callable[[Any, str | None], str]
     #: ``(request, base location, base, subject) → new metadata``, None when nothing changes;
@@ -156,9 +156,9 @@ class CatalogObject:
             fields["storage-credentials"] = credentials
         return self.result_model(**fields)
 
-    async def read(self, files: MetadataFiles, location: str):
-        """The metadata file at ``location``."""
-        return await self.reader(files, location)
+    async def read(self, files: MetadataFiles, location: str, fresh: bool = False):
+        """The metadata file at ``location`` (``fresh``: read now, not taken from memory)."""
+        return await self.reader(files, location, fresh)
 
     async def write(self, files: MetadataFiles, metadata, location: str) -> None:
         await self.writer(files, metadata, location)

@@ -31,7 +31,6 @@ import base64
 import binascii
 import hashlib
 import json
-import threading
 import time
 import zlib
 from collections import OrderedDict
@@ -139,14 +138,14 @@ class Full(Exception):
 
 @dataclass
 class Pending:
-    """A plan in progress or unfetched: whose, for which table, its running ``work`` (None
-    until started), the flag that stops it at its next manifest."""
+    """A plan in progress or unfetched: whose, for which table, its ``work`` (None until
+    started: the caller's hold on its planning, :meth:`gateway.iceberg.plan_flights.Flights.join`,
+    whose cancelling stops the planning at its next manifest when nobody else waits for it)."""
 
     user: str
     db: str
     table: str
     expires: float
-    stop: threading.Event = field(default_factory=threading.Event)
     work: asyncio.Future | None = None
     #: Its key in the plan cache (:func:`gateway.iceberg.plan_cache.key`).
     cached: tuple[str, ...] | None = None
@@ -190,10 +189,10 @@ class PendingPlans:
         return found
 
     def drop(self, plan_id: str) -> None:
-        """Let ``plan_id`` go: its work is stopped (at its next manifest) if it runs."""
+        """Let ``plan_id`` go: its work is let go (stopped at its next manifest if nobody else
+        waits for it) if it runs."""
         found = self.plans.pop(plan_id, None)
         if found is not None:
-            found.stop.set()
             if found.work is not None and not found.work.done():
                 found.work.cancel()
 

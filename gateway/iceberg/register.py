@@ -90,7 +90,7 @@ async def _register(catalog: Catalog, route: RouteMatch, name: str, location: st
         raise errors.Forbidden(f"{location[:300]} is reached through a symbolic link")
     await catalog.absent(db, name)
     try:
-        metadata = await object_type.read(catalog.files, location)
+        metadata = await object_type.read(catalog.files, location, fresh=True)
     except (FileNotFoundError, IsADirectoryError, ValueError, ValidationError, IcebergValidationError,
             RecursionError, KeyError, TypeError, OSError) as exc:
         raise errors.BadRequest(f"{location[:300]} is not readable Iceberg {what} metadata: "

@@ -28,7 +28,8 @@ Plan ids and plan tasks are :mod:`gateway.iceberg.plan_store`'s. Every one of th
 the caller as a load does, each time. All planning runs on the service's own threads, shared
 fairly between users (:class:`~gateway.iceberg.plan_executor.PlanExecutor`); a plan identical
 to one answered before, on the same table metadata, is answered from the service's plan cache
-after the same checks (:mod:`gateway.iceberg.plan_cache`). A plan whose files
+after the same checks (:mod:`gateway.iceberg.plan_cache`), and one identical to a plan in
+progress waits for that planning (:mod:`gateway.iceberg.plan_flights`). A plan whose files
 reach outside the table's location (a manifest list, a manifest, a data or delete file) is
 refused whole with 403 and logged with the path; a manifest that cannot be read is 502
 ``ServiceFailureException``, logged without its contents.
@@ -100,14 +101,11 @@ def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, st
     return answer.text()
 
 
-async def _planned(catalog: Catalog, db: str, name: str, work: Callable[[threading.Event], str]) -> str:
-    """``work(stop)`` on the service's planner in the caller's turn, stopped if the request
-    ends first; its failures in the error model."""
-    stop = threading.Event()
-    try:
-        return await _settled(catalog.service.planner.run(catalog.user, work, stop), db, name)
-    finally:
-        stop.set()
+def _flight(catalog: Catalog, key: tuple[str, ...], work: Callable[..., str], *args) -> asyncio.Future:
+    """``work(*args, stop)`` on the service's planner in the caller's turn, or the identical
+    planning of ``key`` (a plan-cache key) already in progress (:mod:`gateway.iceberg.plan_flights`)."""
+    service = catalog.service
+    return service.flights.join(key, lambda stop: service.planner.run(catalog.user, work, *args, stop))
 
 
 async def _settled(work, db: str, name: str) -> str:
@@ -172,8 +170,7 @@ async def _answer(catalog: Catalog, request: web.BaseRequest, db: str, name: str
             service.pending.add(plan_id, held, service.planning.max_pending_per_user, service.planning.max_pending)
         except Full as full:
             raise _refused(full, catalog, db, name) from None
-        work = held.work = asyncio.ensure_future(
-            service.planner.run(catalog.user, _first, catalog, db, name, found, body, held.stop))
+        work = held.work = _flight(catalog, cached, _first, catalog, db, name, found, body)
         work.add_done_callback(_quiet)
         try:
             finished, _ = await asyncio.wait({work}, timeout=service.planning.wait_seconds)
@@ -281,8 +278,8 @@ async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.Bas
     cached = plan_key(catalog.user, db, name, table.location, {"plan-task": payload["rq"], "span": span},
                       table.restrictions)
     tasks = catalog.service.answers.get(cached)
-    if tasks is None:
-        tasks = await _planned(catalog, db, name, planned)
+    if tasks is None:  # the client leaving cancels its wait, and the planning if nobody else waits
+        tasks = await _settled(_flight(catalog, cached, planned), db, name)
         catalog.service.answers.put(cached, tasks)
     return Reply(body=ScanTaskList.of(tasks))
 

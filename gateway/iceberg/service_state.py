@@ -14,6 +14,7 @@ from types import MappingProxyType
 from gateway.iceberg.manifest_cache import ManifestCache
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
+from gateway.iceberg.plan_flights import Flights
 from gateway.iceberg.plan_store import PendingPlans, PlanningOptions
 from gateway.lakehouse.storage import S3Storage
 from gateway.iceberg.vending import Vendor
@@ -80,9 +81,11 @@ class ServiceState:
     #: endpoint, which checks credentials itself (:mod:`gateway.iceberg.oauth`); None without one.
     authentication: Authentication | None = None
     #: Server-side scan planning: its settings, the parsed manifests, this worker's plans in
-    #: progress, the planner's threads, identical plans' answers (:mod:`gateway.iceberg.scan_plans`).
+    #: progress, the planner's threads, identical plans' answers and plannings in progress
+    #: (:mod:`gateway.iceberg.scan_plans`).
     planning: PlanningOptions = field(default_factory=PlanningOptions)
     manifests: ManifestCache = field(default_factory=lambda: ManifestCache(0))
     pending: PendingPlans = field(default_factory=PendingPlans)
     planner: PlanExecutor = field(default_factory=lambda: PlanExecutor(4, 2))
     answers: PlanCache = field(default_factory=lambda: PlanCache(0, 1.0))
+    flights: Flights = field(default_factory=Flights)

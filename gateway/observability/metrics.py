@@ -166,6 +166,11 @@ ICEBERG_PLAN_CACHE_BYTES = Gauge(
     "plan cache holds (bounded by planning.plan_cache_mib).",
     ["topology", "service"], multiprocess_mode="livesum", registry=REGISTRY,
 )
+ICEBERG_PLAN_FLIGHTS = Counter(
+    "hms_gateway_iceberg_plan_flights", "Scan plans and plan tasks of the iceberg-rest kind planned "
+    "(started) or joined to an identical one in progress (joined).",
+    ["topology", "service", "result"], registry=REGISTRY,
+)
 BUILD_INFO = Gauge(
     "hms_gateway_build_info", "Always 1; labels describe the build.", ["version"],
     multiprocess_mode="livemax", registry=REGISTRY,

@@ -87,9 +87,14 @@ def _values(reply) -> dict:
     return json.loads(reply.body.model_dump_json())
 
 
-async def _plan(catalog) -> dict:
+async def _plan(catalog, ask: PlanTableScanRequest | None = None) -> dict:
     route = RouteMatch("planTableScan", "db", "t")
-    return _values(await scan_plans.plan_table_scan(catalog, route, None, PlanTableScanRequest()))
+    return _values(await scan_plans.plan_table_scan(catalog, route, None, ask or PlanTableScanRequest()))
+
+
+def _other(n: int) -> PlanTableScanRequest:
+    """A plan request unlike any other ``n``'s (identical ones share one planning)."""
+    return PlanTableScanRequest(select=[f"c{n}"])
 
 
 async def _fetch(catalog, plan_id: str) -> dict:
@@ -106,7 +111,7 @@ async def test_64_slow_plans_of_one_user_hold_back_neither_another_user_nor_meta
     service = _service(wait_seconds=30, threads=4, threads_per_user=2, max_pending=64, max_pending_per_user=8)
     hog, other = _caller(service, "hog"), _caller(service, "other")
     planner.blocked.add("hog")
-    plans = [asyncio.ensure_future(_plan(hog)) for _ in range(64)]
+    plans = [asyncio.ensure_future(_plan(hog, _other(n))) for n in range(64)]
     for _ in range(20):  # every plan reaches its wait or its refusal
         await asyncio.sleep(0)
     refused = [p for p in plans if p.done()]
@@ -186,8 +191,8 @@ async def test_a_plan_waiting_for_a_thread_never_runs_once_cancelled(planner):
     service = _service(wait_seconds=0.001, threads=1, threads_per_user=1)
     planner.blocked.add("etl")
     etl = _caller(service, "etl")
-    running = (await _plan(etl))["plan-id"]
-    waiting = (await _plan(etl))["plan-id"]
+    running = (await _plan(etl, _other(1)))["plan-id"]
+    waiting = (await _plan(etl, _other(2)))["plan-id"]
     assert service.planner.queued("etl") == 1
     assert await _cancel(etl, waiting) == 204
     assert await _cancel(etl, running) == 204
@@ -305,9 +310,49 @@ async def test_two_identical_plans_are_two_ids_and_a_cancel_takes_one(planner):
     planner.blocked.add("etl")
     first, second = (await _plan(etl))["plan-id"], (await _plan(etl))["plan-id"]
     assert first != second and set(service.pending.plans) == {first, second}
+    assert len(planner.threads) == 1 and len(service.flights) == 1  # one planning for both
     assert await _cancel(etl, first) == 204
     assert set(service.pending.plans) == {second}
     assert await _fetch(etl, second) == {"status": "submitted", "plan-id": second}
+    assert not planner.stopped.is_set()  # the other still waits for it: it goes on
+    assert await _cancel(etl, second) == 204
+    assert await asyncio.to_thread(planner.stopped.wait, GUARD)  # the last one let go: stopped
+    assert len(service.flights) == 0
+
+
+async def test_identical_plans_at_once_are_planned_once_and_each_answered(planner):
+    service = _service(wait_seconds=30, max_pending_per_user=17)
+    etl = _caller(service, "etl")
+    planner.blocked.add("etl")
+    plans = [asyncio.ensure_future(_plan(etl)) for _ in range(16)]
+    other = asyncio.ensure_future(_plan(etl, _other(1)))  # not identical: planned on its own
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(service.flights) == 2 and service.planner.running == 2
+    planner.release.set()
+    answers = await asyncio.wait_for(asyncio.gather(*plans, other), GUARD)
+    assert [a["status"] for a in answers] == ["completed"] * 17
+    assert len({a["plan-id"] for a in answers}) == 17  # each its own id
+    assert all(a["file-scan-tasks"] == [{"data-file": {"file-path": "file:///warehouse/db/t/etl"}}] for a in answers)
+    assert len(planner.threads) == 2 and len(service.flights) == 0 and service.pending.plans == {}
+    again = await _plan(etl)  # ended: forgotten (the plan cache is off here), planned again
+    assert again["status"] == "completed" and len(planner.threads) == 3
+
+
+async def test_a_failed_planning_fails_every_identical_plan_and_is_forgotten(planner, monkeypatch):
+    service = _service(wait_seconds=30)
+    etl = _caller(service, "etl")
+    started = []
+
+    def broken(catalog, db, name, found, request, stop=None):
+        started.append(1)
+        raise OSError("the store is down")
+    monkeypatch.setattr(scan_plans, "_first", broken)
+    outcomes = await asyncio.gather(_plan(etl), _plan(etl), return_exceptions=True)
+    assert all(isinstance(o, errors.ServiceFailure) for o in outcomes) and len(started) == 1
+    with pytest.raises(errors.ServiceFailure):
+        await _plan(etl)
+    assert len(started) == 2 and len(service.flights) == 0
 
 
 def test_cancelled_ids_are_remembered_until_they_expire_and_within_a_bound(monkeypatch):
