@@ -9,8 +9,9 @@ as ``ManifestFile.fetch_manifest_entry`` returns them, sequence numbers and snap
 inherited), bounded by an estimate of the memory they take (``planning.manifest_cache_mib``).
 A manifest reaches PyIceberg's planner as a :class:`CachedManifest`, a ``ManifestFile`` whose
 entries come from the cache, and which a plan watches (:meth:`CachedManifest.watched`: its
-entries are not read once the plan is stopped); everything else about planning is PyIceberg's
-own (:mod:`gateway.iceberg.planning`).
+entries are not read once the plan is stopped) or reads a part of (:meth:`CachedManifest.part`:
+a range of its entries, the manifest still read and kept whole); everything else about
+planning is PyIceberg's own (:mod:`gateway.iceberg.planning`).
 
 Lookups are counted (``hms_gateway_iceberg_manifest_cache_lookups_total{result}``, hit or
 miss) and the held bytes are a gauge (``hms_gateway_iceberg_manifest_cache_bytes``). Reads run
