@@ -293,17 +293,13 @@ def first_answer(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence, fi
     answer holds at most ``files_per_task`` file scan tasks, the slices left as plan tasks
     (``task`` names one). A filter that prunes most files is answered whole in one round trip.
     A slice that would take the answer past ``files_per_task`` is left as a plan task too
-    (planned once more when fetched; its residuals' bytes given back). Raises what
-    :func:`plan` raises."""
+    (planned again when fetched). Raises what :func:`plan` raises."""
     answer = Planned()
     groups = slices(data, files_per_task)
     for number, group in enumerate(groups):
-        left = residuals.left
-        planned = plan(scope, io, parts(data, group), deletes, residuals, stop) \
-            if len(answer.file_scan_tasks) < files_per_task else None
-        if planned is None or (answer.file_scan_tasks
-                               and len(answer.file_scan_tasks) + len(planned.file_scan_tasks) > files_per_task):
-            residuals.left = left
+        held = len(answer.file_scan_tasks)
+        planned = plan(scope, io, parts(data, group), deletes, residuals, stop) if held < files_per_task else None
+        if planned is None or (held and held + len(planned.file_scan_tasks) > files_per_task):
             answer.plan_tasks.extend(task(rest) for rest in groups[number:])
             break
         answer.add(planned)
