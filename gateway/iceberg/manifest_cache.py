@@ -9,8 +9,9 @@ as ``ManifestFile.fetch_manifest_entry`` returns them, sequence numbers and snap
 inherited), bounded by an estimate of the memory they take (``planning.manifest_cache_mib``).
 A manifest reaches PyIceberg's planner as a :class:`CachedManifest`, a ``ManifestFile`` whose
 entries come from the cache, and which a plan watches (:meth:`CachedManifest.watched`: its
-entries are not read once the plan is stopped); everything else about planning is PyIceberg's
-own (:mod:`gateway.iceberg.planning`).
+entries are not read once the plan is stopped) or reads a part of (:meth:`CachedManifest.part`:
+a range of its entries, the manifest still read and kept whole); everything else about
+planning is PyIceberg's own (:mod:`gateway.iceberg.planning`).
 
 Lookups are counted (``hms_gateway_iceberg_manifest_cache_lookups_total{result}``, hit or
 miss) and the held bytes are a gauge (``hms_gateway_iceberg_manifest_cache_bytes``). Reads run
@@ -118,10 +119,13 @@ class Stopped(Exception):
 
 class CachedManifest(ManifestFile):
     """A ``ManifestFile`` (the same record) whose live entries are read through a
-    :class:`ManifestCache`, none once its ``stop`` flag is set."""
+    :class:`ManifestCache`, none once its ``stop`` flag is set, and only those of its ``window``
+    when it has one (a slice of a large manifest: issue 50)."""
 
     cache: ManifestCache
     stop: threading.Event | None = None
+    #: The live entries this copy gives (a ``slice`` of the cached list); None: all of them.
+    window: slice | None = None
 
     @classmethod
     def of(cls, manifest: ManifestFile, cache: ManifestCache) -> CachedManifest:
@@ -129,16 +133,28 @@ class CachedManifest(ManifestFile):
         record.cache = cache
         return record
 
+    def _copy(self, stop: threading.Event | None, window: slice | None) -> CachedManifest:
+        record = CachedManifest.of(self, self.cache)
+        record.stop, record.window = stop, window
+        return record
+
     def watched(self, stop: threading.Event) -> CachedManifest:
         """A copy of this record for one plan: reading its entries raises :class:`Stopped` once
         ``stop`` is set (the shared record in the cache is left as it is)."""
-        record = CachedManifest.of(self, self.cache)
-        record.stop = stop
-        return record
+        return self._copy(stop, self.window)
+
+    def part(self, first: int, last: int | None) -> CachedManifest:
+        """A copy of this record giving only its live entries ``first`` to ``last`` (offsets in
+        the order the manifest holds them, ``last`` exclusive; None: to the end). The manifest
+        is still read and kept once, whole."""
+        return self._copy(self.stop, slice(first, last))
 
     def fetch_manifest_entry(self, io: FileIO, discard_deleted: bool = True) -> list[ManifestEntry]:
         if self.stop is not None and self.stop.is_set():
             raise Stopped
-        if not discard_deleted:
+        if not discard_deleted:  # every entry, deleted ones too: a window counts live entries only
+            if self.window is not None:
+                raise ValueError("a part of a manifest holds live entries only")
             return super().fetch_manifest_entry(io, discard_deleted=False)
-        return self.cache.entries(self, io)
+        entries = self.cache.entries(self, io)
+        return entries if self.window is None else entries[self.window]

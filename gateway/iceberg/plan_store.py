@@ -2,15 +2,15 @@
 
 A plan id and a plan task carry what they stand for rather than pointing at state: the caller,
 the table, when they expire and the request with its snapshot pinned (a plan id also a random
-nonce, so that two plans are two ids; a plan task the slice of manifests it plans), compressed
-JSON in base64url (:func:`encode`, :func:`decode`). Planning is deterministic given these and
-the table's metadata, so any worker process of any replica answers them, planning again through
-its plan cache and manifest cache when it does not hold the plan (issue 50: a client behind a
-balancer polls a stranger about half the time). They are not capabilities and carry no MAC: every
-call is judged by the policy as a load is, for the caller who sends it, and one naming another
-user or another table, expired, or not one at all is the spec's 404
-(``NoSuchPlanIdException``/``NoSuchPlanTaskException``). A client that edits one gets at most
-the plan it could have asked for itself.
+nonce, so that two plans are two ids; a plan task the slice of manifests, or of one manifest's
+entries, it plans), compressed JSON in base64url (:func:`encode`, :func:`decode`). Planning is
+deterministic given these and the table's metadata, so any worker process of any replica answers
+them, planning again through its plan cache and manifest cache when it does not hold the plan
+(issue 50: a client behind a balancer polls a stranger about half the time). They are not
+capabilities and carry no MAC: every call is judged by the policy as a load is, for the caller
+who sends it, and one naming another user or another table, expired, or not one at all is the
+spec's 404 (``NoSuchPlanIdException``/``NoSuchPlanTaskException``). A client that edits one gets
+at most the plan it could have asked for itself.
 
 Every plan in progress is held by :class:`PendingPlans` (process memory) under its id from its
 start: at most ``planning.max_pending_per_user`` per user and ``planning.max_pending`` per
@@ -60,7 +60,8 @@ class PlanningOptions(SettingsModel):
     manifest_cache_mib: float = Field(default=256, ge=0, le=64 * 1024)
     #: How long a plan is waited for before the answer is ``submitted`` (seconds).
     wait_seconds: float = Field(default=10.0, gt=0, le=600)
-    #: About how many live data files one answer plans; more become plan tasks.
+    #: How many live data files one answer plans at most (as manifest lists count them); more
+    #: become plan tasks, a manifest of more cut into parts of its entries.
     files_per_task: int = Field(default=5000, ge=1, le=1_000_000)
     #: How long plan ids and plan tasks stay valid (seconds).
     expiry_seconds: float = Field(default=3600.0, gt=0, le=7 * 86400)

@@ -13,9 +13,10 @@ What PyIceberg does not do, written here after the spec's words:
   delete's and the delete's partition spec is unpartitioned or its spec and partition equal the
   data file's (the table spec, "Scan Planning").
 - **Splitting**: the data manifests left after partition-summary pruning are cut, in order,
-  into groups of about ``files_per_task`` live files (:class:`Slice`), each planned alone with
-  every delete manifest; the first answer plans groups until it holds ``files_per_task`` tasks
-  and leaves the rest as plan tasks (:func:`first_answer`).
+  into groups of at most ``files_per_task`` live files as the manifest list counts them
+  (:class:`Slice`), a manifest holding more cut alone into ranges of its entries (issue 50), each
+  group planned alone with every delete manifest; the first answer plans groups while it holds
+  at most ``files_per_task`` tasks and leaves the rest as plan tasks (:func:`first_answer`).
 - **Confinement** (the gateway is a deputy): the manifest list and every manifest are read only
   below the table's location (locally: not through a symbolic link, regular files only), and a
   plan whose data or delete files lie elsewhere is refused whole (:class:`Foreign`).
@@ -58,8 +59,8 @@ from gateway.iceberg.locations import stored
 from gateway.iceberg.manifest_cache import ManifestCache, Stopped
 from gateway.iceberg.plan_models import PlanTableScanRequest
 
-__all__ = ["Foreign", "Planned", "Residuals", "Scope", "Slice", "Stopped", "first_answer", "manifests", "plan", "scope",
-           "slices"]
+__all__ = ["Foreign", "Planned", "Residuals", "Scope", "Slice", "Stopped", "first_answer", "manifests", "parts", "plan",
+           "scope", "slices"]
 
 
 class Foreign(Exception):
@@ -124,10 +125,15 @@ class Planned:
 
 @dataclass(frozen=True)
 class Slice:
-    """One plan task: data manifests ``start`` to ``end`` (exclusive) of the pruned list."""
+    """One plan task: data manifests ``start`` to ``end`` (exclusive) of the pruned list; or,
+    with ``first`` and ``last``, the live entries ``first`` to ``last`` (exclusive) of the one
+    manifest ``start`` (``end`` is ``start + 1``), a part of a manifest of more than
+    ``files_per_task`` live files. The part ending at the manifest's count reads to its end."""
 
     start: int
     end: int
+    first: int | None = None
+    last: int | None = None
 
 
 def _snapshot(metadata: TableMetadata, snapshot_id: int, what: str) -> Snapshot:
@@ -234,34 +240,69 @@ def manifests(scope: Scope, io: FileIO, cache: ManifestCache):
     return data, [m for m in found if m.content == ManifestContent.DELETES]
 
 
+def _live(manifest) -> int:
+    """The live (added and existing) files the manifest list counts in ``manifest`` (0 when it
+    does not count them: a v1 manifest list may not)."""
+    return (manifest.added_files_count or 0) + (manifest.existing_files_count or 0)
+
+
 def slices(data: Sequence, files_per_task: int) -> list[Slice]:
-    """Consecutive groups of ``data`` manifests of about ``files_per_task`` live files each."""
+    """Consecutive groups of ``data`` manifests of at most ``files_per_task`` live files each
+    (as the manifest list counts them); a manifest of more is cut alone into parts of
+    ``files_per_task`` of its entries, the last part the rest."""
     groups: list[Slice] = []
     start, files = 0, 0
     for index, manifest in enumerate(data):
-        count = (manifest.added_files_count or 0) + (manifest.existing_files_count or 0)
+        count = _live(manifest)
         if files and files + count > files_per_task:
             groups.append(Slice(start, index))
             start, files = index, 0
+        if count > files_per_task:
+            groups.extend(Slice(index, index + 1, first, min(first + files_per_task, count))
+                          for first in range(0, count, files_per_task))
+            start = index + 1
+            continue
         files += count
-    if start < len(data) or not groups:
+    if start < len(data):
         groups.append(Slice(start, len(data)))
     return groups
 
 
+def parts(data: Sequence, group: Slice) -> list | None:
+    """The manifests ``group`` plans of ``data`` (the pruned data manifests, as
+    :class:`~gateway.iceberg.manifest_cache.CachedManifest` records): ``data[start:end]``, or
+    one manifest's part (:meth:`~gateway.iceberg.manifest_cache.CachedManifest.part`; the part
+    that ends at the manifest's count reads to its end, so the parts cover every entry whatever
+    the count). None when ``group`` is not a slice of ``data`` (an edited plan task): an empty
+    or reversed range, one beyond ``data``, a part of several manifests, a part that is empty,
+    reversed or beyond the manifest's count."""
+    if not 0 <= group.start < group.end <= len(data):
+        return None
+    if group.first is None and group.last is None:
+        return list(data[group.start:group.end])
+    manifest, count = data[group.start], _live(data[group.start])
+    if group.first is None or group.last is None or group.end != group.start + 1 \
+            or not 0 <= group.first < group.last <= count:
+        return None
+    return [manifest.part(group.first, None if group.last == count else group.last)]
+
+
 def first_answer(scope: Scope, io: FileIO, data: Sequence, deletes: Sequence, files_per_task: int,
                  task: Callable[[Slice], str], residuals: Residuals, stop: threading.Event) -> Planned:
-    """The first answer to a plan: the :func:`slices` of ``data`` planned in order until the
-    answer holds ``files_per_task`` file scan tasks, the slices left as plan tasks (``task``
-    names one). A filter that prunes most files is answered whole in one round trip. Raises
-    what :func:`plan` raises."""
+    """The first answer to a plan: the :func:`slices` of ``data`` planned in order while the
+    answer holds at most ``files_per_task`` file scan tasks, the slices left as plan tasks
+    (``task`` names one). A filter that prunes most files is answered whole in one round trip.
+    A slice that would take the answer past ``files_per_task`` is left as a plan task too
+    (planned again when fetched). Raises what :func:`plan` raises."""
     answer = Planned()
     groups = slices(data, files_per_task)
     for number, group in enumerate(groups):
-        if len(answer.file_scan_tasks) >= files_per_task:
+        held = len(answer.file_scan_tasks)
+        planned = plan(scope, io, parts(data, group), deletes, residuals, stop) if held < files_per_task else None
+        if planned is None or (held and held + len(planned.file_scan_tasks) > files_per_task):
             answer.plan_tasks.extend(task(rest) for rest in groups[number:])
             break
-        answer.add(plan(scope, io, data[group.start:group.end], deletes, residuals, stop))
+        answer.add(planned)
     return answer
 
 

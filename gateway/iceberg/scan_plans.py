@@ -60,7 +60,7 @@ from gateway.iceberg.plan_models import (
 )
 from gateway.iceberg.plan_store import PLAN, TASK, Full, Pending, decode, encode, owned
 from gateway.iceberg.planning import (
-    Foreign, Residuals, Scope, Stopped, first_answer, manifests, plan, scope,
+    Foreign, Residuals, Scope, Slice, Stopped, first_answer, manifests, parts, plan, scope,
 )
 from gateway.iceberg.read_rules import Readable, bound, readable
 
@@ -89,6 +89,26 @@ def _token(catalog: Catalog, db: str, name: str, request: dict, kind: str, expir
     return encode({"k": kind, "u": catalog.user, "ns": db, "t": name, "x": expires, "rq": request, **extra})
 
 
+def _task_fields(group: Slice) -> dict:
+    """The fields of a plan task naming ``group``: ``m`` (its manifests), and ``e`` (its
+    entries) for a part of one manifest."""
+    if group.first is None:
+        return {"m": [group.start, group.end]}
+    return {"m": [group.start, group.end], "e": [group.first, group.last]}
+
+
+def _slice(payload: dict) -> Slice | None:
+    """The :class:`Slice` a plan task's payload names (:func:`_task_fields`), None when its
+    fields are not that shape (whether it lies within the table's manifests is
+    :func:`~gateway.iceberg.planning.parts`' to say)."""
+    def pair(value) -> bool:
+        return isinstance(value, list) and len(value) == 2 and all(type(i) is int and i >= 0 for i in value)
+    span, entries = payload.get("m"), payload.get("e")
+    if not pair(span) or not (entries is None and "e" not in payload or pair(entries)):
+        return None
+    return Slice(*span, *(entries or ()))
+
+
 def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, stop: threading.Event) -> str:
     """The first answer's tasks (blocking): file scan tasks, and plan tasks for large plans, as
     the JSON text of the spec's ``ScanTasks`` (written on the planner's thread too)."""
@@ -96,7 +116,7 @@ def _first(catalog: Catalog, db: str, name: str, found: Scope, request: dict, st
     io = file_io(catalog.files.properties, found.metadata.location)
     data, deletes = manifests(found, io, service.manifests)
     answer = first_answer(found, io, data, deletes, service.planning.files_per_task,
-                          lambda group: _token(catalog, db, name, request, TASK, m=[group.start, group.end]),
+                          lambda group: _token(catalog, db, name, request, TASK, **_task_fields(group)),
                           Residuals(found.filter, service.planning.max_residual_bytes, found.required), stop)
     return answer.text()
 
@@ -256,15 +276,15 @@ async def cancel_planning(catalog: Catalog, route: RouteMatch, request: web.Base
 
 
 async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.BaseRequest, ask: FetchScanTasksRequest) -> Reply:
-    """``fetchScanTasks``: the file scan tasks of one plan task. Raises 404
-    ``NoSuchPlanTaskException`` for a plan task that is not the caller's for this table, expired,
-    or whose snapshot is gone; what planning raises."""
+    """``fetchScanTasks``: the file scan tasks of one plan task (a run of the plan's data
+    manifests, or a range of the entries of one of them). Raises 404 ``NoSuchPlanTaskException``
+    for a plan task that is not the caller's for this table, expired, whose snapshot is gone, or
+    whose manifests or entries are not the plan's (edited); what planning raises."""
     db, name = route.db_table()
     table = await readable(catalog, db, name)
     payload = decode(ask.plan_task, TASK)
-    span = payload.get("m") if payload else None
-    if not owned(payload, catalog.user, db, name) or not (
-            isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) and i >= 0 for i in span)):
+    group = _slice(payload) if owned(payload, catalog.user, db, name) else None
+    if group is None:
         raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user} (unknown or expired)")
     assert payload is not None
     found = bound(catalog, db, name, table,
@@ -273,9 +293,13 @@ async def fetch_scan_tasks(catalog: Catalog, route: RouteMatch, request: web.Bas
     def planned(stop: threading.Event) -> str:
         io = file_io(catalog.files.properties, found.metadata.location)
         data, deletes = manifests(found, io, catalog.service.manifests)
+        chosen = parts(data, group)
+        if chosen is None:  # edited, or the manifests it named are no longer this plan's
+            raise errors.NoSuchPlanTask(f"no plan task of {db}.{name} for {catalog.user}: it names manifests or "
+                                        "entries the plan does not have")
         residuals = Residuals(found.filter, catalog.service.planning.max_residual_bytes, found.required)
-        return plan(found, io, data[span[0]:span[1]], deletes, residuals, stop).text()
-    cached = plan_key(catalog.user, db, name, table.location, {"plan-task": payload["rq"], "span": span},
+        return plan(found, io, chosen, deletes, residuals, stop).text()
+    cached = plan_key(catalog.user, db, name, table.location, {"plan-task": payload["rq"], "span": _task_fields(group)},
                       table.restrictions)
     tasks = catalog.service.answers.get(cached)
     if tasks is None:  # the client leaving cancels its wait, and the planning if nobody else waits

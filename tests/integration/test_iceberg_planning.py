@@ -25,7 +25,7 @@ from pyiceberg.table import IncrementalAppendScan
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import LongType, NestedField, StringType
 
-from gateway.iceberg.plan_store import PLAN, decode, encode
+from gateway.iceberg.plan_store import PLAN, TASK, decode, encode
 from tests.support.gateway import RunningGateway, in_workdir, metric
 from tests.support.iceberg.clients import ETL_ALL_POLICY, call, error_of, rest_catalog
 from tests.support.iceberg.deletes import commit_deletes
@@ -187,6 +187,34 @@ def test_large_plans_come_with_plan_tasks_fetched_through_tasks(gw, client, serv
         assert again.json() == fetched.json()
         assert metric(gw, "hms_gateway_iceberg_plan_cache_lookups_total", result="hit", service=PATH) == hits + 1
     assert len(files) == len(set(files)) == 3
+
+
+def test_a_manifest_over_files_per_task_is_fetched_in_parts_of_its_entries(gw, client, server, tables):
+    """Issue 50: one manifest of five files at two files per answer (it was one plan task of all
+    five): the first answer holds two, two plan tasks name entries 2–4 and 4–5; PyIceberg reads
+    through them what its own planning reads; a plan task edited past the manifest is 404."""
+    import pyarrow.parquet as pq
+
+    table = client.create_table("plans.onemanifest", schema=SCHEMA)
+    paths = [f"{table.location()}/data/part-{n}.parquet" for n in range(5)]
+    for n, path in enumerate(paths):
+        with table.io.new_output(path).create() as stream:
+            pq.write_table(_rows(10 * n, 3, "a"), stream)
+    table.add_files(paths)
+    before = len(server.paths)
+    assert len(_same(client, server, "onemanifest")) == 15
+    assert sum(p.endswith("/tables/onemanifest/tasks") for p in server.paths[before:]) == 2
+    first = _call(gw, "POST", f"{TABLE}/onemanifest/plan", {}).json()
+    assert len(first["file-scan-tasks"]) == 2
+    assert [decode(t, TASK)["e"] for t in first["plan-tasks"]] == [[2, 4], [4, 5]]
+    files = [t["data-file"]["file-path"] for t in first["file-scan-tasks"]]
+    for task in first["plan-tasks"]:
+        fetched = _call(gw, "POST", f"{TABLE}/onemanifest/tasks", {"plan-task": task}).json()["file-scan-tasks"]
+        assert len(fetched) <= 2
+        files += [t["data-file"]["file-path"] for t in fetched]
+    assert sorted(files) == paths
+    edited = encode({**decode(first["plan-tasks"][1], TASK), "e": [4, 6]})
+    error_of(_call(gw, "POST", f"{TABLE}/onemanifest/tasks", {"plan-task": edited}), 404, "NoSuchPlanTaskException")
 
 
 def test_incremental_range_plans_the_appends_pyiceberg_plans(client, server, tables):

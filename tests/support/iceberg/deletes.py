@@ -20,10 +20,12 @@ from pyiceberg.table.snapshots import Operation, Snapshot, Summary
 from pyiceberg.table.update import AddSnapshotUpdate, AssertRefSnapshotId, SetSnapshotRefUpdate
 from pyiceberg.typedef import Record
 
-__all__ = ["commit_deletes", "commit_manifests", "new_snapshot_id"]
+__all__ = ["DeleteManifestWriter", "commit_deletes", "commit_manifests", "new_snapshot_id"]
 
 
-class _DeleteManifestWriter(ManifestWriterV2):
+class DeleteManifestWriter(ManifestWriterV2):
+    """PyIceberg's v2 manifest writer for a manifest of delete files (0.12 writes data ones only)."""
+
     def content(self) -> ManifestContent:
         return ManifestContent.DELETES
 
@@ -50,7 +52,7 @@ def commit_deletes(table: Table, rows: pa.Table, *, equality_ids: list[int] | No
         equality_ids=equality_ids)
     delete.spec_id = metadata.default_spec_id
     manifest_path = f"{metadata.location}/metadata/{uuid.uuid4()}-m0.avro"
-    with _DeleteManifestWriter(metadata.spec(), metadata.schema(), io.new_output(manifest_path), snapshot_id,
+    with DeleteManifestWriter(metadata.spec(), metadata.schema(), io.new_output(manifest_path), snapshot_id,
                                "deflate") as writer:
         writer.add_entry(ManifestEntry.from_args(status=ManifestEntryStatus.ADDED, snapshot_id=snapshot_id,
                                                  data_file=delete))
