@@ -38,8 +38,8 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
   whole-table plans each, first each client its own plan (a filter keeping every file, a
   different literal per client: every plan planned), then all the same plan (joined while it is
   planned, as a dashboard's viewers'): p50 and p99 against a lone raw plan on one link, and the gateway's
-  peak RSS (sampled every 20 ms) against its RSS before the first plan plus the manifest
-  manifest caches' bounds (``iceberg``'s and ``iceberg-cached``'s) and the answers in flight (clients × one answer's bytes).
+  peak RSS (sampled every 20 ms) against its RSS before the first plan plus the two manifest
+  caches' bounds (``iceberg``'s and ``iceberg-cached``'s) and the answers in flight (clients × one answer's bytes).
 
 Targets (issue 50), judged at 20 ms, reported at other delays: whole table, server (warm) ≤ 0.5
 × client; 1 % filter ≤ 0.1 ×; first plan, server with its cache cold ≤ 1.0 × the client's first

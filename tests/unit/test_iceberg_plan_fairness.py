@@ -18,8 +18,8 @@ from gateway.iceberg import errors, plan_store, scan_plans
 from gateway.iceberg.paths import RouteMatch
 from gateway.iceberg.plan_cache import PlanCache
 from gateway.iceberg.plan_executor import PlanExecutor
-from gateway.iceberg.plan_models import PlanTableScanRequest
-from gateway.iceberg.plan_store import PLAN, PendingPlans, PlanningOptions, decode, encode
+from gateway.iceberg.plan_models import FetchScanTasksRequest, PlanTableScanRequest
+from gateway.iceberg.plan_store import PLAN, TASK, PendingPlans, PlanningOptions, decode, encode
 from gateway.iceberg.planning import Planned
 from gateway.iceberg.service_state import ServiceState
 
@@ -364,3 +364,34 @@ def test_cancelled_ids_are_remembered_until_they_expire_and_within_a_bound(monke
     for n in range(5):
         plans.cancel(f"more{n}", time.time() + 60)
     assert len(plans.cancelled) == 3 and not plans.was_cancelled("live") and plans.was_cancelled("more4")
+
+
+async def test_identical_plan_tasks_at_once_are_planned_once(planner, monkeypatch):
+    service = _service()
+    etl = _caller(service, "etl")
+    etl.files = SimpleNamespace(properties={})
+    planned, release = [], threading.Event()
+
+    def slow_plan(found, io, chosen, deletes, residuals, stop):
+        planned.append(threading.current_thread().name)
+        release.wait(GUARD)
+        return Planned(file_scan_tasks=[{"data-file": {"file-path": "file:///warehouse/db/t/a"}}])
+    monkeypatch.setattr(scan_plans, "file_io", lambda properties, location: None)
+    monkeypatch.setattr(scan_plans, "manifests", lambda found, io, cache: (["m0", "m1"], []))
+    monkeypatch.setattr(scan_plans, "plan", slow_plan)
+    monkeypatch.setattr(scan_plans, "parts", lambda data, group: data[group.start:group.end])
+    monkeypatch.setattr(scan_plans, "_again", lambda table, ask, missing: SimpleNamespace(**vars(SCOPE), metadata=TABLE.metadata))
+    route = RouteMatch("fetchScanTasks", "db", "t")
+
+    async def fetch(token: str) -> dict:
+        return _values(await scan_plans.fetch_scan_tasks(etl, route, None, FetchScanTasksRequest(**{"plan-task": token})))
+    first, second = (scan_plans._token(etl, "db", "t", {}, TASK, m=[i, i + 1]) for i in (0, 1))
+    fetches = [asyncio.ensure_future(fetch(t)) for t in (first, first, first, second)]
+    deadline = time.monotonic() + GUARD
+    while len(planned) < 2 and time.monotonic() < deadline:  # the two distinct tasks started
+        await asyncio.sleep(0.01)
+    assert len(service.flights) == 2
+    release.set()
+    answers = await asyncio.wait_for(asyncio.gather(*fetches), GUARD)
+    assert len(planned) == 2 and len(service.flights) == 0
+    assert all(a["file-scan-tasks"] == answers[0]["file-scan-tasks"] for a in answers)
