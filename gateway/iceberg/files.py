@@ -54,8 +54,9 @@ _VIEW_EXTENSIONS = {"gzip": ".gz.metadata.json", "none": ".metadata.json"}
 
 log = logging.getLogger(__name__)
 
-#: Table metadata files kept parsed per process.
-_KEPT = 128
+#: Table metadata files kept parsed per process (by count, as before issue 50: a file with
+#: thousands of snapshots parses to megabytes, so the bound stays small).
+_KEPT = 64
 #: Seconds a kept file is taken from memory without checking that it still exists (Iceberg
 #: Java's ``CachingCatalog`` keeps a loaded table 30 s by default, unchecked).
 TRUSTED_SECONDS = 30.0
