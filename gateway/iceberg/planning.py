@@ -494,7 +494,7 @@ class _ContentFiles:
                    "file-format": _FORMATS[data.file_format], "partition": self._partition(data),
                    "file-size-in-bytes": data.file_size_in_bytes, "record-count": data.record_count}
         if data.split_offsets:
-            written["split-offsets"] = list(data.split_offsets)
+            written["split-offsets"] = data.split_offsets  # the cached entry's own list: never changed
         if data.sort_order_id is not None:
             written["sort-order-id"] = data.sort_order_id
         if data.key_metadata:
