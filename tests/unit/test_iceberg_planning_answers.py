@@ -11,21 +11,16 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from pyiceberg.conversions import from_bytes, to_bytes, to_json
-from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.manifest import (
     DataFile, DataFileContent, FileFormat, ManifestEntry, ManifestEntryStatus, write_manifest,
 )
 from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.schema import Schema
-from pyiceberg.serializers import ToOutputFile
 from pyiceberg.table import ManifestGroupPlanner, Table
-from pyiceberg.table.metadata import new_table_metadata
-from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 from pyiceberg.types import DoubleType, IntegerType, LongType, NestedField, StringType
@@ -35,21 +30,10 @@ from gateway.iceberg.plan_models import PlanTableScanRequest
 from gateway.iceberg.planning import Residuals, manifests, plan, scope
 from gateway.lakehouse.file_io import file_io
 from tests.support.iceberg.deletes import commit_deletes, commit_manifests, new_snapshot_id
-from tests.support.iceberg.local_table import _MetadataFiles
+from tests.support.iceberg.local_table import empty_table
 
 SCHEMA = Schema(NestedField(1, "id", LongType(), required=False), NestedField(2, "name", StringType(), required=False),
                 NestedField(3, "part", IntegerType(), required=False), NestedField(4, "f", DoubleType(), required=False))
-
-
-class _Catalog(_MetadataFiles):
-    """Commits by writing metadata files; loads the last table it committed."""
-
-    def commit_table(self, table, requirements, updates):
-        self.last = super().commit_table(table, requirements, updates)
-        return self.last
-
-    def load_table(self, identifier):
-        return Table(identifier, self.last.metadata, self.last.metadata_location, PyArrowFileIO(), self)
 
 
 def _data_files(table: Table, partitions: list[tuple], per_partition: int) -> Table:
@@ -82,12 +66,8 @@ def _data_files(table: Table, partitions: list[tuple], per_partition: int) -> Ta
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> Table:
-    folder = tmp_path_factory.mktemp("answers")
     spec = PartitionSpec(PartitionField(source_id=3, field_id=1000, transform=IdentityTransform(), name="part"))
-    metadata = new_table_metadata(SCHEMA, spec, UNSORTED_SORT_ORDER, folder.as_uri())
-    location = f"{metadata.location}/metadata/{uuid.uuid4()}.metadata.json"
-    ToOutputFile.table_metadata(metadata, PyArrowFileIO().new_output(location))
-    table = Table(("db", "t"), metadata, location, PyArrowFileIO(), _Catalog("local"))
+    table = empty_table(tmp_path_factory.mktemp("answers"), SCHEMA, spec)
     table = _data_files(table, [(0,), (1,), (2,), (None,)], 3)  # spec 0: part
     with table.update_spec() as update:
         update.add_identity("f")
