@@ -13,6 +13,10 @@ entries are not read once the plan is stopped) or reads a part of (:meth:`Cached
 a range of its entries, the manifest still read and kept whole); everything else about
 planning is PyIceberg's own (:mod:`gateway.iceberg.planning`).
 
+A manifest list or manifest not in the cache is read whole in one request where the FileIO is
+the gateway's own (:attr:`~gateway.lakehouse.file_io.GatewayFileIO.whole`: one S3
+``GetObject`` each, not a ``HeadObject`` and a ``GetObject``).
+
 Lookups are counted (``hms_gateway_iceberg_manifest_cache_lookups_total{result}``, hit or
 miss) and the held bytes are a gauge (``hms_gateway_iceberg_manifest_cache_bytes``). Reads run
 in worker threads (PyIceberg's planner opens manifests on its executor): the map is guarded by
@@ -30,6 +34,7 @@ from typing import Any
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestEntry, ManifestFile, read_manifest_list
 
+from gateway.lakehouse.file_io import GatewayFileIO
 from gateway.observability import metrics
 
 MIB = 1024 * 1024
@@ -94,7 +99,7 @@ class ManifestCache:
         records reading their entries through this cache. Raises what FileIO and PyIceberg's
         Avro reader raise (``OSError``, ``ValueError``...)."""
         def load() -> tuple[tuple[CachedManifest, ...], int]:
-            found = tuple(CachedManifest.of(m, self) for m in read_manifest_list(io.new_input(manifest_list)))
+            found = tuple(CachedManifest.of(m, self) for m in read_manifest_list(_whole(io).new_input(manifest_list)))
             return found, 600 * len(found) + sum(sys.getsizeof(m.manifest_path) for m in found)
         return self._get(manifest_list, load)
 
@@ -102,7 +107,7 @@ class ManifestCache:
         """The live entries of ``manifest`` (PyIceberg's ``fetch_manifest_entry``, deleted
         entries left out). The list is shared: callers never change it nor its entries."""
         def load() -> tuple[list[ManifestEntry], int]:
-            found = ManifestFile.fetch_manifest_entry(manifest, io, discard_deleted=True)
+            found = ManifestFile.fetch_manifest_entry(manifest, _whole(io), discard_deleted=True)
             return found, 64 + sum(entry_bytes(e) for e in found)
         return self._get(manifest.manifest_path, load)
 
@@ -111,6 +116,11 @@ class ManifestCache:
             self._items.clear()
             self.bytes = 0
             self._gauge.set(0)
+
+
+def _whole(io: FileIO) -> FileIO:
+    """``io`` reading files whole in one request where it is the gateway's own FileIO."""
+    return io.whole if isinstance(io, GatewayFileIO) else io
 
 
 class Stopped(Exception):

@@ -39,14 +39,18 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TypeVar
 
 from pyiceberg.conversions import from_bytes, to_json
 from pyiceberg.exceptions import ResolveError
 from pydantic import TypeAdapter
 from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, SerializableBooleanExpression
-from pyiceberg.expressions.visitors import bind, extract_field_ids, manifest_evaluator
+from pyiceberg.expressions.visitors import ResidualEvaluator, bind, extract_field_ids, manifest_evaluator
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus
+from pyiceberg.manifest import (
+    DataFile, DataFileContent, FileFormat, ManifestContent, ManifestEntry, ManifestEntryStatus,
+)
 from pyiceberg.schema import Schema, index_by_id
 from pyiceberg.table import FileScanTask as PlannedTask, IncrementalAppendScan, ManifestGroupPlanner
 from pyiceberg.table.metadata import TableMetadata
@@ -61,6 +65,8 @@ from gateway.iceberg.plan_models import PlanTableScanRequest
 
 __all__ = ["Foreign", "Planned", "Residuals", "Scope", "Slice", "Stopped", "first_answer", "manifests", "parts", "plan",
            "scope", "slices"]
+
+T = TypeVar("T")
 
 
 class Foreign(Exception):
@@ -202,7 +208,38 @@ def _field_id(schema: Schema, name: str, case_sensitive: bool, what: str) -> int
 
 
 def _planner(scope: Scope, io: FileIO) -> ManifestGroupPlanner:
-    return ManifestGroupPlanner(scope.metadata, io, scope.filter, scope.case_sensitive)
+    return _Planner(scope.metadata, io, scope.filter, scope.case_sensitive)
+
+
+class _Planner(ManifestGroupPlanner):
+    """PyIceberg's planner, its residuals worked out once per partition: PyIceberg builds a
+    residual evaluator for every data file (looking the current schema up each time) and
+    evaluates it on each file's partition, where the evaluator depends on the spec, filter and
+    schema only, and the residual on the partition's values only (:class:`_SpecResiduals`)."""
+
+    def _build_residual_evaluator(self, spec_id: int) -> Callable[[DataFile], ResidualEvaluator]:
+        return _SpecResiduals(super()._build_residual_evaluator(spec_id))
+
+
+class _SpecResiduals:
+    """One partition spec's residuals in one plan: PyIceberg's evaluator, built for the first
+    data file and used for all (``plan_files`` evaluates residuals on its caller's thread, one
+    file after another), its residuals remembered by partition (:func:`_partition_key`)."""
+
+    def __init__(self, build: Callable[[DataFile], ResidualEvaluator]):
+        self._build = build
+        self._evaluator: ResidualEvaluator | None = None
+        self._seen: dict[tuple, BooleanExpression] = {}
+
+    def __call__(self, data_file: DataFile) -> _SpecResiduals:
+        if self._evaluator is None:
+            self._evaluator = self._build(data_file)
+        return self
+
+    def residual_for(self, partition) -> BooleanExpression:
+        evaluator = self._evaluator
+        assert evaluator is not None
+        return _remembered(self._seen, _partition_key(partition), lambda: evaluator.residual_for(partition))
 
 
 def manifests(scope: Scope, io: FileIO, cache: ManifestCache):
@@ -420,25 +457,24 @@ def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEn
     metadata = scope.metadata
     root = _Root(metadata.location)
     unpartitioned = {s.spec_id for s in metadata.partition_specs if s.is_unpartitioned()}
-    partition_types = {s.spec_id: s.partition_type(metadata.schema()) for s in metadata.partition_specs}
-    schema = metadata.schema()
+    files = _ContentFiles(metadata, scope.stats_ids)
     deletes: dict[str, int] = {}
     delete_files: list[dict] = []
     tasks: list[dict] = []
     for task in planned:
         root.check(task.file.file_path, reads=False)
-        refs = []
         applied = [*task.delete_files]
         if equality:
             applied.extend(_equality_deletes(task, equality, sequence, unpartitioned))
-        for delete in sorted(applied, key=lambda d: d.file_path):
-            if delete.file_path not in deletes:
-                root.check(delete.file_path, reads=False)
-                deletes[delete.file_path] = len(delete_files)
-                delete_files.append(_content_file(delete, partition_types, schema, frozenset()))
-            refs.append(deletes[delete.file_path])
-        written = {"data-file": _content_file(task.file, partition_types, schema, scope.stats_ids)}
-        if refs:
+        written = {"data-file": files.written(task.file)}
+        if applied:
+            refs = []
+            for delete in sorted(applied, key=lambda d: d.file_path):
+                if delete.file_path not in deletes:
+                    root.check(delete.file_path, reads=False)
+                    deletes[delete.file_path] = len(delete_files)
+                    delete_files.append(files.written(delete))
+                refs.append(deletes[delete.file_path])
             written["delete-file-references"] = refs
         # No residual left: none written. The spec's form of it ({"type": "true"}) is one neither
         # PyIceberg nor Java writes, and PyIceberg cannot read; without one, a client applies
@@ -452,45 +488,97 @@ def _written(scope: Scope, planned: list[PlannedTask], equality: list[ManifestEn
 
 _CONTENT = {DataFileContent.DATA: "data", DataFileContent.POSITION_DELETES: "position-deletes",
             DataFileContent.EQUALITY_DELETES: "equality-deletes"}
+_FORMATS = {f: f.value.lower() for f in FileFormat}
 
 
-def _content_file(data, partition_types, schema: Schema, stats_ids: frozenset[int]) -> dict:
-    """PyIceberg's ``DataFile`` record as the spec's ``DataFile``, ``PositionDeleteFile`` or
-    ``EqualityDeleteFile`` (JSON values): partition values in the spec's JSON forms, column
-    statistics only for ``stats_ids`` (the request's ``stats-fields``)."""
-    ptype = partition_types.get(data.spec_id)
-    values = data.partition._data if data.partition is not None else ()
-    written = {"spec-id": data.spec_id, "content": _CONTENT[data.content], "file-path": data.file_path,
-               "file-format": data.file_format.value.lower(),
-               "partition": [to_json(f.field_type, v) if v is not None else None
-                             for f, v in zip(ptype.fields if ptype else (), values)],
-               "file-size-in-bytes": data.file_size_in_bytes, "record-count": data.record_count}
-    if data.split_offsets:
-        written["split-offsets"] = list(data.split_offsets)
-    if data.sort_order_id is not None:
-        written["sort-order-id"] = data.sort_order_id
-    if data.key_metadata:
-        written["key-metadata"] = data.key_metadata.hex().upper()
-    if data.content == DataFileContent.EQUALITY_DELETES and data.equality_ids:
-        written["equality-ids"] = list(data.equality_ids)
-    if stats_ids and data.content == DataFileContent.DATA:
-        written.update(_stats(data, schema, stats_ids))
-    return written
+def _partition_key(partition) -> tuple | None:
+    """A data file's partition values as a key under which equal partitions are written alike
+    and have the same residual: the values and their types (``True`` and ``1`` apart); None
+    where equal values may be written differently (``-0.0`` and ``0.0``, decimals ``1.0`` and
+    ``1.00``)."""
+    values = tuple(partition._data) if partition is not None else ()
+    types = tuple(map(type, values))
+    return None if float in types or Decimal in types else (values, types)
 
 
-def _stats(data, schema: Schema, ids: frozenset[int]) -> dict:
-    out = {}
-    for key, values in (("column-sizes", data.column_sizes), ("value-counts", data.value_counts),
-                        ("null-value-counts", data.null_value_counts), ("nan-value-counts", data.nan_value_counts)):
-        kept = {k: v for k, v in (values or {}).items() if k in ids}
-        if kept:
-            out[key] = {"keys": list(kept), "values": list(kept.values())}
-    for key, values in (("lower-bounds", data.lower_bounds), ("upper-bounds", data.upper_bounds)):
-        kept = {}
-        for field_id, raw in (values or {}).items():
-            if field_id in ids:
-                kind = schema.find_type(field_id)
-                kept[field_id] = to_json(kind, from_bytes(kind, raw))
-        if kept:
-            out[key] = {"keys": list(kept), "values": list(kept.values())}
-    return out
+def _remembered(seen: dict, key: tuple | None, make: Callable[[], T]) -> T:
+    """``seen[key]``, made first if missing; made and not kept for a key that is None or
+    cannot be one (a value that is not hashable)."""
+    if key is None:
+        return make()
+    try:
+        found = seen.get(key)
+    except TypeError:
+        return make()
+    if found is None:
+        found = seen[key] = make()
+    return found
+
+
+class _ContentFiles:
+    """Writes PyIceberg's ``DataFile`` records of one answer as the spec's ``DataFile``,
+    ``PositionDeleteFile`` or ``EqualityDeleteFile`` (JSON values): partition values in the
+    spec's JSON forms, column statistics only for ``stats_ids`` (the request's
+    ``stats-fields``). What files share is worked out once per answer: each spec's partition
+    type, the JSON of each distinct partition (a table has few, each in thousands of files),
+    each statistics column's type and PyIceberg's conversions for it."""
+
+    def __init__(self, metadata: TableMetadata, stats_ids: frozenset[int]):
+        self.schema = metadata.schema()
+        self.stats_ids = stats_ids
+        self.types = {s.spec_id: s.partition_type(self.schema) for s in metadata.partition_specs}
+        self._partitions: dict[tuple, list] = {}
+        self._kinds: dict[int, tuple] = {}
+
+    def written(self, data: DataFile) -> dict:
+        written = {"spec-id": data.spec_id, "content": _CONTENT[data.content], "file-path": data.file_path,
+                   "file-format": _FORMATS[data.file_format], "partition": self._partition(data),
+                   "file-size-in-bytes": data.file_size_in_bytes, "record-count": data.record_count}
+        if data.split_offsets:
+            written["split-offsets"] = data.split_offsets  # the cached entry's own list: never changed
+        if data.sort_order_id is not None:
+            written["sort-order-id"] = data.sort_order_id
+        if data.key_metadata:
+            written["key-metadata"] = data.key_metadata.hex().upper()
+        if data.content == DataFileContent.EQUALITY_DELETES and data.equality_ids:
+            written["equality-ids"] = list(data.equality_ids)
+        if self.stats_ids and data.content == DataFileContent.DATA:
+            written.update(self._stats(data))
+        return written
+
+    def _partition(self, data: DataFile) -> list:
+        """The partition values' JSON: one list, shared by the files of equal partitions."""
+        def written() -> list:
+            ptype = self.types.get(data.spec_id)
+            values = data.partition._data if data.partition is not None else ()
+            return [to_json(f.field_type, v) if v is not None else None
+                    for f, v in zip(ptype.fields if ptype else (), values)]
+        key = _partition_key(data.partition)
+        return _remembered(self._partitions, key and (data.spec_id, key), written)
+
+    def _kind(self, field_id: int) -> tuple:
+        """``(type, from_bytes, to_json)`` of a statistics column: PyIceberg's conversions for
+        its type, dispatched once."""
+        found = self._kinds.get(field_id)
+        if found is None:
+            kind = self.schema.find_type(field_id)
+            found = self._kinds[field_id] = (kind, from_bytes.dispatch(type(kind)), to_json.dispatch(type(kind)))
+        return found
+
+    def _stats(self, data: DataFile) -> dict:
+        ids = self.stats_ids
+        out = {}
+        for key, values in (("column-sizes", data.column_sizes), ("value-counts", data.value_counts),
+                            ("null-value-counts", data.null_value_counts), ("nan-value-counts", data.nan_value_counts)):
+            kept = {k: v for k, v in (values or {}).items() if k in ids}
+            if kept:
+                out[key] = {"keys": list(kept), "values": list(kept.values())}
+        for key, values in (("lower-bounds", data.lower_bounds), ("upper-bounds", data.upper_bounds)):
+            kept = {}
+            for field_id, raw in (values or {}).items():
+                if field_id in ids:
+                    kind, read, write = self._kind(field_id)
+                    kept[field_id] = write(kind, read(kind, raw))
+            if kept:
+                out[key] = {"keys": list(kept), "values": list(kept.values())}
+        return out

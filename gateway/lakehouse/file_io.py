@@ -19,6 +19,13 @@ Three things PyIceberg's ``FsspecFileIO`` does not do as the gateway needs, fixe
   and ``?`` as a pattern, which could reach other files) and raise ``FileNotFoundError`` for a
   missing one, as PyArrow's FileIO does (S3 answers a delete of a missing key with success).
 
+One thing it does that PyIceberg's does not, for speed (issue 50): :attr:`GatewayFileIO.whole`
+reads each file whole in one request (:class:`WholeInputFile`; on S3 one ``GetObject``, where
+fsspec's file asks ``HeadObject`` for the size first), for files a reader takes whole at once:
+manifest lists and manifests, which PyIceberg's Avro reader reads to their end on opening
+(:mod:`gateway.iceberg.manifest_cache`). Half the requests for a plan whose manifests are not
+in memory.
+
 ``s3n://`` locations (Hadoop's old scheme, which s3fs does not take) are read as ``s3://``.
 Other schemes (``gs``, ``abfs``, ``hdfs``...), and properties naming a FileIO (``py-io-impl``,
 in the service's own options only: a client's never reach here), get PyIceberg's choice
@@ -30,7 +37,8 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from io import BytesIO
 from urllib.parse import urlparse, urlsplit
 
 from fsspec.implementations.local import LocalFileSystem
@@ -38,7 +46,7 @@ from pyiceberg.io import PY_IO_IMPL, FileIO, InputFile, OutputFile, load_file_io
 from pyiceberg.io.fsspec import FsspecFileIO, FsspecInputFile, FsspecOutputFile
 from pyiceberg.typedef import Properties
 
-__all__ = ["GatewayFileIO", "LocalFiles", "SCHEMES", "file_io", "load"]
+__all__ = ["GatewayFileIO", "LocalFiles", "SCHEMES", "WholeInputFile", "file_io", "load"]
 
 #: Location schemes :class:`GatewayFileIO` serves (``""``: a bare local path).
 SCHEMES = frozenset({"", "file", "s3", "s3a", "s3n"})
@@ -68,6 +76,21 @@ class ExclusiveOutputFile(FsspecOutputFile):
         return self._fs.open(self.location, "xb")
 
 
+class WholeInputFile(FsspecInputFile):
+    """An ``FsspecInputFile`` whose stream holds the whole file, read in one request (s3fs:
+    one ``GetObject``, no ``HeadObject`` for the size nor ranged reads), for a reader that reads
+    it to its end at once anyway."""
+
+    def open(self, seekable: bool = True) -> BytesIO:
+        """The file's bytes as a stream. Raises ``FileNotFoundError`` (naming the location),
+        ``OSError``."""
+        try:
+            return BytesIO(self._fs.cat_file(self.location, max_concurrency=1))  # s3fs: no size asked first
+        except FileNotFoundError as exc:
+            raise exc if exc.filename else FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT),
+                                                             self.location) from exc
+
+
 def _s3_form(location: str) -> str:
     return "s3://" + location[len("s3n://"):] if location[:6].lower() == "s3n://" else location
 
@@ -83,6 +106,11 @@ class GatewayFileIO(FsspecFileIO):
     def new_input(self, location: str) -> FsspecInputFile:
         return super().new_input(_s3_form(location))
 
+    @cached_property
+    def whole(self) -> GatewayFileIO:
+        """This FileIO with input files read whole in one request (:class:`WholeInputFile`)."""
+        return _WholeReads(self.properties)
+
     def new_output(self, location: str) -> ExclusiveOutputFile:
         location = _s3_form(location)
         return ExclusiveOutputFile(location=location, fs=self._get_fs_from_uri(urlparse(location), location))
@@ -95,6 +123,16 @@ class GatewayFileIO(FsspecFileIO):
         if not fs.lexists(path):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
         fs.rm_file(path)
+
+
+class _WholeReads(GatewayFileIO):
+    def new_input(self, location: str) -> WholeInputFile:
+        location = _s3_form(location)
+        return WholeInputFile(location=location, fs=self._get_fs_from_uri(urlparse(location), location))
+
+    @property
+    def whole(self) -> GatewayFileIO:
+        return self
 
 
 def load(properties: Mapping[str, str], scheme: str) -> FileIO:

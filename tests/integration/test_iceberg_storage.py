@@ -192,7 +192,8 @@ def test_the_gateway_s_file_io_never_replaces_an_s3_object_and_reads_with_its_ow
     """The gateway's FileIO (gateway/lakehouse/file_io.py, s3fs) with the service's key: a create
     of a taken name is refused by its existence check and, when a writer got past the check,
     by the server itself (``If-None-Match: *``); reads, ``s3a``/``s3n`` forms, deletes of one
-    object and of a missing one (``FileNotFoundError``, as PyArrow's FileIO); no pyarrow."""
+    object and of a missing one (``FileNotFoundError``, as PyArrow's FileIO); a file read whole
+    in one ``GetObject``; no pyarrow."""
     from gateway.lakehouse.file_io import ExclusiveOutputFile, GatewayFileIO, file_io
 
     location = f"s3://{BUCKET}/lake/trips/metadata/00001-file-io.metadata.json"
@@ -212,11 +213,18 @@ def test_the_gateway_s_file_io_never_replaces_an_s3_object_and_reads_with_its_ow
     for form in (location, location.replace("s3://", "s3a://"), location.replace("s3://", "s3n://")):
         found = file_io(vendor.storage.file_io(), form).new_input(form)
         assert found.exists() and len(found) == 12 and found.open().read() == b"first commit"
+    # issue 50: a file read whole (manifests) takes one request, where a stream asks its size first
+    calls: list[str] = []
+    io.whole.new_input(location)._fs.s3.meta.events.register("before-call.s3", lambda model, **_: calls.append(model.name))
+    assert io.whole.new_input(location).open().read() == b"first commit" and calls == ["GetObject"]
+    assert io.new_input(location).open().read() == b"first commit" and calls[1:] == ["HeadObject", "GetObject"]
     io.delete(location.replace("s3://", "s3n://"))
     with pytest.raises(FileNotFoundError):
         io.delete(location)
     with pytest.raises(FileNotFoundError):
         io.new_input(location).open()
+    with pytest.raises(FileNotFoundError, match="00001-file-io"):
+        io.whole.new_input(location).open()
     assert not io.new_input(location).exists()
     assert s3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=key)["KeyCount"] == 0
     wrong = file_io({**vendor.storage.file_io(), "s3.secret-access-key": "wrong"}, location)

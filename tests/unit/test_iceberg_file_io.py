@@ -91,6 +91,20 @@ def test_a_delete_takes_one_file_and_says_when_it_is_missing(tmp_path: Path):
     assert (tmp_path / "d").is_dir()
 
 
+@pytest.mark.parametrize("form", range(3), ids=["file:///", "file:/", "bare path"])
+def test_a_file_read_whole_holds_its_bytes_and_a_missing_one_is_named(tmp_path: Path, form: int):
+    """Issue 50: manifests are read whole in one request (on S3 one ``GetObject``, checked in
+    tests/integration/test_iceberg_storage.py); locally the same bytes as a stream's."""
+    location = _forms(tmp_path / "m.avro")[form]
+    (tmp_path / "m.avro").write_bytes(b"\x00manifest" * 1000)
+    whole = file_io({}, location).whole
+    assert isinstance(whole, GatewayFileIO) and whole.whole is whole
+    assert whole.new_input(location).open().read() == file_io({}, location).new_input(location).open().read()
+    (tmp_path / "m.avro").unlink()
+    with pytest.raises(FileNotFoundError, match="m.avro"):
+        whole.new_input(location).open()
+
+
 def test_s3n_locations_are_read_as_s3():
     io = load({"s3.endpoint": "http://127.0.0.1:9", "s3.region": "us-east-1"}, "s3n")
     assert isinstance(io, GatewayFileIO)
