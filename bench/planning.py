@@ -1,6 +1,6 @@
 """Server-side scan planning against PyIceberg's own, for a client outside the cluster.
 Issues 42 and 50. Run alone: ``python bench/planning.py [--big] [--rtt-ms 20] [--rtt-ms 50] [--plans N]
-[--cold N] [--clients N] [--rounds N]``, or ``bench/run.py --planning ...``.
+[--cold N] [--clients N] [--rounds N] [--workers N] [--case NAME]``, or ``bench/run.py --planning ...``.
 
 The world: a real Hive Metastore, the suite's S3 server (moto, :mod:`tests.support.s3`) and the
 real gateway (HTTPS, Basic) with three ``iceberg-rest`` services on that storage: ``iceberg``, its
@@ -305,17 +305,33 @@ def _create(world: dict, manifests: int, files: int) -> int:
 
 # -- one run --------------------------------------------------------------------------------------
 
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (a gateway with ``workers: N`` is a supervisor and N workers)."""
+    found, todo = [], [pid]
+    while todo:
+        found.append(current := todo.pop())
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            todo.extend(int(child) for child in task.read_text().split())
+    return found
+
+
 def _rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """The resident memory of ``pid`` and its descendants (MiB)."""
+    total = 0.0
+    for each in _tree(pid):
+        for line in Path(f"/proc/{each}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) / 1024
+    return total
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of ``pid`` so far (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User plus system CPU time of ``pid`` and its descendants so far (``/proc/<pid>/stat``)."""
+    total = 0
+    for each in _tree(pid):
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 class _Peak(threading.Thread):
@@ -490,6 +506,9 @@ def _at_once(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: 
             process.stdin.flush()
         return [_result(process) for process in started]
 
+    if opts.workers > 1:  # each worker keeps its own manifest cache: warm every one (connections land at random)
+        for _ in range(6 * opts.workers):
+            _raw_plan(_session(linked[0]), f"{linked[0]['gateway']}/{SERVICES['server']}", {})
     lone = clients(linked[:1], opts.plans, opts.clients)[0]
     peak = _Peak(pid)
     peak.start()
@@ -501,9 +520,10 @@ def _at_once(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: 
     samples = [ms for r in results for ms in r["ms"]]
     alone, p50, p99 = statistics.median(lone["ms"]), _p(samples, 0.5), _p(samples, 0.99)
     in_flight = opts.clients * lone["bytes"] / 2**20
-    caches = 2 * opts.cache_mib  # iceberg's and iceberg-cached's: each service keeps its own
+    caches = 2 * opts.cache_mib * opts.workers  # iceberg's and iceberg-cached's, in each worker
     allowed = idle_rss + caches + in_flight
-    print(f"{opts.clients} clients at once, {what} whole-table plans as raw HTTP, {opts.rounds} each: p50 {p50:.0f} ms, "
+    print(f"{opts.clients} clients at once, {what} whole-table plans as raw HTTP, {opts.rounds} each, "
+          f"workers: {opts.workers}: p50 {p50:.0f} ms, "
           f"p99 {p99:.0f} ms (of {len(samples)} plans); alone {alone:.0f} ms (median of {opts.plans}); "
           f"gateway RSS {before:.0f} MiB before, peak {peak.peak:.0f} MiB (before the first plan {idle_rss:.0f} MiB)",
           flush=True)
@@ -531,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cold", type=int, default=3, help="first plans per side and case (default %(default)s)")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="plans per concurrent client (default %(default)s)")
+    parser.add_argument("--workers", type=int, default=1, help="the gateway's worker processes (default %(default)s)")
     parser.add_argument("--case", action="append", choices=list(cases(1)),
                         help="the cases to run (default: all three)")
     parser.add_argument("--cache-mib", type=float, help=f"the manifest cache's bound (default {CACHE_MIB}, "
@@ -573,7 +594,7 @@ def main(argv: list[str] | None = None) -> int:
                                                    # as make run has it: HMS's table from memory too
                                                    ("iceberg-cached", opts.cache_mib, {}, {"cache": {"enabled": True}}))]
         key = f"[default]\naws_access_key_id = {s3.access_key}\naws_secret_access_key = {s3.secret_key}\n"
-        gw = bench.gateway(services=services, files={"s3.ini": key})
+        gw = bench.gateway(services=services, files={"s3.ini": key}, workers=opts.workers)
         total = opts.manifests * opts.files
         direct = {"gateway": gw.url(path="").rstrip("/"), "ca": str(gw.ca_file), "files": total, "s3_port": s3.port}
         bench.say(f"writing {opts.manifests} manifests of {opts.files} data files to S3")
