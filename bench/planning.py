@@ -28,7 +28,8 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
 * **warm**, in this process, medians of ``--plans`` interleaved: client-side planning,
   server-side with the gateway's cache warm and cold, PyIceberg reading the server's answer
   alone (the least any server can reach with this client); and, for where the server's time
-  goes, the same plan as raw HTTP (plan, then each plan task; no PyIceberg) straight to the
+  goes, the same plan as raw HTTP (plan, then each plan task; no PyIceberg; timed by its
+  exchanges, the client's JSON parsing left out) straight to the
   gateway (cache warm and cold) and through the link; and the same raw plan repeated on
   ``iceberg-cached`` (answered from its plan cache after the first), against the warm one;
 * **first plan** of a fresh client process (a subprocess per plan, medians of ``--cold``): the
@@ -64,7 +65,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.clients import PASSWORD, USER, interleaved  # noqa: E402
+from bench.clients import PASSWORD, USER, Elapsed, interleaved  # noqa: E402
 
 CACHE_MIB, BIG_CACHE_MIB = 256, 1024
 ROWS_PER_FILE = 1000
@@ -132,24 +133,44 @@ def _first(world: dict, side: str, case: str) -> dict:
     return {"load": (t1 - t0) * 1000, "plan": (t2 - t1) * 1000, "tasks": tasks}
 
 
-def _raw_plan(session, url: str, body: dict) -> int:
+def _raw_plan(session, url: str, body: dict, waited: list[float] | None = None) -> int:
     """One server-side plan as raw HTTP at the service ``url`` (plan, polls while submitted, then
-    each plan task), the answers read but not modelled; returns the bytes received. Raises
-    RuntimeError for an answer that is not a completed plan."""
-    answer = session.post(f"{url}/v1/namespaces/{NAMESPACE}/tables/big/plan", json=body, timeout=600)
+    each plan task), the answers read but not modelled; returns the bytes received, and adds to
+    ``waited`` the seconds spent in the exchanges (request sent to answer read; the client's
+    parsing of the JSON and the polls' pauses left out). Raises RuntimeError for an answer that
+    is not a completed plan."""
+    spent = 0.0
+
+    def exchange(method, path: str, **kwargs):
+        nonlocal spent
+        t0 = time.perf_counter()
+        answer = method(f"{url}/v1/namespaces/{NAMESPACE}/tables/big/{path}", timeout=600, **kwargs)
+        answer.content  # read whole
+        spent += time.perf_counter() - t0
+        return answer
+
+    answer = exchange(session.post, "plan", json=body)
     size, found = len(answer.content), answer.json()
     while answer.ok and found.get("status") == "submitted":
         time.sleep(0.05)
-        answer = session.get(f"{url}/v1/namespaces/{NAMESPACE}/tables/big/plan/{found['plan-id']}", timeout=600)
+        answer = exchange(session.get, f"plan/{found['plan-id']}")
         size, found = size + len(answer.content), answer.json()
     if not answer.ok or found.get("status") != "completed":
         raise RuntimeError(f"plan answered {answer.status_code}: {answer.text[:300]}")
     for task in found.get("plan-tasks") or []:
-        more = session.post(f"{url}/v1/namespaces/{NAMESPACE}/tables/big/tasks", json={"plan-task": task},
-                            timeout=600)
+        more = exchange(session.post, "tasks", json={"plan-task": task})
         more.raise_for_status()
         size += len(more.content)
+    if waited is not None:
+        waited.append(spent)
     return size
+
+
+def _served(session, url: str, body: dict) -> Elapsed:
+    """:func:`_raw_plan`, timed by its exchanges alone (what the server and the line take)."""
+    waited: list[float] = []
+    _raw_plan(session, url, body, waited)
+    return Elapsed(waited[0])
 
 
 def _session(world: dict):
@@ -393,10 +414,10 @@ def _case(opts, rtt_ms: float, name: str, rest: dict | None, loaded: dict, world
     texts = _answers(*loaded["server"], rest)
     sides = [(lambda r, t=table: _planned(t, r), rest) for _, table in loaded.values()]
     sides += [(_reading, texts),
-              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg", b), body),
-              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cold", b), body),
-              (lambda b: _raw_plan(raw_linked, f"{lone['gateway']}/iceberg", b), body),
-              (lambda b: _raw_plan(raw_direct, f"{direct['gateway']}/iceberg-cached", b), body)]
+              (lambda b: _served(raw_direct, f"{direct['gateway']}/iceberg", b), body),
+              (lambda b: _served(raw_direct, f"{direct['gateway']}/iceberg-cold", b), body),
+              (lambda b: _served(raw_linked, f"{lone['gateway']}/iceberg", b), body),
+              (lambda b: _served(raw_direct, f"{direct['gateway']}/iceberg-cached", b), body)]
     c, s, cold, floor, gw_warm, gw_cold, linked_warm, repeat = interleaved(sides, opts.plans, warm_up=1)
     firsts = {side: [] for side in SERVICES}
     for _ in range(opts.cold):
