@@ -37,8 +37,10 @@ every manifest read, files pruned by their bounds) and a partition filter (``par
   cache empty, no connection open; the load before it is reported beside it;
 * **16 clients at once** (``--clients``), each a process on its own link, ``--rounds`` raw
   whole-table plans each, first each client its own plan (a filter keeping every file, a
-  different literal per client: every plan planned), then all the same plan (joined while it is
-  planned, as a dashboard's viewers'): p50 and p99 against a lone raw plan on one link, and the gateway's
+  different literal per client: every plan planned), then all the same plan, one not asked
+  before, on ``iceberg-cached`` (a dashboard's viewers after a commit, the plan cache on as by
+  default: joined while it is planned, then answered from the cache): p50 and p99 against a
+  lone raw plan (planned, plan cache off) on one link, and the gateway's
   peak RSS (sampled every 20 ms) against its RSS before the first plan plus the two manifest
   caches' bounds (``iceberg``'s and ``iceberg-cached``'s) and the answers in flight (clients × one answer's bytes).
 
@@ -187,10 +189,10 @@ def _distinct(n: int) -> dict:
     return {"filter": {"type": "gt-eq", "term": "id", "value": -1 - n}}
 
 
-def _raw_client(world: dict, case: str, rounds: int, n: int | None = None) -> dict:
+def _raw_client(world: dict, case: str, rounds: int, n: int | None = None, service: str = SERVICES["server"]) -> dict:
     """A concurrency client: says ``ready``, waits for a line on stdin, then plans ``rounds`` times
-    on the warm service (``n``: its own :func:`_distinct` plan); ``{"ms": [...], "bytes": n}``."""
-    session, url = _session(world), f"{world['gateway']}/{SERVICES['server']}"
+    on ``service`` (``n``: the :func:`_distinct` plan ``n``); ``{"ms": [...], "bytes": n}``."""
+    session, url = _session(world), f"{world['gateway']}/{service}"
     body = {"filter": f} if (f := cases(world["files"])[case]) else {}
     if n is not None:
         body = _distinct(n)
@@ -205,12 +207,12 @@ def _raw_client(world: dict, case: str, rounds: int, n: int | None = None) -> di
 
 
 def _child(argv: list[str]) -> int:
-    """``--first SIDE CASE`` or ``--raw CASE ROUNDS [N]``, the world as JSON on stdin's first line."""
+    """``--first SIDE CASE`` or ``--raw CASE ROUNDS [N [SERVICE]]``, the world as JSON on stdin's first line."""
     world = json.loads(sys.stdin.readline())
     if argv[0] == "--first":
         result = _first(world, argv[1], argv[2])
     else:
-        result = _raw_client(world, argv[1], int(argv[2]), int(argv[3]) if len(argv) > 3 else None)
+        result = _raw_client(world, argv[1], int(argv[2]), *([int(argv[3])] if len(argv) > 3 else []), *argv[4:5])
     print(json.dumps(result), flush=True)
     return 0
 
@@ -503,9 +505,11 @@ def _run_delay(opts, direct: dict, gw, rtt_ms: float, total: int, manifest_bytes
 
 def _concurrency(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: float,
                  verdicts: _Verdicts) -> None:
-    """``opts.clients`` raw whole-table planners at once, each on its own link, against one alone:
-    each asking its own plan (:func:`_distinct`: every one planned), then all the same plan (a
-    dashboard's: joined while one is planned)."""
+    """``opts.clients`` raw whole-table planners at once, each on its own link, against one client
+    planning alone (plan cache off): each asking its own plan (:func:`_distinct`: every one
+    planned, on ``iceberg``), then all the same plan, one nobody asked before (a dashboard's
+    viewers after a commit, on ``iceberg-cached``, the plan cache on as by default: the first
+    join one planning, later ones are answered from the cache)."""
     for distinct in (True, False):
         _at_once(opts, linked, gw, relay, rtt_ms, idle_rss, verdicts, distinct)
 
@@ -514,9 +518,10 @@ def _at_once(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: 
              distinct: bool) -> None:
     pid, go = gw.process.pid, {}
     what = "distinct" if distinct else "identical"
+    fresh = 10_000 + round(rtt_ms)  # the identical plan: one no earlier call asked
 
-    def clients(worlds: list[dict], rounds: int, first: int) -> list[dict]:
-        started = [_spawn(w, "--raw", "whole table", str(rounds), *([str(first + i)] if distinct else []))
+    def clients(worlds: list[dict], rounds: int, first: int | None, service: str = SERVICES["server"]) -> list[dict]:
+        started = [_spawn(w, "--raw", "whole table", str(rounds), str(fresh if first is None else first + i), service)
                    for i, w in enumerate(worlds)]
         for process in started:
             if process.stdout.readline().strip() != "ready":
@@ -529,11 +534,12 @@ def _at_once(opts, linked: list[dict], gw, relay: int, rtt_ms: float, idle_rss: 
 
     if opts.workers > 1:  # each worker keeps its own manifest cache: warm every one (connections land at random)
         for _ in range(6 * opts.workers):
-            _raw_plan(_session(linked[0]), f"{linked[0]['gateway']}/{SERVICES['server']}", {})
+            for service in (SERVICES["server"], "iceberg-cached"):
+                _raw_plan(_session(linked[0]), f"{linked[0]['gateway']}/{service}", {})
     lone = clients(linked[:1], opts.plans, opts.clients)[0]
     peak = _Peak(pid)
     peak.start()
-    results = clients(linked[1:], opts.rounds, 0)
+    results = clients(linked[1:], opts.rounds, 0) if distinct else clients(linked[1:], opts.rounds, None, "iceberg-cached")
     peak.done.set()
     peak.join()
     before, cpu, wall = go["rss"], _cpu_seconds(pid) - go["cpu"], time.perf_counter() - go["wall"]
